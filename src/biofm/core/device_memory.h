@@ -1,0 +1,14 @@
+// Device memory hooks used by Storage. In a CPU-only build these fail with a clear
+// message; the CUDA build provides them from the caching allocator.
+#pragma once
+#include <cstddef>
+
+#include "biofm/core/dtype.h"
+
+namespace biofm {
+bool cuda_available();
+void* device_alloc(size_t bytes);
+void device_free(void* ptr, size_t bytes);
+void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
+void device_memset_zero(void* ptr, size_t bytes);
+}  // namespace biofm

@@ -1,0 +1,13 @@
+// CPU-only build: there is no device memory.
+#include "biofm/core/device_memory.h"
+#include "biofm/core/error.h"
+
+namespace biofm {
+bool cuda_available() { return false; }
+void* device_alloc(size_t) { fail("this biofm was built without CUDA; use device=cpu"); }
+void device_free(void*, size_t) {}
+void device_copy(void*, Device, const void*, Device, size_t) {
+  fail("this biofm was built without CUDA; use device=cpu");
+}
+void device_memset_zero(void*, size_t) { fail("this biofm was built without CUDA; use device=cpu"); }
+}  // namespace biofm

@@ -1,0 +1,34 @@
+// A micro batch as the models consume it: packed token rows (THD) described by cu_seqlens.
+// A padded batch (BSHD) is the same thing with seq_lens[s] < cu_seqlens[s+1] - cu_seqlens[s]:
+// the slots past a sequence's end are padding (id = pad, label = -100).
+#pragma once
+#include <cstdint>
+
+#include "biofm/core/tensor.h"
+
+namespace biofm {
+
+struct Batch {
+  Tensor input_ids;   // I32 [T]
+  Tensor labels;      // I32 [T]; -100 where no loss is taken
+  Tensor positions;   // I32 [T]; position of the token inside its sequence (0 at its start)
+  Tensor cu_seqlens;  // I32 [B+1]; start row of each sequence, last entry = T
+  Tensor seq_lens;    // I32 [B]; real tokens of each sequence
+  int32_t max_seqlen = 0;         // max of seq_lens
+  int64_t num_real_tokens = 0;    // sum of seq_lens
+  int64_t num_label_tokens = 0;   // labels != -100
+  int64_t num_sequences() const { return seq_lens.defined() ? seq_lens.numel() : 0; }
+  int64_t num_rows() const { return input_ids.defined() ? input_ids.numel() : 0; }
+
+  Batch to(Device d) const {
+    Batch b = *this;
+    b.input_ids = input_ids.to(d);
+    b.labels = labels.to(d);
+    b.positions = positions.to(d);
+    b.cu_seqlens = cu_seqlens.to(d);
+    b.seq_lens = seq_lens.to(d);
+    return b;
+  }
+};
+
+}  // namespace biofm

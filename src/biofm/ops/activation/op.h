@@ -1,0 +1,48 @@
+// Activations: GELU (exact erf form, and the tanh approximation) and SwiGLU.
+#pragma once
+#include "biofm/ops/dispatch.h"
+
+namespace biofm::ops {
+
+enum class GeluKind { Erf, Tanh };
+
+// out = gelu(x), elementwise (out may alias x).
+void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
+// dx = dout · gelu'(x) (dx may alias dout).
+void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind);
+
+// out[N,F] = silu(gate[N,F]) * up[N,F].
+void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
+void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
+                     const Tensor& up);
+
+namespace cpu {
+void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
+void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind);
+void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
+void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
+                     const Tensor& up);
+}  // namespace cpu
+namespace cuda {
+void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
+void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind);
+void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
+void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
+                     const Tensor& up);
+}  // namespace cuda
+
+inline void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
+  BIOFM_DISPATCH(x.device(), gelu_forward, out, x, kind);
+}
+inline void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind) {
+  BIOFM_DISPATCH(x.device(), gelu_backward, dx, dout, x, kind);
+}
+inline void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up) {
+  BIOFM_DISPATCH(gate.device(), swiglu_forward, out, gate, up);
+}
+inline void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
+                            const Tensor& up) {
+  BIOFM_DISPATCH(gate.device(), swiglu_backward, dgate, dup, dout, gate, up);
+}
+
+}  // namespace biofm::ops

@@ -1,0 +1,53 @@
+// Token embedding lookup, and ESM-2's token dropout.
+#pragma once
+#include "biofm/ops/dispatch.h"
+
+namespace biofm::ops {
+
+// out[N,C] = table[ids[n]] (ids I32 [N]). Ids outside [0, V) throw.
+void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table);
+// dtable[V,C] += scatter of dout[N,C] by ids.
+void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids);
+
+// ESM-2 token dropout, applied in place to the embeddings h[N,C] of a packed batch.
+// For each sequence s (tokens cu_seqlens[s] .. cu_seqlens[s]+seq_lens[s]): rows whose id is
+// mask_id become 0, and the sequence is scaled by (1 - 0.15*0.8) / (1 - n_mask/len).
+// Slots past seq_lens[s] up to cu_seqlens[s+1] (padding in BSHD layout) become 0.
+// scale_out[N] (F32) receives each row's factor (0 for zeroed rows), for backward.
+void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
+                               const Tensor& cu_seqlens, const Tensor& seq_lens, int32_t mask_id);
+// dh[N,C] *= scale (row-wise), in place.
+void scale_rows_inplace(Tensor& dh, const Tensor& scale);
+
+namespace cpu {
+void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table);
+void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids);
+void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
+                               const Tensor& cu_seqlens, const Tensor& seq_lens, int32_t mask_id);
+void scale_rows_inplace(Tensor& dh, const Tensor& scale);
+}  // namespace cpu
+namespace cuda {
+void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table);
+void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids);
+void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
+                               const Tensor& cu_seqlens, const Tensor& seq_lens, int32_t mask_id);
+void scale_rows_inplace(Tensor& dh, const Tensor& scale);
+}  // namespace cuda
+
+inline void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table) {
+  BIOFM_DISPATCH(table.device(), embedding_forward, out, ids, table);
+}
+inline void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids) {
+  BIOFM_DISPATCH(dout.device(), embedding_backward, dtable, dout, ids);
+}
+inline void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
+                                      const Tensor& cu_seqlens, const Tensor& seq_lens,
+                                      int32_t mask_id) {
+  BIOFM_DISPATCH(h.device(), esm_token_dropout_forward, h, scale_out, ids, cu_seqlens, seq_lens,
+                 mask_id);
+}
+inline void scale_rows_inplace(Tensor& dh, const Tensor& scale) {
+  BIOFM_DISPATCH(dh.device(), scale_rows_inplace, dh, scale);
+}
+
+}  // namespace biofm::ops

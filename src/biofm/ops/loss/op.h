@@ -1,0 +1,31 @@
+// Softmax cross-entropy with ignore index -100, fused with its gradient.
+#pragma once
+#include "biofm/ops/dispatch.h"
+
+namespace biofm::ops {
+
+constexpr int32_t kIgnoreIndex = -100;
+
+// logits[N,V] (F32), labels[N] (I32). token_loss[N] (F32) = -log softmax(logits)[label], or 0
+// where label == -100. If dlogits is defined it receives (softmax - onehot) * grad_scale
+// (0 on ignored rows); dlogits may alias logits. Labels outside [0,V) other than -100 throw.
+void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const Tensor& logits,
+                                    const Tensor& labels, float grad_scale);
+
+namespace cpu {
+void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const Tensor& logits,
+                                    const Tensor& labels, float grad_scale);
+}
+namespace cuda {
+void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const Tensor& logits,
+                                    const Tensor& labels, float grad_scale);
+}
+
+inline void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits,
+                                           const Tensor& logits, const Tensor& labels,
+                                           float grad_scale) {
+  BIOFM_DISPATCH(logits.device(), cross_entropy_forward_backward, token_loss, dlogits, logits,
+                 labels, grad_scale);
+}
+
+}  // namespace biofm::ops

@@ -1,0 +1,55 @@
+// LayerNorm (ESM-2) and RMSNorm (Llama), over the last dimension of x[N,C].
+#pragma once
+#include "biofm/ops/dispatch.h"
+
+namespace biofm::ops {
+
+// out = (x - mean) * rstd * w + b; mean[N], rstd[N] (F32) saved for backward.
+void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
+                       const Tensor& b, float eps);
+// dx overwritten; dw, db accumulated.
+void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd);
+
+// out = x * rstd * w with rstd = 1/sqrt(mean(x²) + eps); rstd[N] saved.
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
+void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                      const Tensor& rstd);
+
+namespace cpu {
+void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
+                       const Tensor& b, float eps);
+void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd);
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
+void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                      const Tensor& rstd);
+}  // namespace cpu
+namespace cuda {
+void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
+                       const Tensor& b, float eps);
+void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd);
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
+void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                      const Tensor& rstd);
+}  // namespace cuda
+
+inline void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
+                              const Tensor& w, const Tensor& b, float eps) {
+  BIOFM_DISPATCH(x.device(), layernorm_forward, out, mean, rstd, x, w, b, eps);
+}
+inline void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout,
+                               const Tensor& x, const Tensor& w, const Tensor& mean,
+                               const Tensor& rstd) {
+  BIOFM_DISPATCH(x.device(), layernorm_backward, dx, dw, db, dout, x, w, mean, rstd);
+}
+inline void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+  BIOFM_DISPATCH(x.device(), rmsnorm_forward, out, rstd, x, w, eps);
+}
+inline void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x,
+                             const Tensor& w, const Tensor& rstd) {
+  BIOFM_DISPATCH(x.device(), rmsnorm_backward, dx, dw, dout, x, w, rstd);
+}
+
+}  // namespace biofm::ops
