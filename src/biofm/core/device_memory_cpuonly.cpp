@@ -1,5 +1,7 @@
 // CPU-only build: there is no device memory.
 #include "biofm/core/device_memory.h"
+#include <string>
+
 #include "biofm/core/error.h"
 
 namespace biofm {
@@ -10,4 +12,8 @@ void device_copy(void*, Device, const void*, Device, size_t) {
   fail("this biofm was built without CUDA; use device=cpu");
 }
 void device_memset_zero(void*, size_t) { fail("this biofm was built without CUDA; use device=cpu"); }
+}  // namespace biofm
+
+namespace biofm {
+std::string cuda_device_summary() { return "not built"; }
 }  // namespace biofm

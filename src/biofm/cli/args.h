@@ -1,0 +1,32 @@
+// A small command-line parser for the subcommands: --flag value, --flag=value, boolean
+// --flag, and positional key=value overrides. Unknown flags fail naming the nearest one.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace biofm {
+
+class Args {
+ public:
+  // value_flags take a value; bool_flags do not.
+  Args(int argc, char** argv, int first, const std::set<std::string>& value_flags,
+       const std::set<std::string>& bool_flags, const std::string& command);
+  bool has(const std::string& flag) const { return values_.count(flag) || bools_.count(flag); }
+  std::string get(const std::string& flag, const std::string& fallback = "") const;
+  std::string require(const std::string& flag) const;
+  long long get_int(const std::string& flag, long long fallback) const;
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::set<std::string> bools_;
+  std::vector<std::string> positional_;
+  std::string command_;
+};
+
+// Levenshtein distance, for "did you mean" suggestions.
+size_t edit_distance(const std::string& a, const std::string& b);
+
+}  // namespace biofm

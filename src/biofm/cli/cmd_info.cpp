@@ -1,0 +1,28 @@
+#include <omp.h>
+
+#include <cstdio>
+
+#include "biofm/cli/commands.h"
+#include "biofm/core/device_memory.h"
+
+extern "C" char* openblas_get_config(void);
+
+namespace biofm {
+
+std::string cuda_device_summary();  // device_memory_*.cpp
+
+int cmd_info(int, char**) {
+  std::printf("biofm %s\n", BIOFM_VERSION);
+#ifdef BIOFM_WITH_CUDA
+  std::printf("backends: cpu, cuda\n");
+#else
+  std::printf("backends: cpu (built without CUDA)\n");
+#endif
+  std::printf("compiler: %s\n", __VERSION__);
+  std::printf("OpenMP threads: %d\n", omp_get_max_threads());
+  std::printf("OpenBLAS: %s\n", openblas_get_config());
+  std::printf("CUDA: %s\n", cuda_device_summary().c_str());
+  return 0;
+}
+
+}  // namespace biofm

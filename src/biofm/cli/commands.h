@@ -1,0 +1,10 @@
+// The biofm subcommands. Each returns the process exit code; errors are thrown as
+// biofm::Error and reported by main.
+#pragma once
+
+namespace biofm {
+int cmd_train(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
+int cmd_eval(int argc, char** argv);
+int cmd_info(int argc, char** argv);
+}  // namespace biofm

@@ -1,0 +1,339 @@
+#include "biofm/models/esm2/model.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "biofm/io/atomic_file.h"
+#include "biofm/ops/activation/op.h"
+#include "biofm/ops/attention/op.h"
+#include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/embedding/op.h"
+#include "biofm/ops/gemm/op.h"
+#include "biofm/ops/loss/op.h"
+#include "biofm/ops/norm/op.h"
+#include "biofm/ops/rope/op.h"
+
+namespace biofm {
+
+namespace {
+
+std::string layer_name(int l, const std::string& rest) {
+  return "esm.encoder.layer." + std::to_string(l) + "." + rest;
+}
+
+Tensor f32(const Shape& s, Device d) { return Tensor::empty(s, DType::F32, d); }
+
+}  // namespace
+
+std::vector<ParamSpec> Esm2Model::param_table(const Esm2Config& c) {
+  const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size;
+  const float sd = c.initializer_range;
+  std::vector<ParamSpec> t;
+  auto linear = [&](const std::string& base, int64_t out, int64_t in) {
+    t.push_back({base + ".weight", {out, in}, Init::Normal, sd, true});
+    t.push_back({base + ".bias", {out}, Init::Zeros, 0, true});
+  };
+  auto norm = [&](const std::string& base, int64_t n) {
+    t.push_back({base + ".weight", {n}, Init::Ones, 0, true});
+    t.push_back({base + ".bias", {n}, Init::Zeros, 0, true});
+  };
+  t.push_back({"esm.embeddings.word_embeddings.weight", {V, H}, Init::Normal, sd, true, c.pad_token_id});
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    linear(layer_name(l, "attention.self.query"), H, H);
+    linear(layer_name(l, "attention.self.key"), H, H);
+    linear(layer_name(l, "attention.self.value"), H, H);
+    linear(layer_name(l, "attention.output.dense"), H, H);
+    norm(layer_name(l, "attention.LayerNorm"), H);
+    linear(layer_name(l, "intermediate.dense"), F, H);
+    linear(layer_name(l, "output.dense"), H, F);
+    norm(layer_name(l, "LayerNorm"), H);
+  }
+  norm("esm.encoder.emb_layer_norm_after", H);
+  linear("lm_head.dense", H, H);
+  norm("lm_head.layer_norm", H);
+  t.push_back({"lm_head.bias", {V}, Init::Zeros, 0, true});
+  return t;
+}
+
+Esm2Model::Esm2Model(const Esm2Config& config, Device device)
+    : cfg_(config), params_(param_table(config), device) {
+  cfg_.validate();
+  const int half = cfg_.head_dim() / 2;
+  std::vector<float> f(static_cast<size_t>(half));
+  // Same arithmetic as Hugging Face: 1 / 10000^(2i/d) in float32.
+  for (int i = 0; i < half; ++i)
+    f[size_t(i)] = 1.0f / std::pow(10000.0f, float(2 * i) / float(cfg_.head_dim()));
+  inv_freq_ = Tensor::from_f32({half}, f).to(device);
+}
+
+Esm2Model Esm2Model::from_hf_dir(const std::string& dir, Device device) {
+  namespace fs = std::filesystem;
+  std::string cfg_path = (fs::path(dir) / "config.json").string();
+  std::string st_path = (fs::path(dir) / "model.safetensors").string();
+  if (!fs::exists(cfg_path)) fail("'", dir, "' is not a Hugging Face model directory: no config.json");
+  if (!fs::exists(st_path))
+    fail("'", dir, "': no model.safetensors (pytorch_model.bin is not supported; convert with "
+         "transformers' save_pretrained(safe_serialization=True))");
+  Esm2Model m(esm2_config_from_hf_json(read_file(cfg_path), cfg_path), device);
+  SafetensorsFile f = read_safetensors(st_path);
+  auto ignorable = [](const std::string& n) {
+    return n.rfind("esm.contact_head.", 0) == 0 || n.find("inv_freq") != std::string::npos ||
+           n.find("position_ids") != std::string::npos || n == "lm_head.decoder.weight";
+  };
+  // A bare EsmModel checkpoint has no "esm." prefix; map its names onto ours.
+  auto rename = [](const std::string& n) {
+    if (n.rfind("esm.", 0) == 0 || n.rfind("lm_head.", 0) == 0) return n;
+    return "esm." + n;
+  };
+  m.params_.load(f, ignorable, rename);
+  return m;
+}
+
+void Esm2Model::save_hf_dir(const std::string& dir) const {
+  make_dirs_writable(dir);
+  write_file_atomic(dir + "/config.json", esm2_config_to_hf_json(cfg_));
+  write_safetensors(dir + "/model.safetensors", params_.export_tensors(DType::F32), {{"format", "pt"}});
+}
+
+void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor& x_out) {
+  const int64_t T = x.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
+  const int64_t nh = cfg_.num_attention_heads, hd = cfg_.head_dim();
+  const Device dev = x.device();
+  auto P = [&](const std::string& rest) { return params_.param(layer_name(l, rest)); };
+  const Tensor none;
+
+  a.x_in = x;
+  a.ln1 = f32({T, H}, dev);
+  a.ln1_mean = f32({T}, dev);
+  a.ln1_rstd = f32({T}, dev);
+  ops::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, P("attention.LayerNorm.weight"),
+                         P("attention.LayerNorm.bias"), cfg_.layer_norm_eps);
+  a.q = f32({T, H}, dev);
+  a.k = f32({T, H}, dev);
+  a.v = f32({T, H}, dev);
+  ops::linear_forward(a.q, a.ln1, P("attention.self.query.weight"), P("attention.self.query.bias"));
+  ops::linear_forward(a.k, a.ln1, P("attention.self.key.weight"), P("attention.self.key.bias"));
+  ops::linear_forward(a.v, a.ln1, P("attention.self.value.weight"), P("attention.self.value.bias"));
+  a.q = a.q.view({T, nh, hd});
+  a.k = a.k.view({T, nh, hd});
+  a.v = a.v.view({T, nh, hd});
+  ops::rope_apply(a.q, b.positions, inv_freq_, false);
+  ops::rope_apply(a.k, b.positions, inv_freq_, false);
+  a.attn = f32({T, nh, hd}, dev);
+  a.lse = f32({T, nh}, dev);
+  ops::AttentionShape as{1.0f / std::sqrt(float(hd)), false, b.max_seqlen};
+  ops::attention_forward(a.attn, a.lse, a.q, a.k, a.v, b.cu_seqlens, b.seq_lens, as);
+
+  a.x_mid = f32({T, H}, dev);
+  ops::linear_forward(a.x_mid, a.attn.view({T, H}), P("attention.output.dense.weight"),
+                      P("attention.output.dense.bias"));
+  ops::add_inplace(a.x_mid, x);
+
+  a.ln2 = f32({T, H}, dev);
+  a.ln2_mean = f32({T}, dev);
+  a.ln2_rstd = f32({T}, dev);
+  ops::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid, P("LayerNorm.weight"),
+                         P("LayerNorm.bias"), cfg_.layer_norm_eps);
+  a.fc1 = f32({T, F}, dev);
+  ops::linear_forward(a.fc1, a.ln2, P("intermediate.dense.weight"), P("intermediate.dense.bias"));
+  a.act = f32({T, F}, dev);
+  ops::gelu_forward(a.act, a.fc1, ops::GeluKind::Erf);
+  x_out = f32({T, H}, dev);
+  ops::linear_forward(x_out, a.act, P("output.dense.weight"), P("output.dense.bias"));
+  ops::add_inplace(x_out, a.x_mid);
+}
+
+void Esm2Model::forward_trunk(const Batch& b, Acts& acts, bool keep) {
+  const int64_t T = b.num_rows(), H = cfg_.hidden_size;
+  const Device dev = device();
+  if (b.input_ids.device() != dev) fail("batch is on ", device_name(b.input_ids.device()),
+                                        ", model on ", device_name(dev));
+  Tensor x = f32({T, H}, dev);
+  ops::embedding_forward(x, b.input_ids, params_.param("esm.embeddings.word_embeddings.weight"));
+  acts.token_scale = f32({T}, dev);
+  if (cfg_.token_dropout) {
+    ops::esm_token_dropout_forward(x, acts.token_scale, b.input_ids, b.cu_seqlens, b.seq_lens,
+                                   cfg_.mask_token_id);
+  } else {
+    // Still zero the padding rows, as Hugging Face multiplies by the attention mask.
+    ops::esm_token_dropout_forward(x, acts.token_scale, b.input_ids, b.cu_seqlens, b.seq_lens, -1);
+  }
+  acts.layers.assign(keep ? size_t(cfg_.num_hidden_layers) : 1, LayerActs{});
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    LayerActs& a = acts.layers[keep ? size_t(l) : 0];
+    Tensor x_out;
+    layer_forward(l, b, x, a, x_out);
+    x = x_out;
+  }
+  HeadActs& h = acts.head;
+  h.x_last = x;
+  h.final_out = f32({T, H}, dev);
+  h.final_mean = f32({T}, dev);
+  h.final_rstd = f32({T}, dev);
+  ops::layernorm_forward(h.final_out, h.final_mean, h.final_rstd, x,
+                         params_.param("esm.encoder.emb_layer_norm_after.weight"),
+                         params_.param("esm.encoder.emb_layer_norm_after.bias"), cfg_.layer_norm_eps);
+}
+
+Tensor Esm2Model::forward_head(Acts& acts) {
+  HeadActs& h = acts.head;
+  const int64_t T = h.final_out.size(0), H = cfg_.hidden_size, V = cfg_.vocab_size;
+  const Device dev = device();
+  h.dense = f32({T, H}, dev);
+  ops::linear_forward(h.dense, h.final_out, params_.param("lm_head.dense.weight"),
+                      params_.param("lm_head.dense.bias"));
+  h.act = f32({T, H}, dev);
+  ops::gelu_forward(h.act, h.dense, ops::GeluKind::Erf);
+  h.head_out = f32({T, H}, dev);
+  h.head_mean = f32({T}, dev);
+  h.head_rstd = f32({T}, dev);
+  ops::layernorm_forward(h.head_out, h.head_mean, h.head_rstd, h.act,
+                         params_.param("lm_head.layer_norm.weight"),
+                         params_.param("lm_head.layer_norm.bias"), cfg_.layer_norm_eps);
+  Tensor logits = f32({T, V}, dev);
+  ops::linear_forward(logits, h.head_out, params_.param("esm.embeddings.word_embeddings.weight"),
+                      params_.param("lm_head.bias"));
+  return logits;
+}
+
+Tensor Esm2Model::hidden_states(const Batch& b) {
+  Acts acts;
+  forward_trunk(b, acts, false);
+  return acts.head.final_out;
+}
+
+Tensor Esm2Model::logits(const Batch& b) {
+  Acts acts;
+  forward_trunk(b, acts, false);
+  return forward_head(acts);
+}
+
+namespace {
+
+LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels,
+                    bool count_correct) {
+  LossSums s;
+  Tensor tl = token_loss.to(Device::CPU), lab = labels.to(Device::CPU);
+  const int64_t T = tl.numel();
+  for (int64_t i = 0; i < T; ++i) {
+    if (lab.i32()[i] == ops::kIgnoreIndex) continue;
+    s.loss_sum += tl.f32()[i];
+    s.num_tokens += 1;
+  }
+  if (count_correct) {
+    Tensor lg = logits.to(Device::CPU);
+    const int64_t V = lg.size(1);
+    for (int64_t i = 0; i < T; ++i) {
+      int32_t y = lab.i32()[i];
+      if (y == ops::kIgnoreIndex) continue;
+      const float* row = lg.f32() + i * V;
+      int64_t best = 0;
+      for (int64_t v = 1; v < V; ++v)
+        if (row[v] > row[best]) best = v;
+      s.num_correct += best == y;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+LossSums Esm2Model::evaluate(const Batch& b, bool count_correct) {
+  Tensor lg = logits(b);
+  Tensor token_loss = f32({b.num_rows()}, device());
+  Tensor none;
+  ops::cross_entropy_forward_backward(token_loss, none, lg, b.labels, 0.0f);
+  return sum_losses(token_loss, lg, b.labels, count_correct);
+}
+
+void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) {
+  // dx: gradient w.r.t. this layer's output on entry, w.r.t. its input on exit.
+  const int64_t T = dx.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
+  const int64_t nh = cfg_.num_attention_heads, hd = cfg_.head_dim();
+  const Device dev = dx.device();
+  auto P = [&](const std::string& rest) { return params_.param(layer_name(l, rest)); };
+  auto G = [&](const std::string& rest) { return params_.grad(layer_name(l, rest)); };
+  Tensor none;
+
+  // MLP: x_out = x_mid + W2·gelu(W1·LN2(x_mid) + b1) + b2
+  Tensor dact = f32({T, F}, dev);
+  Tensor gw2 = G("output.dense.weight"), gb2 = G("output.dense.bias");
+  ops::linear_backward(dact, gw2, gb2, dx, a.act, P("output.dense.weight"));
+  ops::gelu_backward(dact, dact, a.fc1, ops::GeluKind::Erf);
+  Tensor dln2 = f32({T, H}, dev);
+  Tensor gw1 = G("intermediate.dense.weight"), gb1 = G("intermediate.dense.bias");
+  ops::linear_backward(dln2, gw1, gb1, dact, a.ln2, P("intermediate.dense.weight"));
+  Tensor dmid = f32({T, H}, dev);
+  Tensor gln2w = G("LayerNorm.weight"), gln2b = G("LayerNorm.bias");
+  ops::layernorm_backward(dmid, gln2w, gln2b, dln2, a.x_mid, P("LayerNorm.weight"), a.ln2_mean,
+                          a.ln2_rstd);
+  ops::add_inplace(dmid, dx);  // residual
+
+  // Attention: x_mid = x_in + Wo·Attn(rope(Wq·LN1), rope(Wk·LN1), Wv·LN1) + bo
+  Tensor dattn = f32({T, H}, dev);
+  Tensor gwo = G("attention.output.dense.weight"), gbo = G("attention.output.dense.bias");
+  ops::linear_backward(dattn, gwo, gbo, dmid, a.attn.view({T, H}), P("attention.output.dense.weight"));
+  Tensor dq = f32({T, nh, hd}, dev), dk = f32({T, nh, hd}, dev), dv = f32({T, nh, hd}, dev);
+  ops::AttentionShape as{1.0f / std::sqrt(float(hd)), false, b.max_seqlen};
+  ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse,
+                          b.cu_seqlens, b.seq_lens, as);
+  ops::rope_apply(dq, b.positions, inv_freq_, true);
+  ops::rope_apply(dk, b.positions, inv_freq_, true);
+  Tensor dln1 = f32({T, H}, dev), dtmp = f32({T, H}, dev);
+  Tensor gq = G("attention.self.query.weight"), gqb = G("attention.self.query.bias");
+  Tensor gk = G("attention.self.key.weight"), gkb = G("attention.self.key.bias");
+  Tensor gv = G("attention.self.value.weight"), gvb = G("attention.self.value.bias");
+  ops::linear_backward(dln1, gq, gqb, dq.view({T, H}), a.ln1, P("attention.self.query.weight"));
+  ops::linear_backward(dtmp, gk, gkb, dk.view({T, H}), a.ln1, P("attention.self.key.weight"));
+  ops::add_inplace(dln1, dtmp);
+  ops::linear_backward(dtmp, gv, gvb, dv.view({T, H}), a.ln1, P("attention.self.value.weight"));
+  ops::add_inplace(dln1, dtmp);
+  Tensor gln1w = G("attention.LayerNorm.weight"), gln1b = G("attention.LayerNorm.bias");
+  ops::layernorm_backward(dx, gln1w, gln1b, dln1, a.x_in, P("attention.LayerNorm.weight"),
+                          a.ln1_mean, a.ln1_rstd);
+  ops::add_inplace(dx, dmid);  // residual
+}
+
+LossSums Esm2Model::forward_backward(const Batch& b, float grad_scale) {
+  const int64_t T = b.num_rows(), H = cfg_.hidden_size;
+  const Device dev = device();
+  Acts acts;
+  forward_trunk(b, acts, true);
+  Tensor lg = forward_head(acts);
+  Tensor token_loss = f32({T}, dev);
+  ops::cross_entropy_forward_backward(token_loss, lg, lg, b.labels, grad_scale);
+  LossSums sums = sum_losses(token_loss, Tensor(), b.labels, false);
+  Tensor& dlogits = lg;  // the loss wrote its gradient in place
+
+  // LM head, in reverse.
+  HeadActs& h = acts.head;
+  Tensor gE = params_.grad("esm.embeddings.word_embeddings.weight");
+  Tensor gbias = params_.grad("lm_head.bias");
+  Tensor dhead = f32({T, H}, dev);
+  ops::linear_backward(dhead, gE, gbias, dlogits, h.head_out,
+                       params_.param("esm.embeddings.word_embeddings.weight"));
+  Tensor dact = f32({T, H}, dev);
+  Tensor ghw = params_.grad("lm_head.layer_norm.weight"), ghb = params_.grad("lm_head.layer_norm.bias");
+  ops::layernorm_backward(dact, ghw, ghb, dhead, h.act, params_.param("lm_head.layer_norm.weight"),
+                          h.head_mean, h.head_rstd);
+  ops::gelu_backward(dact, dact, h.dense, ops::GeluKind::Erf);
+  Tensor dfinal = f32({T, H}, dev);
+  Tensor gdw = params_.grad("lm_head.dense.weight"), gdb = params_.grad("lm_head.dense.bias");
+  ops::linear_backward(dfinal, gdw, gdb, dact, h.final_out, params_.param("lm_head.dense.weight"));
+  Tensor dx = f32({T, H}, dev);
+  Tensor gfw = params_.grad("esm.encoder.emb_layer_norm_after.weight");
+  Tensor gfb = params_.grad("esm.encoder.emb_layer_norm_after.bias");
+  ops::layernorm_backward(dx, gfw, gfb, dfinal, h.x_last,
+                          params_.param("esm.encoder.emb_layer_norm_after.weight"), h.final_mean,
+                          h.final_rstd);
+
+  for (int l = cfg_.num_hidden_layers - 1; l >= 0; --l) {
+    layer_backward(l, b, acts.layers[size_t(l)], dx);
+    acts.layers[size_t(l)] = LayerActs{};  // free as we go
+  }
+  ops::scale_rows_inplace(dx, acts.token_scale);
+  ops::embedding_backward(gE, dx, b.input_ids);
+  return sums;
+}
+
+}  // namespace biofm

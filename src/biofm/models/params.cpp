@@ -1,0 +1,84 @@
+#include "biofm/models/params.h"
+
+#include "biofm/core/rng.h"
+
+namespace biofm {
+
+ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device) : specs_(std::move(specs)) {
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    if (by_name_.count(specs_[i].name)) fail("duplicate parameter name ", specs_[i].name);
+    by_name_[specs_[i].name] = i;
+    offsets_.push_back(total_);
+    // Keep every parameter 16-element aligned (64 bytes in fp32) for vector loads.
+    total_ += (shape_numel(specs_[i].shape) + 15) / 16 * 16;
+  }
+  flat_ = Tensor::zeros({total_}, DType::F32, device);
+  grad_flat_ = Tensor::zeros({total_}, DType::F32, device);
+}
+
+size_t ParamStore::index(const std::string& name) const {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) fail("model has no parameter named '", name, "'");
+  return it->second;
+}
+
+void ParamStore::init(uint64_t seed) {
+  Tensor host = Tensor::zeros({total_}, DType::F32);
+  float* p = host.f32();
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const ParamSpec& s = specs_[i];
+    float* w = p + offsets_[i];
+    int64_t n = shape_numel(s.shape);
+    switch (s.init) {
+      case Init::Zeros: break;
+      case Init::Ones:
+        for (int64_t j = 0; j < n; ++j) w[j] = 1.0f;
+        break;
+      case Init::Normal:
+        for (int64_t j = 0; j < n; ++j)
+          w[j] = s.std * rng_normal(seed, RngStream::Init, (uint64_t(i) << 40) | uint64_t(j), 0);
+        break;
+    }
+    if (s.zero_row >= 0) {
+      int64_t row = n / s.shape[0];
+      for (int64_t j = 0; j < row; ++j) w[s.zero_row * row + j] = 0.0f;
+    }
+  }
+  flat_.copy_from(host);
+}
+
+void ParamStore::load(const SafetensorsFile& f,
+                      const std::function<bool(const std::string&)>& ignorable,
+                      const std::function<std::string(const std::string&)>& rename) {
+  std::vector<bool> seen(specs_.size(), false);
+  Tensor host = Tensor::zeros({total_}, DType::F32);
+  for (auto& [raw_name, t] : f.tensors) {
+    std::string name = rename ? rename(raw_name) : raw_name;
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) {
+      if (ignorable && ignorable(name)) continue;
+      fail(f.source, ": unexpected tensor '", raw_name, "' (not a parameter of this model)");
+    }
+    const ParamSpec& s = specs_[it->second];
+    if (t.shape() != s.shape)
+      fail(f.source, ": tensor '", raw_name, "' has shape ", shape_str(t.shape()), ", model expects ",
+           shape_str(s.shape));
+    if (t.dtype() != DType::F32 && t.dtype() != DType::BF16)
+      fail(f.source, ": tensor '", raw_name, "' has unsupported dtype ", dtype_name(t.dtype()));
+    host.flat_slice(offsets_[it->second], s.shape).copy_from(t.to(DType::F32));
+    seen[it->second] = true;
+  }
+  for (size_t i = 0; i < specs_.size(); ++i)
+    if (!seen[i]) fail(f.source, ": missing parameter '", specs_[i].name, "'");
+  flat_.copy_from(host);
+}
+
+std::map<std::string, Tensor> ParamStore::export_tensors(DType dtype) const {
+  Tensor host = flat_.to(Device::CPU);
+  std::map<std::string, Tensor> out;
+  for (size_t i = 0; i < specs_.size(); ++i)
+    out[specs_[i].name] = host.flat_slice(offsets_[i], specs_[i].shape).clone().to(dtype);
+  return out;
+}
+
+}  // namespace biofm

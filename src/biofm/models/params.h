@@ -1,0 +1,71 @@
+// Parameter tables and the flat parameter store.
+//
+// A model describes its parameters as a table (Hugging Face name, shape, init rule,
+// weight-decay flag). The store lays them out back to back in one flat buffer, with the
+// gradients in a second buffer of the same layout, so that init, import/export, the
+// optimizer, gradient norms and (later) sharding are generic over the table.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "biofm/core/tensor.h"
+#include "biofm/io/safetensors.h"
+
+namespace biofm {
+
+enum class Init { Normal, Zeros, Ones };
+
+struct ParamSpec {
+  std::string name;  // Hugging Face state-dict name
+  Shape shape;
+  Init init = Init::Normal;
+  float std = 0.02f;     // for Init::Normal
+  bool decay = true;     // weight decay applies
+  int64_t zero_row = -1; // row left at zero after init (embedding padding_idx)
+};
+
+class ParamStore {
+ public:
+  ParamStore() = default;
+  ParamStore(std::vector<ParamSpec> specs, Device device);
+
+  size_t size() const { return specs_.size(); }
+  const ParamSpec& spec(size_t i) const { return specs_[i]; }
+  const std::vector<ParamSpec>& specs() const { return specs_; }
+  int64_t numel() const { return total_; }
+  int64_t offset(size_t i) const { return offsets_[i]; }
+  size_t index(const std::string& name) const;  // throws naming the parameter if absent
+
+  Tensor param(size_t i) const { return flat_.flat_slice(offsets_[i], specs_[i].shape); }
+  Tensor grad(size_t i) const { return grad_flat_.flat_slice(offsets_[i], specs_[i].shape); }
+  Tensor param(const std::string& name) const { return param(index(name)); }
+  Tensor grad(const std::string& name) const { return grad(index(name)); }
+  Tensor& flat() { return flat_; }
+  Tensor& grad_flat() { return grad_flat_; }
+  const Tensor& flat() const { return flat_; }
+  const Tensor& grad_flat() const { return grad_flat_; }
+  Device device() const { return flat_.device(); }
+
+  void zero_grad() { grad_flat_.zero_(); }
+  // Deterministic init from (seed, parameter index, element index).
+  void init(uint64_t seed);
+
+  // Loads every parameter from Hugging Face tensors (any float dtype). Names for which
+  // `ignorable` returns true may be absent from the table; any other unknown name, a
+  // missing parameter or a wrong shape throws, naming the tensor and the source.
+  void load(const SafetensorsFile& f, const std::function<bool(const std::string&)>& ignorable,
+            const std::function<std::string(const std::string&)>& rename = nullptr);
+  // Parameters by name, converted to `dtype` on the CPU.
+  std::map<std::string, Tensor> export_tensors(DType dtype) const;
+
+ private:
+  std::vector<ParamSpec> specs_;
+  std::vector<int64_t> offsets_;
+  std::map<std::string, size_t> by_name_;
+  int64_t total_ = 0;
+  Tensor flat_, grad_flat_;
+};
+
+}  // namespace biofm

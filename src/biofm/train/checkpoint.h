@@ -1,0 +1,40 @@
+// Training checkpoints: ckpt_dir/step_N/ holding the model, the optimizer moments, the
+// trainer state (step, data cursor, seed) and the resolved config, with a manifest of
+// sizes and CRC32s. A checkpoint is written into a hidden temporary directory and renamed
+// into place only when whole, so a crash mid-save leaves the previous one intact and no
+// half step_N that resume could pick.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "biofm/core/tensor.h"
+
+namespace biofm {
+
+struct CheckpointContents {
+  int64_t step = 0;              // optimizer steps completed
+  uint64_t data_cursor = 0;      // global sample cursor of the training data
+  std::string state_json;        // free-form trainer state (JSON object text)
+  std::string config_yaml;       // the resolved config
+  std::map<std::string, std::map<std::string, Tensor>> files;  // file stem → tensors
+};
+
+// Writes ckpt_dir/step_<step>/ atomically, then deletes the oldest step dirs beyond `keep`.
+// Returns the final directory.
+std::string save_checkpoint(const std::string& ckpt_dir, const CheckpointContents& c, int keep);
+
+// Step directories under ckpt_dir with a complete manifest, ascending by step.
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& ckpt_dir);
+
+// Loads and verifies (sizes, CRC32) a step directory; corrupt files throw naming them.
+CheckpointContents load_checkpoint(const std::string& step_dir);
+
+// The newest verifiable checkpoint, if any. A newest one that fails verification is
+// reported on stderr and the next older one is tried.
+std::optional<CheckpointContents> load_latest_checkpoint(const std::string& ckpt_dir,
+                                                         std::string* chosen_dir = nullptr);
+
+}  // namespace biofm

@@ -1,0 +1,22 @@
+#include "biofm/train/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "biofm/core/error.h"
+
+namespace biofm {
+
+double lr_multiplier(const ScheduleSpec& s, int64_t step) {
+  if (s.type == "constant") return step < s.warmup_steps ? double(step) / double(s.warmup_steps) : 1.0;
+  if (step < s.warmup_steps) return double(step) / double(std::max<int64_t>(1, s.warmup_steps));
+  const int64_t decay_end = int64_t(double(s.total_steps) * s.decay_fraction);
+  if (step >= decay_end) return s.min_lr_ratio;
+  const double progress = double(step - s.warmup_steps) / double(std::max<int64_t>(1, decay_end - s.warmup_steps));
+  if (s.type == "warmup_linear") return std::max(s.min_lr_ratio, 1.0 - (1.0 - s.min_lr_ratio) * progress);
+  if (s.type == "warmup_cosine")
+    return s.min_lr_ratio + (1.0 - s.min_lr_ratio) * 0.5 * (1.0 + std::cos(M_PI * progress));
+  fail("unknown scheduler type '", s.type, "'");
+}
+
+}  // namespace biofm

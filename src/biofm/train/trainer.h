@@ -1,0 +1,23 @@
+// The training loop: data → micro batches → forward/backward (with accumulation) →
+// clip → AdamW with the scheduled lr → log → checkpoint; resume from the latest checkpoint;
+// final Hugging Face export.
+#pragma once
+#include <string>
+
+#include "biofm/train/config.h"
+
+namespace biofm {
+
+struct TrainSummary {
+  int64_t start_step = 0, end_step = 0;
+  double first_loss = 0, last_loss = 0;
+  double wall_seconds = 0;
+  std::string ckpt_dir, last_checkpoint, final_model_dir;
+  int64_t skipped_nonfinite_steps = 0;
+};
+
+// Runs training as the config says. Validates paths (data readable, output and checkpoint
+// directories writable) before any work.
+TrainSummary run_training(const TrainConfig& cfg);
+
+}  // namespace biofm

@@ -1,0 +1,156 @@
+// ESM-2 against Hugging Face EsmForMaskedLM: fixtures made by tools/make_hf_fixtures.py
+// (tiny random models, batches with padding and <mask> tokens; logits, loss and every
+// parameter's gradient in fp32).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "biofm/io/safetensors.h"
+#include "biofm/models/esm2/model.h"
+
+using namespace biofm;
+
+namespace {
+
+std::string fixture_dir(const std::string& name) {
+  return std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/" + name;
+}
+
+// The padded [B,S] reference batch as our Batch: BSHD layout (padding slots kept) or
+// packed THD (padding removed). `row_of` maps (b, s) to the row in our layout (-1: dropped).
+Batch to_batch(const SafetensorsFile& ref, bool packed, std::vector<int64_t>& row_of) {
+  const Tensor& ids = ref.get("input_ids");
+  const Tensor& mask = ref.get("attention_mask");
+  const Tensor& labels = ref.get("labels");
+  const int64_t B = ids.size(0), S = ids.size(1);
+  std::vector<int32_t> out_ids, out_labels, out_pos, cu{0}, lens;
+  row_of.assign(size_t(B * S), -1);
+  int32_t maxlen = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    int32_t len = 0;
+    for (int64_t s = 0; s < S; ++s) len += mask.i32()[b * S + s];
+    lens.push_back(len);
+    maxlen = std::max(maxlen, len);
+    int64_t slots = packed ? len : S;
+    for (int64_t s = 0; s < slots; ++s) {
+      row_of[size_t(b * S + s)] = int64_t(out_ids.size());
+      out_ids.push_back(ids.i32()[b * S + s]);
+      out_labels.push_back(s < len ? labels.i32()[b * S + s] : -100);
+      out_pos.push_back(s < len ? int32_t(s) : 0);
+    }
+    cu.push_back(int32_t(out_ids.size()));
+  }
+  Batch batch;
+  const int64_t T = int64_t(out_ids.size());
+  batch.input_ids = Tensor::from_i32({T}, out_ids);
+  batch.labels = Tensor::from_i32({T}, out_labels);
+  batch.positions = Tensor::from_i32({T}, out_pos);
+  batch.cu_seqlens = Tensor::from_i32({B + 1}, cu);
+  batch.seq_lens = Tensor::from_i32({B}, lens);
+  batch.max_seqlen = maxlen;
+  for (int32_t l : lens) batch.num_real_tokens += l;
+  for (int32_t y : out_labels) batch.num_label_tokens += y != -100;
+  return batch;
+}
+
+double max_abs(const Tensor& t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, double(std::fabs(t.f32()[i])));
+  return m;
+}
+
+void check_case(const std::string& name, bool packed) {
+  SCOPED_TRACE(name + (packed ? " (packed THD)" : " (padded BSHD)"));
+  Esm2Model model = Esm2Model::from_hf_dir(fixture_dir(name), Device::CPU);
+  SafetensorsFile ref = read_safetensors(fixture_dir(name) + "/reference.safetensors");
+  std::vector<int64_t> row_of;
+  Batch batch = to_batch(ref, packed, row_of);
+  const Tensor& ref_logits = ref.get("logits");
+  const Tensor& mask = ref.get("attention_mask");
+  const int64_t V = ref_logits.size(2);
+
+  // Logits at every real token (HF's values at padding slots are meaningless).
+  Tensor logits = model.logits(batch);
+  double worst = 0;
+  for (size_t i = 0; i < row_of.size(); ++i) {
+    if (row_of[i] < 0 || !mask.i32()[i]) continue;
+    for (int64_t v = 0; v < V; ++v)
+      worst = std::max(worst, double(std::fabs(logits.f32()[row_of[i] * V + v] - ref_logits.f32()[int64_t(i) * V + v])));
+  }
+  EXPECT_LT(worst, 1e-4) << "max |logits - HF|";
+
+  // Hidden states after the final LayerNorm.
+  Tensor hidden = model.hidden_states(batch);
+  const Tensor& ref_hidden = ref.get("last_hidden_state");
+  const int64_t H = ref_hidden.size(2);
+  double worst_h = 0;
+  for (size_t i = 0; i < row_of.size(); ++i) {
+    if (row_of[i] < 0 || !mask.i32()[i]) continue;
+    for (int64_t h = 0; h < H; ++h)
+      worst_h = std::max(worst_h, double(std::fabs(hidden.f32()[row_of[i] * H + h] - ref_hidden.f32()[int64_t(i) * H + h])));
+  }
+  EXPECT_LT(worst_h, 1e-4) << "max |hidden - HF|";
+
+  // Loss (mean over labelled tokens) and gradients of that mean.
+  model.params().zero_grad();
+  LossSums s = model.forward_backward(batch, 1.0f / float(batch.num_label_tokens));
+  const double loss = s.loss_sum / double(s.num_tokens);
+  EXPECT_NEAR(loss, ref.get("loss").f32()[0], 1e-4);
+  for (size_t p = 0; p < model.params().size(); ++p) {
+    const std::string& pname = model.params().spec(p).name;
+    const Tensor& g_ref = ref.get("grad." + pname);
+    Tensor g = model.params().grad(p);
+    ASSERT_EQ(g.shape(), g_ref.shape()) << pname;
+    double diff = 0;
+    for (int64_t i = 0; i < g.numel(); ++i) diff = std::max(diff, double(std::fabs(g.f32()[i] - g_ref.f32()[i])));
+    EXPECT_LE(diff, 1e-3 * std::max(max_abs(g_ref), 1e-6)) << "gradient of " << pname;
+  }
+}
+
+}  // namespace
+
+TEST(ModelsEsm2Parity, TinyPadded) { check_case("esm2_tiny", false); }
+TEST(ModelsEsm2Parity, TinyPacked) { check_case("esm2_tiny", true); }
+TEST(ModelsEsm2Parity, T6ShapePadded) { check_case("esm2_t6shape", false); }
+TEST(ModelsEsm2Parity, T6ShapePacked) { check_case("esm2_t6shape", true); }
+
+TEST(ModelsEsm2, ExportImportRoundTrip) {
+  Esm2Config c;
+  c.hidden_size = 32;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.intermediate_size = 64;
+  Esm2Model a(c, Device::CPU);
+  a.params().init(123);
+  std::string dir = testing::TempDir() + "/esm2_export";
+  a.save_hf_dir(dir);
+  Esm2Model b = Esm2Model::from_hf_dir(dir, Device::CPU);
+  ASSERT_EQ(a.params().numel(), b.params().numel());
+  for (int64_t i = 0; i < a.params().numel(); ++i)
+    ASSERT_EQ(a.params().flat().f32()[i], b.params().flat().f32()[i]);
+  EXPECT_EQ(b.config().hidden_size, 32);
+}
+
+TEST(ModelsEsm2, InitFollowsHuggingFaceRules) {
+  Esm2Config c;
+  c.hidden_size = 64;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 4;
+  c.intermediate_size = 128;
+  Esm2Model m(c, Device::CPU);
+  m.params().init(7);
+  Tensor emb = m.params().param("esm.embeddings.word_embeddings.weight");
+  for (int64_t h = 0; h < 64; ++h) EXPECT_EQ(emb.f32()[1 * 64 + h], 0.0f) << "padding row not zero";
+  Tensor w = m.params().param("esm.encoder.layer.0.intermediate.dense.weight");
+  double s2 = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) s2 += double(w.f32()[i]) * w.f32()[i];
+  EXPECT_NEAR(std::sqrt(s2 / double(w.numel())), 0.02, 0.002);
+  Tensor ln = m.params().param("esm.encoder.layer.0.LayerNorm.weight");
+  EXPECT_EQ(ln.f32()[3], 1.0f);
+  EXPECT_EQ(m.params().param("lm_head.bias").f32()[5], 0.0f);
+}
+
+TEST(ModelsEsm2, CorruptCheckpointsFailClearly) {
+  std::string dir = testing::TempDir() + "/esm2_missing";
+  EXPECT_THROW(Esm2Model::from_hf_dir(dir, Device::CPU), Error);
+}
