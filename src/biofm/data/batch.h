@@ -1,6 +1,9 @@
 // A micro batch as the models consume it: packed token rows (THD) described by cu_seqlens.
 // A padded batch (BSHD) is the same thing with seq_lens[s] < cu_seqlens[s+1] - cu_seqlens[s]:
 // the slots past a sequence's end are padding (id = pad, label = -100).
+// A THD batch padded to a multiple of N rows (pad_to_multiple_of) has its padding rows after
+// the last sequence, inside that sequence's slot. Padding rows have position 0.
+// Built by BatchBuilder (pack.h); see docs/DATA.md.
 #pragma once
 #include <cstdint>
 

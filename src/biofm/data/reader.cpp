@@ -1,0 +1,421 @@
+#include "biofm/data/reader.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "biofm/core/error.h"
+
+namespace biofm {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Reads lines of any length from a plain or gzip file through zlib.
+class LineReader {
+ public:
+  explicit LineReader(const std::string& path) : path_(path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    auto st = fs::status(path, ec);
+    if (ec || !fs::exists(st)) fail("cannot open ", path, ": no such file");
+    if (fs::is_directory(st)) fail("cannot open ", path, ": is a directory");
+    file_ = gzopen(path.c_str(), "rb");
+    if (!file_) fail("cannot open ", path, ": ", errno ? std::strerror(errno) : "gzopen failed");
+    gzbuffer(file_, 1 << 18);
+    buf_.resize(1 << 20);
+  }
+  ~LineReader() {
+    if (file_) gzclose(file_);
+  }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  // Next line without its '\n' (and without a trailing '\r'); false at end of file.
+  bool getline(std::string& line) {
+    line.clear();
+    bool any = false;
+    for (;;) {
+      if (pos_ == len_) {
+        if (!fill()) break;
+      }
+      any = true;
+      const char* start = buf_.data() + pos_;
+      const char* nl = static_cast<const char*>(std::memchr(start, '\n', len_ - pos_));
+      if (nl) {
+        line.append(start, size_t(nl - start));
+        pos_ += size_t(nl - start) + 1;
+        ++line_no_;
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        return true;
+      }
+      line.append(start, len_ - pos_);
+      pos_ = len_;
+    }
+    if (!any) return false;
+    ++line_no_;  // last line without a newline
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return true;
+  }
+
+  uint64_t line_no() const { return line_no_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  bool fill() {
+    if (eof_) return false;
+    int n = gzread(file_, buf_.data(), unsigned(buf_.size()));
+    if (n < 0) {
+      int err = 0;
+      const char* msg = gzerror(file_, &err);
+      fail("error reading ", path_, ": ", msg ? msg : "gzread failed");
+    }
+    if (n == 0) {
+      int err = 0;
+      const char* msg = gzerror(file_, &err);
+      if (err != Z_OK && err != Z_STREAM_END)
+        fail("error reading ", path_, " (corrupt or truncated gzip?): ", msg ? msg : "");
+      eof_ = true;
+      return false;
+    }
+    pos_ = 0;
+    len_ = size_t(n);
+    return true;
+  }
+
+  std::string path_;
+  gzFile file_ = nullptr;
+  std::vector<char> buf_;
+  size_t pos_ = 0, len_ = 0;
+  bool eof_ = false;
+  uint64_t line_no_ = 0;
+};
+
+void strip_bom(std::string& line) {
+  if (line.size() >= 3 && static_cast<unsigned char>(line[0]) == 0xEF &&
+      static_cast<unsigned char>(line[1]) == 0xBB && static_cast<unsigned char>(line[2]) == 0xBF)
+    line.erase(0, 3);
+}
+
+}  // namespace
+
+void clean_sequence(std::string& s, bool strip_stop) {
+  s.erase(std::remove_if(s.begin(), s.end(), is_space), s.end());
+  if (strip_stop)
+    while (!s.empty() && s.back() == '*') s.pop_back();
+}
+
+const char* format_name(SequenceFormat f) {
+  switch (f) {
+    case SequenceFormat::Fasta: return "fasta";
+    case SequenceFormat::Csv: return "csv";
+    case SequenceFormat::Jsonl: return "jsonl";
+    case SequenceFormat::Text: return "text";
+  }
+  return "?";
+}
+
+SequenceFormat parse_format(std::string_view name) {
+  std::string n = lower(trim(name));
+  if (n == "fasta" || n == "fa") return SequenceFormat::Fasta;
+  if (n == "csv") return SequenceFormat::Csv;
+  if (n == "jsonl" || n == "json") return SequenceFormat::Jsonl;
+  if (n == "text" || n == "txt") return SequenceFormat::Text;
+  fail("unknown sequence format '", name, "' (expected fasta, csv, jsonl or text)");
+}
+
+SequenceFormat detect_format(const std::string& path) {
+  std::string name = lower(std::filesystem::path(path).filename().string());
+  auto ends = [&](std::string_view suf) {
+    return name.size() > suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
+  };
+  if (ends(".gz")) name.resize(name.size() - 3);
+  for (const char* e : {".fasta", ".fa", ".faa", ".fna", ".fas", ".ffn"})
+    if (ends(e)) return SequenceFormat::Fasta;
+  if (ends(".csv")) return SequenceFormat::Csv;
+  if (ends(".jsonl") || ends(".json")) return SequenceFormat::Jsonl;
+  if (ends(".txt")) return SequenceFormat::Text;
+  fail("cannot tell the format of ", path,
+       " from its extension (known: .fasta .fa .faa .fna .fas .ffn .csv .jsonl .json .txt, "
+       "optionally .gz); name the format explicitly (fasta, csv, jsonl, text)");
+}
+
+struct SequenceReader::Impl {
+  ReaderOptions opt;
+  LineReader in;  // opened first: a missing file is reported before a bad extension
+  SequenceFormat format;
+  uint64_t records = 0, skipped = 0;
+  bool done = false;
+  std::string line;
+  // FASTA: a header already read that starts the next record.
+  bool have_header = false;
+  std::string header_name;
+  uint64_t header_line = 0;
+  // CSV
+  std::vector<std::string> columns;
+  size_t seq_col = 0;
+  long name_col = -1;
+  std::vector<std::string> fields;
+
+  Impl(const std::string& path, const ReaderOptions& o)
+      : opt(o),
+        in(path),
+        format(o.format.empty() || lower(o.format) == "auto" ? detect_format(path) : parse_format(o.format)) {
+    if (format == SequenceFormat::Csv) read_csv_header();
+  }
+
+  [[noreturn]] void fail_at(uint64_t line_no, const std::string& what) {
+    fail(in.path(), ":", line_no, ": ", what);
+  }
+
+  // ---- FASTA ----
+  void take_header(uint64_t line_no) {
+    std::string_view h = trim(std::string_view(line).substr(1));
+    size_t end = 0;
+    while (end < h.size() && !is_space(h[end])) ++end;
+    if (end == 0) fail_at(line_no, "FASTA header with no name");
+    header_name.assign(h.substr(0, end));
+    header_line = line_no;
+    have_header = true;
+  }
+
+  bool next_fasta(SequenceRecord& rec) {
+    for (;;) {
+      if (!have_header) {
+        // Find the first header; anything but blank lines and ';' comments before it is an error.
+        for (;;) {
+          if (!in.getline(line)) return false;
+          std::string_view t = trim(line);
+          if (t.empty() || t[0] == ';') continue;
+          if (line[0] == '>') {
+            take_header(in.line_no());
+            break;
+          }
+          fail_at(in.line_no(), "sequence data before the first FASTA header ('>')");
+        }
+      }
+      rec.name = header_name;
+      rec.line = header_line;
+      rec.sequence.clear();
+      have_header = false;
+      while (in.getline(line)) {
+        if (!line.empty() && line[0] == '>') {
+          take_header(in.line_no());
+          break;
+        }
+        if (!line.empty() && line[0] == ';') continue;
+        rec.sequence += line;
+      }
+      clean_sequence(rec.sequence, opt.strip_stop);
+      if (rec.sequence.empty()) {
+        ++skipped;
+        if (!have_header) return false;
+        continue;
+      }
+      return true;
+    }
+  }
+
+  // ---- CSV (RFC 4180) ----
+  // Reads one record into `fields`; quoted fields may span lines. False at end of file.
+  bool read_csv_record(uint64_t& start_line) {
+    fields.clear();
+    for (;;) {
+      if (!in.getline(line)) return false;
+      if (in.line_no() == 1) strip_bom(line);
+      if (!line.empty()) break;  // blank lines between records are ignored
+    }
+    start_line = in.line_no();
+    std::string field;
+    bool quoted = false;  // inside a quoted section
+    size_t i = 0;
+    for (;;) {
+      if (i == line.size()) {
+        if (quoted) {
+          // The quoted field continues on the next line.
+          field += '\n';
+          if (!in.getline(line)) fail_at(start_line, "unterminated quoted CSV field");
+          i = 0;
+          continue;
+        }
+        fields.push_back(std::move(field));
+        return true;
+      }
+      char c = line[i++];
+      if (quoted) {
+        if (c == '"') {
+          if (i < line.size() && line[i] == '"') {
+            field += '"';
+            ++i;
+          } else {
+            quoted = false;
+          }
+        } else {
+          field += c;
+        }
+      } else if (c == ',') {
+        fields.push_back(std::move(field));
+        field.clear();
+      } else if (c == '"') {
+        quoted = true;
+      } else {
+        field += c;
+      }
+    }
+  }
+
+  void read_csv_header() {
+    uint64_t l = 0;
+    if (!read_csv_record(l)) fail(in.path(), ": empty file (expected a CSV header row)");
+    columns.clear();
+    for (auto& f : fields) columns.emplace_back(trim(f));
+    auto find = [&](const std::string& name) -> long {
+      for (size_t c = 0; c < columns.size(); ++c)
+        if (columns[c] == name) return long(c);
+      return -1;
+    };
+    auto missing = [&](const std::string& name) {
+      std::string list;
+      for (size_t c = 0; c < columns.size(); ++c) list += (c ? ", " : "") + ("'" + columns[c] + "'");
+      fail(in.path(), ":", l, ": no column '", name, "' in the CSV header (columns: ", list, ")");
+    };
+    long s = find(opt.column);
+    if (s < 0) missing(opt.column);
+    seq_col = size_t(s);
+    if (!opt.name_column.empty()) {
+      name_col = find(opt.name_column);
+      if (name_col < 0) missing(opt.name_column);
+    }
+  }
+
+  bool next_csv(SequenceRecord& rec) {
+    for (;;) {
+      uint64_t start = 0;
+      if (!read_csv_record(start)) return false;
+      if (fields.size() != columns.size())
+        fail_at(start, "expected " + std::to_string(columns.size()) + " fields (as in the header), found " +
+                           std::to_string(fields.size()));
+      rec.line = start;
+      rec.sequence = std::move(fields[seq_col]);
+      rec.name = name_col >= 0 ? std::string(trim(fields[size_t(name_col)])) : std::string();
+      clean_sequence(rec.sequence, opt.strip_stop);
+      if (rec.sequence.empty()) {
+        ++skipped;
+        continue;
+      }
+      return true;
+    }
+  }
+
+  // ---- JSONL ----
+  bool next_jsonl(SequenceRecord& rec) {
+    for (;;) {
+      if (!in.getline(line)) return false;
+      if (in.line_no() == 1) strip_bom(line);
+      if (trim(line).empty()) continue;
+      uint64_t l = in.line_no();
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(line);
+      } catch (const nlohmann::json::parse_error& e) {
+        fail_at(l, std::string("invalid JSON: ") + e.what());
+      }
+      if (!j.is_object()) fail_at(l, "expected a JSON object per line");
+      auto it = j.find(opt.column);
+      if (it == j.end()) fail_at(l, "no field '" + opt.column + "'");
+      if (!it->is_string()) fail_at(l, "field '" + opt.column + "' is not a string");
+      rec.line = l;
+      rec.sequence = it->get<std::string>();
+      rec.name.clear();
+      if (!opt.name_column.empty()) {
+        auto n = j.find(opt.name_column);
+        if (n == j.end()) fail_at(l, "no field '" + opt.name_column + "'");
+        rec.name = n->is_string() ? n->get<std::string>() : n->dump();
+      }
+      clean_sequence(rec.sequence, opt.strip_stop);
+      if (rec.sequence.empty()) {
+        ++skipped;
+        continue;
+      }
+      return true;
+    }
+  }
+
+  // ---- plain text: one sequence per line ----
+  bool next_text(SequenceRecord& rec) {
+    for (;;) {
+      if (!in.getline(line)) return false;
+      if (in.line_no() == 1) strip_bom(line);
+      rec.line = in.line_no();
+      rec.name.clear();
+      rec.sequence = line;
+      clean_sequence(rec.sequence, opt.strip_stop);
+      if (rec.sequence.empty()) {
+        ++skipped;
+        continue;
+      }
+      return true;
+    }
+  }
+};
+
+SequenceReader::SequenceReader(const std::string& path, const ReaderOptions& options)
+    : impl_(std::make_unique<Impl>(path, options)) {}
+SequenceReader::~SequenceReader() = default;
+SequenceReader::SequenceReader(SequenceReader&&) noexcept = default;
+SequenceReader& SequenceReader::operator=(SequenceReader&&) noexcept = default;
+
+bool SequenceReader::next(SequenceRecord& record) {
+  Impl& m = *impl_;
+  if (m.done) return false;
+  if (m.opt.max_records && m.records >= m.opt.max_records) {
+    m.done = true;
+    return false;
+  }
+  bool ok = false;
+  switch (m.format) {
+    case SequenceFormat::Fasta: ok = m.next_fasta(record); break;
+    case SequenceFormat::Csv: ok = m.next_csv(record); break;
+    case SequenceFormat::Jsonl: ok = m.next_jsonl(record); break;
+    case SequenceFormat::Text: ok = m.next_text(record); break;
+  }
+  if (ok) {
+    ++m.records;
+    return true;
+  }
+  m.done = true;
+  if (m.records == 0) {
+    if (m.skipped)
+      fail(m.in.path(), ": no sequences (", m.skipped, " record", m.skipped == 1 ? "" : "s",
+           " with an empty sequence)");
+    fail(m.in.path(), ": no sequences (empty ", format_name(m.format), " file)");
+  }
+  return false;
+}
+
+const std::string& SequenceReader::path() const { return impl_->in.path(); }
+SequenceFormat SequenceReader::format() const { return impl_->format; }
+uint64_t SequenceReader::records() const { return impl_->records; }
+uint64_t SequenceReader::skipped_empty() const { return impl_->skipped; }
+uint64_t SequenceReader::line() const { return impl_->in.line_no(); }
+
+}  // namespace biofm

@@ -1,0 +1,70 @@
+// Streaming sequence readers: FASTA, CSV, JSONL and plain text, each plain or gzip.
+//
+// Files are read through zlib (gzopen/gzread), which reads uncompressed files transparently,
+// so "x.fasta" and "x.fasta.gz" go through the same code. Every error names the file and,
+// where one applies, the line:
+//   - missing/unreadable file, gzip corruption                → "<path>: ..."
+//   - FASTA sequence data before the first header, a header with no name → "<path>:<line>: ..."
+//   - CSV: missing column (lists the columns), wrong field count, unterminated quote
+//   - JSONL: invalid JSON, not an object, missing or non-string field
+//   - a file holding no record with a non-empty sequence     → "<path>: no sequences ..."
+// Cleaning applied to every record: all whitespace inside the sequence is removed, and
+// trailing '*' (a stop codon in protein FASTA) is dropped when strip_stop is on. Records
+// whose sequence is then empty are skipped and counted (skipped_empty()).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace biofm {
+
+enum class SequenceFormat { Fasta, Csv, Jsonl, Text };
+
+const char* format_name(SequenceFormat f);  // "fasta", "csv", "jsonl", "text"
+// "fasta" | "fa" | "csv" | "jsonl" | "json" | "text" | "txt" (case-insensitive); throws otherwise.
+SequenceFormat parse_format(std::string_view name);
+// From the extension, after an optional ".gz": .fasta .fa .faa .fna .fas .ffn → Fasta,
+// .csv → Csv, .jsonl .json → Jsonl, .txt → Text. Throws naming the path otherwise.
+SequenceFormat detect_format(const std::string& path);
+
+struct ReaderOptions {
+  std::string format;               // "" or "auto": from the extension; else see parse_format
+  std::string column = "sequence";  // CSV column / JSONL field holding the sequence
+  std::string name_column;          // optional CSV column / JSONL field used as record name
+  bool strip_stop = true;           // drop trailing '*' characters
+  uint64_t max_records = 0;         // stop after this many records (0 = all)
+};
+
+struct SequenceRecord {
+  std::string name;      // FASTA: the header's first word; CSV/JSONL: name_column, if given
+  std::string sequence;  // cleaned (no whitespace, no trailing '*')
+  uint64_t line = 0;     // 1-based line where the record starts
+};
+
+class SequenceReader {
+ public:
+  SequenceReader(const std::string& path, const ReaderOptions& options = {});
+  ~SequenceReader();
+  SequenceReader(SequenceReader&&) noexcept;
+  SequenceReader& operator=(SequenceReader&&) noexcept;
+
+  // Reads the next non-empty record; false at the end of the file. Throws on malformed
+  // input, and at the end if the file held no non-empty record at all.
+  bool next(SequenceRecord& record);
+
+  const std::string& path() const;
+  SequenceFormat format() const;
+  uint64_t records() const;        // records returned so far
+  uint64_t skipped_empty() const;  // records skipped because their sequence was empty
+  uint64_t line() const;           // lines consumed so far
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Removes whitespace in place; drops trailing '*' when strip_stop.
+void clean_sequence(std::string& s, bool strip_stop);
+
+}  // namespace biofm
