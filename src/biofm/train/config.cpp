@@ -1,0 +1,361 @@
+#include "biofm/train/config.h"
+
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+
+#include "biofm/core/error.h"
+#include "biofm/io/config.h"
+
+namespace biofm {
+
+namespace {
+
+using TC = TrainConfig;
+
+// --- field <-> value -------------------------------------------------------------------------
+
+template <class T>
+config::Value to_value(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v;
+  } else if constexpr (std::is_integral_v<T>) {
+    return int64_t(v);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return double(v);
+  } else {
+    return v;  // std::string, std::vector<double>
+  }
+}
+
+template <class T>
+T from_value(const config::Value& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return std::get<bool>(v);
+  } else if constexpr (std::is_integral_v<T>) {
+    return T(std::get<int64_t>(v));  // the schema range keeps it within T
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return T(std::get<double>(v));
+  } else {
+    return std::get<T>(v);
+  }
+}
+
+// --- the key table ---------------------------------------------------------------------------
+
+// Options of one key, given with designated initializers; the ones left out keep their defaults.
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+struct Opt {
+  config::Range range;
+  std::vector<std::string> choices;  // for std::string fields that only take some values
+  int list_size = -1;
+  std::vector<std::string> aliases;
+  const char* help = "";
+};
+
+struct Binding {
+  std::string key;
+  std::function<config::Value(const TC&)> get;
+  std::function<void(TC&, const config::Value&)> set;
+};
+
+struct Registry {
+  config::Schema schema;
+  std::vector<Binding> bindings;
+
+  template <class F>
+  void bind(const char* key, F field, Opt opt) {
+    using T = std::remove_cvref_t<decltype(field(std::declval<TC&>()))>;
+    static const TC defaults{};
+    config::KeySpec spec;
+    spec.key = key;
+    spec.range = opt.range;
+    spec.list_size = opt.list_size;
+    spec.aliases = opt.aliases;
+    spec.help = opt.help;
+    if constexpr (std::is_same_v<T, bool>) {
+      spec.type = config::Type::Bool;
+    } else if constexpr (std::is_integral_v<T>) {
+      spec.type = config::Type::Int;
+      // Keep values within the field's type.
+      double lo = double(std::numeric_limits<T>::min()), hi = double(std::numeric_limits<T>::max());
+      if (!spec.range.lo || *spec.range.lo < lo) spec.range.lo = lo, spec.range.lo_open = false;
+      if (!spec.range.hi || *spec.range.hi > hi) spec.range.hi = hi, spec.range.hi_open = false;
+      if (std::is_same_v<T, int64_t> && spec.range.hi == hi) spec.range.hi.reset();
+      if (std::is_same_v<T, int64_t> && spec.range.lo == lo) spec.range.lo.reset();
+    } else if constexpr (std::is_floating_point_v<T>) {
+      spec.type = config::Type::Float;
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      spec.type = opt.choices.empty() ? config::Type::String : config::Type::Enum;
+      spec.choices = opt.choices;
+    } else {
+      static_assert(std::is_same_v<T, std::vector<double>>, "unsupported config field type");
+      spec.type = config::Type::FloatList;
+    }
+    spec.default_value = to_value(field(defaults));
+    schema.add(std::move(spec));
+    bindings.push_back({key, [field](const TC& c) { return to_value(field(c)); },
+                        [field](TC& c, const config::Value& v) { field(c) = from_value<T>(v); }});
+  }
+};
+
+// BIND(a.b.c, options...): the key "a.b.c" is the field cfg.a.b.c.
+#define BIND(path, ...) \
+  r.bind(#path, [](auto& c) -> auto& { return c.path; }, Opt{__VA_ARGS__})
+
+using config::closed;
+using config::ge;
+using config::gt;
+using config::half_open;
+
+Registry build_registry() {
+  Registry r;
+  // top level
+  BIND(seed, .range = ge(0), .help = "seed of the counter-based RNG (init, shuffling, masking)");
+  BIND(device, .choices = {"cpu", "cuda"});
+  BIND(num_train_steps, .range = gt(0),
+       .aliases = {"max_steps", "lr_scheduler_kwargs.num_training_steps"},
+       .help = "optimizer steps to train");
+  BIND(grad_acc_steps, .range = ge(1), .aliases = {"gradient_accumulation_steps"},
+       .help = "micro batches per optimizer step");
+  BIND(clip_grad_norm, .range = ge(0), .aliases = {"max_grad_norm", "grad_clip"},
+       .help = "global grad-norm clip; 0 disables");
+  BIND(precision, .choices = {"fp32", "bf16", "bf16-mixed"}, .aliases = {"dtype", "mixed_precision"},
+       .help = "fp32 | bf16 | bf16-mixed (fp32 master weights, bf16 compute)");
+  BIND(num_threads, .range = ge(0), .help = "CPU threads; 0 = all cores");
+  BIND(output_dir, .aliases = {"out_dir", "run_dir"}, .help = "run directory");
+  BIND(recompute, .aliases = {"activation_checkpointing", "gradient_checkpointing"},
+       .help = "recompute activations in backward");
+
+  // model
+  BIND(model.family, .choices = {"esm2", "llama"});
+  BIND(model.init_from, .aliases = {"model_tag", "model_name_or_path", "pretrained"},
+       .help = "Hugging Face model directory to start from; empty = random init");
+  BIND(model.config.hidden_size, .range = gt(0), .aliases = {"d_model", "dim", "n_embd"});
+  BIND(model.config.num_hidden_layers, .range = gt(0), .aliases = {"num_layers", "n_layer"});
+  BIND(model.config.num_attention_heads, .range = gt(0), .aliases = {"num_heads", "n_head"});
+  BIND(model.config.num_key_value_heads, .range = ge(0), .aliases = {"num_kv_heads"},
+       .help = "0 = num_attention_heads");
+  BIND(model.config.intermediate_size, .range = gt(0), .aliases = {"ffn_hidden_size", "ffn_dim"});
+  BIND(model.config.vocab_size, .range = gt(0));
+  BIND(model.config.max_position_embeddings, .range = gt(0));
+  BIND(model.config.layer_norm_eps, .range = gt(0));
+  BIND(model.config.rms_norm_eps, .range = gt(0));
+  BIND(model.config.initializer_range, .range = gt(0));
+  BIND(model.config.token_dropout);
+  BIND(model.config.rope_theta, .range = gt(0));
+  BIND(model.config.tie_word_embeddings);
+  BIND(model.config.hidden_act, .choices = {"gelu", "silu"});
+  BIND(model.config.rope_scaling_type, .choices = {"", "llama3"}, .aliases = {"rope_type", "rope_scaling"},
+       .help = "\"\" (none) | llama3");
+  BIND(model.config.rope_scaling_factor, .range = gt(0), .aliases = {"factor"});
+  BIND(model.config.low_freq_factor, .range = gt(0));
+  BIND(model.config.high_freq_factor, .range = gt(0));
+  BIND(model.config.original_max_position_embeddings, .range = gt(0));
+  BIND(model.config.embedding_init_std, .range = ge(0),
+       .help = "0 = initializer_range; Spike-No-More uses 1.0");
+  BIND(model.config.scaled_init, .help = "o_proj/down_proj std = initializer_range/sqrt(2L)");
+
+  // dataset
+  BIND(dataset.path, .aliases = {"data_path", "train_path", "load_dataset_kwargs.path"},
+       .help = "training data (fasta, csv, jsonl, text; .gz allowed)");
+  BIND(dataset.format, .choices = {"auto", "fasta", "csv", "jsonl", "text"},
+       .help = "auto: from the file extension");
+  BIND(dataset.column, .aliases = {"sequence_column", "text_column"});
+  BIND(dataset.max_seq_length, .range = ge(2), .aliases = {"seq_length", "max_length"});
+  BIND(dataset.mlm_probability, .range = closed(0, 1));
+  BIND(dataset.packing, .choices = {"thd", "bshd"}, .aliases = {"use_sequence_packing", "sequence_packing"},
+       .help = "thd (packed) | bshd (padded)");
+  BIND(dataset.max_tokens_per_batch, .range = gt(0), .aliases = {"token_micro_batch_size"});
+  BIND(dataset.micro_batch_size, .range = gt(0), .aliases = {"batch_size"});
+  BIND(dataset.pad_to_multiple_of, .range = ge(1),
+       .aliases = {"pad_sequences_to_be_divisible_by"});
+  BIND(dataset.shuffle);
+  BIND(dataset.stride, .range = ge(0));
+  BIND(dataset.uppercase_labels);
+  BIND(dataset.val_path, .aliases = {"validation_path", "eval_path"});
+  BIND(dataset.val_every_n_steps, .range = ge(0), .aliases = {"eval_every_n_steps", "eval_interval"},
+       .help = "0 = off");
+  BIND(dataset.val_max_batches, .range = ge(0), .help = "0 = all");
+
+  // optimizer (AdamW)
+  BIND(optimizer.lr, .range = gt(0), .aliases = {"learning_rate", "adamw_kwargs.lr"});
+  BIND(optimizer.betas, .range = half_open(0, 1), .list_size = 2,
+       .aliases = {"adamw_kwargs.betas"});
+  BIND(optimizer.eps, .range = gt(0), .aliases = {"epsilon", "adam_eps", "adamw_kwargs.eps"});
+  BIND(optimizer.weight_decay, .range = ge(0), .aliases = {"wd", "adamw_kwargs.weight_decay"});
+  BIND(optimizer.no_decay_on_1d_and_embeddings,
+       .help = "no weight decay on biases, 1-D parameters and embeddings");
+
+  // scheduler
+  BIND(scheduler.type, .choices = {"warmup_linear", "warmup_cosine", "constant"},
+       .aliases = {"lr_scheduler", "name"});
+  BIND(scheduler.warmup_steps, .range = ge(0),
+       .aliases = {"num_warmup_steps", "lr_scheduler_kwargs.num_warmup_steps"});
+  BIND(scheduler.decay_fraction, .range = closed(0, 1),
+       .help = "decay ends at this fraction of num_train_steps, then flat");
+  BIND(scheduler.min_lr_ratio, .range = closed(0, 1), .aliases = {"min_lr"});
+
+  // checkpoint
+  BIND(checkpoint.ckpt_dir, .aliases = {"dir", "checkpoint_dir"},
+       .help = "\"\" = <output_dir>/checkpoints");
+  BIND(checkpoint.save_every_n_steps, .range = ge(0), .aliases = {"save_interval", "save_steps"},
+       .help = "0 = only the final step");
+  BIND(checkpoint.max_checkpoints, .range = ge(0), .aliases = {"keep", "save_total_limit"},
+       .help = "0 = keep all");
+  BIND(checkpoint.resume_from_checkpoint, .aliases = {"resume"});
+  BIND(checkpoint.save_final_model);
+
+  // logger
+  BIND(logger.frequency, .range = gt(0), .aliases = {"log_every", "log_interval"});
+  BIND(logger.metrics_file, .help = "relative to output_dir; \"\" = none");
+  return r;
+}
+
+#undef BIND
+
+const Registry& registry() {
+  static const Registry r = build_registry();
+  return r;
+}
+
+std::string join_path(const std::string& dir, const std::string& file) {
+  if (file.empty()) return "";
+  std::filesystem::path p(file);
+  if (p.is_absolute() || dir.empty()) return p.string();
+  return (std::filesystem::path(dir) / p).string();
+}
+
+}  // namespace
+
+std::string TrainConfig::resolved_ckpt_dir() const {
+  if (!checkpoint.ckpt_dir.empty()) return checkpoint.ckpt_dir;
+  return join_path(output_dir, "checkpoints");
+}
+
+std::string TrainConfig::metrics_path() const { return join_path(output_dir, logger.metrics_file); }
+
+const config::Schema& train_config_schema() { return registry().schema; }
+
+TrainConfig train_config_from(const config::Config& c) {
+  BIOFM_CHECK(&c.schema() == &train_config_schema(), "config was not made with the TrainConfig schema");
+  TrainConfig t;
+  for (const auto& b : registry().bindings) b.set(t, c.get(b.key));
+  return t;
+}
+
+config::Config to_config(const TrainConfig& t) {
+  config::Config c(train_config_schema());
+  for (const auto& b : registry().bindings) c.set(b.key, b.get(t));
+  return c;
+}
+
+void check_train_config(const TrainConfig& c) {
+  std::vector<std::string> errs;
+  auto err = [&](auto&&... parts) {
+    std::ostringstream os;
+    (os << ... << parts);
+    errs.push_back(os.str());
+  };
+  // Ranges of single keys (the loaders check these already; a hand-built struct may not be;
+  // this also checks the string-valued keys against their allowed values).
+  for (const auto& p : to_config(c).check_ranges()) errs.push_back(p);
+
+  const auto& m = c.model.config;
+  const bool esm = c.model.family == "esm2";
+  if (m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads != 0) {
+    err("model.config.hidden_size (", m.hidden_size,
+        ") must be divisible by model.config.num_attention_heads (", m.num_attention_heads, ")");
+  } else if (m.num_attention_heads > 0 && m.head_dim() % 2 != 0) {
+    err("head dim model.config.hidden_size / model.config.num_attention_heads (", m.hidden_size,
+        " / ", m.num_attention_heads, " = ", m.head_dim(), ") must be even for rotary embeddings");
+  }
+  if (m.num_key_value_heads > 0 && m.num_attention_heads % m.num_key_value_heads != 0) {
+    err("model.config.num_attention_heads (", m.num_attention_heads,
+        ") must be divisible by model.config.num_key_value_heads (", m.num_key_value_heads, ")");
+  }
+  if (esm) {
+    if (m.num_key_value_heads != 0 && m.num_key_value_heads != m.num_attention_heads) {
+      err("model.config.num_key_value_heads (", m.num_key_value_heads,
+          ") must be 0 or equal to model.config.num_attention_heads for model.family esm2 "
+          "(ESM-2 has no grouped-query attention)");
+    }
+    if (m.hidden_act != "gelu") {
+      err("model.config.hidden_act '", m.hidden_act, "' does not fit model.family esm2 (ESM-2 uses gelu)");
+    }
+    if (!m.tie_word_embeddings) {
+      err("model.config.tie_word_embeddings must be true for model.family esm2 "
+          "(the ESM-2 LM head decodes with the word embeddings)");
+    }
+    if (!m.rope_scaling_type.empty()) {
+      err("model.config.rope_scaling_type '", m.rope_scaling_type,
+          "' applies to model.family llama only");
+    }
+    if (!(c.dataset.mlm_probability > 0 && c.dataset.mlm_probability < 1)) {
+      err("dataset.mlm_probability (", c.dataset.mlm_probability,
+          ") must be in (0, 1) for masked LM training");
+    }
+  } else {
+    if (m.hidden_act != "silu") {
+      err("model.config.hidden_act '", m.hidden_act,
+          "' does not fit model.family llama (Llama uses silu); set model.config.hidden_act: silu");
+    }
+    if (m.rope_scaling_type == "llama3" &&
+        !(m.high_freq_factor > m.low_freq_factor)) {
+      err("model.config.high_freq_factor (", m.high_freq_factor,
+          ") must be greater than model.config.low_freq_factor (", m.low_freq_factor,
+          ") for llama3 rope scaling");
+    }
+    if (c.dataset.stride >= c.dataset.max_seq_length) {
+      err("dataset.stride (", c.dataset.stride, ") must be smaller than dataset.max_seq_length (",
+          c.dataset.max_seq_length, ")");
+    }
+  }
+
+  if (c.dataset.path.empty()) {
+    err("dataset.path is empty: set it in the config or on the command line "
+        "(dataset.path=FILE)");
+  }
+  if (c.dataset.packing == "thd" &&
+      c.dataset.max_tokens_per_batch < c.dataset.max_seq_length) {
+    err("dataset.max_tokens_per_batch (", c.dataset.max_tokens_per_batch,
+        ") must be at least dataset.max_seq_length (", c.dataset.max_seq_length,
+        ") so that one sequence fits in a packed micro batch");
+  }
+  if (c.dataset.val_every_n_steps > 0 && c.dataset.val_path.empty()) {
+    err("dataset.val_every_n_steps is ", c.dataset.val_every_n_steps,
+        " but dataset.val_path is empty");
+  }
+  if (c.output_dir.empty()) err("output_dir is empty");
+
+  if (!errs.empty()) {
+    if (errs.size() == 1) throw Error(errs[0]);
+    std::string msg = "invalid training config: " + std::to_string(errs.size()) + " problems:";
+    for (const auto& e : errs) msg += "\n  " + e;
+    throw Error(msg);
+  }
+}
+
+TrainConfig load_train_config(const std::string& configs_dir, const std::string& name,
+                              const std::vector<std::string>& overrides) {
+  TrainConfig t = train_config_from(config::load(train_config_schema(), configs_dir, name, overrides));
+  check_train_config(t);
+  return t;
+}
+
+TrainConfig load_train_config_string(const std::string& yaml,
+                                     const std::vector<std::string>& overrides,
+                                     const std::string& configs_dir) {
+  TrainConfig t =
+      train_config_from(config::load_string(train_config_schema(), yaml, overrides, configs_dir));
+  check_train_config(t);
+  return t;
+}
+
+std::string to_yaml(const TrainConfig& cfg, const std::string& header) {
+  return to_config(cfg).to_yaml(header);
+}
+
+}  // namespace biofm

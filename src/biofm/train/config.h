@@ -1,0 +1,162 @@
+// TrainConfig: what `biofm train --config-name NAME [dotted.key=value ...]` resolves to.
+//
+// Every field below is a config key with the same dotted path (`model.config.hidden_size` is
+// `cfg.model.config.hidden_size`), and its initializer is the key's default: the ESM-2 recipe
+// defaults of the BioNeMo seeds (see FACTS.md, "Training defaults in the seeds"). The schema,
+// the YAML rendering and the loaders are generated from this struct (train/config.cpp), so a
+// new field needs one line there. Loading validates types, enum values, ranges and the
+// cross-key rules of check_train_config before anything runs.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+
+namespace biofm {
+
+namespace config {
+class Schema;
+class Config;
+}  // namespace config
+
+struct TrainConfig {
+  // Keys with a fixed set of values are strings, checked against that set while loading.
+  // model.config: the architecture, named as in Hugging Face config.json.
+  struct ModelShape {
+    int hidden_size = 320;
+    int num_hidden_layers = 6;
+    int num_attention_heads = 20;
+    int num_key_value_heads = 0;  // 0 = num_attention_heads (no GQA)
+    int intermediate_size = 1280;
+    int vocab_size = 33;
+    int max_position_embeddings = 1026;
+    double layer_norm_eps = 1e-5;  // ESM-2
+    double rms_norm_eps = 1e-5;    // Llama
+    double initializer_range = 0.02;
+    bool token_dropout = true;     // ESM-2
+    double rope_theta = 10000.0;
+    bool tie_word_embeddings = true;
+    std::string hidden_act = "gelu";  // gelu (exact erf; ESM-2) | silu (Llama SwiGLU)
+    // Llama 3 rope scaling (used when rope_scaling_type == Llama3).
+    std::string rope_scaling_type;  // "" (none) | llama3
+    double rope_scaling_factor = 8.0;
+    double low_freq_factor = 1.0;
+    double high_freq_factor = 4.0;
+    int original_max_position_embeddings = 8192;
+    double embedding_init_std = 0.0;  // 0 = initializer_range; OG2 Spike-No-More uses 1.0
+    bool scaled_init = false;  // Megatron: o_proj/down_proj std = initializer_range/sqrt(2L)
+
+    int kv_heads() const { return num_key_value_heads > 0 ? num_key_value_heads : num_attention_heads; }
+    int head_dim() const { return hidden_size / num_attention_heads; }
+    double embedding_std() const { return embedding_init_std > 0 ? embedding_init_std : initializer_range; }
+    bool operator==(const ModelShape&) const = default;
+  };
+
+  struct Model {
+    std::string family = "esm2";  // esm2 | llama
+    std::string init_from;  // "" = random init; else a Hugging Face model directory
+    ModelShape config;
+    bool operator==(const Model&) const = default;
+  };
+
+  struct Dataset {
+    std::string path;  // training data file (required)
+    std::string format = "auto";  // auto (from the extension) | fasta | csv | jsonl | text
+    std::string column = "sequence";       // csv / jsonl field holding the sequence
+    int max_seq_length = 1024;             // tokens per sequence incl. special tokens
+    double mlm_probability = 0.15;         // ESM-2 masking
+    std::string packing = "thd";           // thd (packed) | bshd (padded)
+    int max_tokens_per_batch = 8192;       // THD token budget per micro batch
+    int micro_batch_size = 8;              // BSHD sequences per micro batch
+    int pad_to_multiple_of = 1;            // THD total tokens padded to a multiple (FP8: 16)
+    bool shuffle = true;
+    int stride = 200;                      // Llama windowing overlap, in tokens
+    bool uppercase_labels = false;         // genomic masking: a/c/g/t labels -> A/C/G/T
+    std::string val_path;                  // "" = no validation
+    int64_t val_every_n_steps = 0;         // 0 = off
+    int64_t val_max_batches = 0;           // 0 = the whole validation set
+    bool operator==(const Dataset&) const = default;
+  };
+
+  struct Optimizer {  // AdamW
+    double lr = 4e-4;
+    std::vector<double> betas = {0.9, 0.98};
+    double eps = 1e-8;
+    double weight_decay = 0.01;
+    bool no_decay_on_1d_and_embeddings = false;  // OpenGenome2 parameter grouping
+    bool operator==(const Optimizer&) const = default;
+  };
+
+  struct Scheduler {
+    std::string type = "warmup_linear";  // warmup_linear | warmup_cosine | constant
+    int64_t warmup_steps = 2000;
+    double decay_fraction = 0.9;  // decay ends at this fraction of num_train_steps, then flat
+    double min_lr_ratio = 0.1;    // final lr = min_lr_ratio * optimizer.lr
+    bool operator==(const Scheduler&) const = default;
+  };
+
+  struct Checkpoint {
+    std::string ckpt_dir;  // "" = <output_dir>/checkpoints
+    int64_t save_every_n_steps = 1000;  // 0 = only at the end
+    int max_checkpoints = 5;            // step_N directories kept; 0 = keep all
+    bool resume_from_checkpoint = true;
+    bool save_final_model = true;       // <ckpt_dir>/final_model in Hugging Face format
+    bool operator==(const Checkpoint&) const = default;
+  };
+
+  struct Logger {
+    int64_t frequency = 10;                    // steps between log lines / metrics records
+    std::string metrics_file = "metrics.jsonl";  // relative to output_dir ("" = none)
+    bool operator==(const Logger&) const = default;
+  };
+
+  int64_t seed = 42;
+  std::string device = "cpu";  // cpu | cuda
+  int64_t num_train_steps = 1000;
+  int grad_acc_steps = 1;
+  double clip_grad_norm = 1.0;  // 0 disables clipping
+  std::string precision = "fp32";  // fp32 | bf16 | bf16-mixed (fp32 master, bf16 compute)
+  int num_threads = 0;                    // CPU threads; 0 = all cores
+  std::string output_dir = "runs/default";
+  bool recompute = false;  // activation recompute in backward
+
+  Model model;
+  Dataset dataset;
+  Optimizer optimizer;
+  Scheduler scheduler;
+  Checkpoint checkpoint;
+  Logger logger;
+
+  // checkpoint.ckpt_dir, or <output_dir>/checkpoints when empty.
+  std::string resolved_ckpt_dir() const;
+  // <output_dir>/<logger.metrics_file> (as is when absolute); "" when metrics_file is empty.
+  std::string metrics_path() const;
+
+  bool operator==(const TrainConfig&) const = default;
+};
+
+// Loads `configs_dir/name.yaml` (composing its `defaults:`), applies `key=value` overrides and
+// validates everything; throws biofm::Error listing every problem (unknown keys come with the
+// nearest valid key; a missing name lists the available configs).
+TrainConfig load_train_config(const std::string& configs_dir, const std::string& name,
+                              const std::vector<std::string>& overrides = {});
+// The same from YAML text (tests, saved run configs). `defaults:` in it is looked up in
+// configs_dir when given.
+TrainConfig load_train_config_string(const std::string& yaml,
+                                     const std::vector<std::string>& overrides = {},
+                                     const std::string& configs_dir = "");
+
+// The resolved config as YAML, every key present; load_train_config_string(to_yaml(c)) == c.
+// Saved as config.yaml in run and checkpoint directories.
+std::string to_yaml(const TrainConfig& cfg, const std::string& header = "");
+
+// Cross-key rules (divisibility, family-specific settings, required paths); throws one
+// biofm::Error naming the keys of every violated rule. The loaders call it.
+void check_train_config(const TrainConfig& cfg);
+
+// The schema behind TrainConfig (keys, types, defaults, ranges, help) and conversions.
+const config::Schema& train_config_schema();
+TrainConfig train_config_from(const config::Config& c);
+config::Config to_config(const TrainConfig& cfg);
+
+}  // namespace biofm

@@ -1,0 +1,352 @@
+// TrainConfig: the typed training config, its schema, and the files under configs/.
+#include "biofm/train/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "biofm/core/error.h"
+#include "biofm/io/config.h"
+
+using namespace biofm;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kConfigs = std::string(BIOFM_SOURCE_DIR) + "/configs";
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_HAS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "message: " << (haystack)
+
+TrainConfig minimal(const std::vector<std::string>& overrides = {}) {
+  return load_train_config_string("dataset:\n  path: x.fasta\n", overrides);
+}
+
+}  // namespace
+
+TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
+  TrainConfig c = minimal();
+  TrainConfig expect;
+  expect.dataset.path = "x.fasta";
+  EXPECT_EQ(c, expect);
+  EXPECT_EQ(c.seed, 42);
+  EXPECT_EQ(c.device, "cpu");
+  EXPECT_EQ(c.num_train_steps, 1000);
+  EXPECT_EQ(c.precision, "fp32");
+  EXPECT_EQ(c.model.family, "esm2");
+  EXPECT_EQ(c.model.config.hidden_size, 320);
+  EXPECT_EQ(c.model.config.max_position_embeddings, 1026);
+  EXPECT_EQ(c.model.config.hidden_act, "gelu");
+  EXPECT_EQ(c.model.config.kv_heads(), 20);
+  EXPECT_EQ(c.model.config.head_dim(), 16);
+  EXPECT_DOUBLE_EQ(c.model.config.embedding_std(), 0.02);
+  EXPECT_EQ(c.dataset.packing, "thd");
+  EXPECT_EQ(c.dataset.max_seq_length, 1024);
+  EXPECT_DOUBLE_EQ(c.dataset.mlm_probability, 0.15);
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 4e-4);
+  EXPECT_EQ(c.optimizer.betas, (std::vector<double>{0.9, 0.98}));
+  EXPECT_DOUBLE_EQ(c.optimizer.eps, 1e-8);
+  EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, 0.01);
+  EXPECT_EQ(c.scheduler.type, "warmup_linear");
+  EXPECT_EQ(c.scheduler.warmup_steps, 2000);
+  EXPECT_DOUBLE_EQ(c.scheduler.decay_fraction, 0.9);
+  EXPECT_DOUBLE_EQ(c.scheduler.min_lr_ratio, 0.1);
+  EXPECT_DOUBLE_EQ(c.clip_grad_norm, 1.0);
+  EXPECT_EQ(c.checkpoint.save_every_n_steps, 1000);
+  EXPECT_EQ(c.checkpoint.max_checkpoints, 5);
+  EXPECT_TRUE(c.checkpoint.resume_from_checkpoint);
+  EXPECT_TRUE(c.checkpoint.save_final_model);
+  EXPECT_EQ(c.resolved_ckpt_dir(), "runs/default/checkpoints");
+  EXPECT_EQ(c.metrics_path(), "runs/default/metrics.jsonl");
+  // Every schema key is a field and vice versa, and the schema defaults are the struct's.
+  EXPECT_EQ(train_config_from(config::Config(train_config_schema())), TrainConfig{});
+  EXPECT_EQ(train_config_schema().keys().size(), 63u);
+}
+
+TEST(ConfigTrain, EveryConfigFileLoadsAndValidates) {
+  auto names = config::list_configs(kConfigs);
+  ASSERT_FALSE(names.empty());
+  size_t count = 0;
+  for (const auto& entry : fs::directory_iterator(kConfigs)) {
+    if (entry.path().extension() != ".yaml" && entry.path().extension() != ".yml") continue;
+    std::string name = entry.path().stem().string();
+    SCOPED_TRACE(name);
+    TrainConfig c;
+    ASSERT_NO_THROW(c = load_train_config(kConfigs, name)) << error_of([&] {
+      load_train_config(kConfigs, name);
+    });
+    EXPECT_EQ(load_train_config_string(to_yaml(c)), c);
+    ++count;
+  }
+  EXPECT_EQ(count, names.size());
+  EXPECT_GE(count, 8u);
+}
+
+TEST(ConfigTrain, SanityConfigComposesOnTheBase) {
+  TrainConfig c = load_train_config(kConfigs, "esm2_sanity");
+  EXPECT_EQ(c.model.family, "esm2");
+  EXPECT_EQ(c.model.config.hidden_size, 128);
+  EXPECT_EQ(c.model.config.num_hidden_layers, 4);
+  EXPECT_EQ(c.model.config.num_attention_heads, 4);
+  EXPECT_EQ(c.model.config.intermediate_size, 512);
+  EXPECT_EQ(c.model.config.vocab_size, 33);  // from esm2_base
+  EXPECT_EQ(c.dataset.path, "data/proteins_sample.fasta");
+  EXPECT_EQ(c.dataset.val_path, "data/proteins_val.fasta");
+  EXPECT_EQ(c.dataset.max_seq_length, 256);
+  EXPECT_EQ(c.dataset.max_tokens_per_batch, 4096);
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 2e-3);
+  EXPECT_EQ(c.optimizer.betas, (std::vector<double>{0.9, 0.98}));  // from esm2_base
+  EXPECT_EQ(c.scheduler.warmup_steps, 30);
+  EXPECT_EQ(c.num_train_steps, 300);
+  EXPECT_EQ(c.checkpoint.save_every_n_steps, 100);
+  EXPECT_EQ(c.checkpoint.max_checkpoints, 2);
+  EXPECT_EQ(c.logger.frequency, 10);
+  EXPECT_EQ(c.output_dir, "runs/esm2_sanity");
+}
+
+TEST(ConfigTrain, PublishedEsm2Shapes) {
+  struct Shape {
+    const char* name;
+    int layers, hidden, heads, ffn;
+  };
+  for (Shape s : {Shape{"esm2_t6_8M", 6, 320, 20, 1280}, Shape{"esm2_t12_35M", 12, 480, 20, 1920},
+                  Shape{"esm2_t30_150M", 30, 640, 20, 2560},
+                  Shape{"esm2_t33_650M", 33, 1280, 20, 5120},
+                  Shape{"esm2_t36_3B", 36, 2560, 40, 10240},
+                  Shape{"esm2_t48_15B", 48, 5120, 40, 20480}}) {
+    SCOPED_TRACE(s.name);
+    TrainConfig c = load_train_config(kConfigs, s.name);
+    EXPECT_EQ(c.model.config.num_hidden_layers, s.layers);
+    EXPECT_EQ(c.model.config.hidden_size, s.hidden);
+    EXPECT_EQ(c.model.config.num_attention_heads, s.heads);
+    EXPECT_EQ(c.model.config.intermediate_size, s.ffn);
+    EXPECT_EQ(c.model.config.vocab_size, 33);
+    EXPECT_EQ(c.dataset.packing, "thd");
+    EXPECT_EQ(c.dataset.max_seq_length, 1024);
+    EXPECT_DOUBLE_EQ(c.optimizer.lr, 4e-4);
+  }
+}
+
+TEST(ConfigTrain, OverridesReachTypedFields) {
+  TrainConfig c = load_train_config(
+      kConfigs, "esm2_sanity",
+      {"optimizer.lr=1e-3", "optimizer.betas=[0.9,0.95]", "model.config.hidden_size=256",
+       "precision=bf16-mixed", "device=cuda", "scheduler.type=warmup_cosine",
+       "dataset.packing=bshd", "dataset.format=jsonl", "dataset.path=data/x.jsonl",
+       "checkpoint.ckpt_dir=/tmp/ck", "logger.metrics_file=/abs/m.jsonl", "num_train_steps=5_000",
+       "model.config.rope_theta=500000"});
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 1e-3);
+  EXPECT_EQ(c.optimizer.betas, (std::vector<double>{0.9, 0.95}));
+  EXPECT_EQ(c.model.config.hidden_size, 256);
+  EXPECT_EQ(c.precision, "bf16-mixed");
+  EXPECT_EQ(c.device, "cuda");
+  EXPECT_EQ(c.scheduler.type, "warmup_cosine");
+  EXPECT_EQ(c.dataset.packing, "bshd");
+  EXPECT_EQ(c.dataset.format, "jsonl");
+  EXPECT_EQ(c.dataset.path, "data/x.jsonl");
+  EXPECT_EQ(c.num_train_steps, 5000);
+  EXPECT_DOUBLE_EQ(c.model.config.rope_theta, 500000.0);
+  EXPECT_EQ(c.resolved_ckpt_dir(), "/tmp/ck");
+  EXPECT_EQ(c.metrics_path(), "/abs/m.jsonl");
+}
+
+TEST(ConfigTrain, UnknownKeysSuggestTheNearest) {
+  std::string msg = error_of([] {
+    load_train_config(kConfigs, "esm2_sanity", {"optimizer.learning_rate=1e-3"});
+  });
+  EXPECT_HAS(msg, "unknown config key 'optimizer.learning_rate'; did you mean 'optimizer.lr'?");
+  // BioNeMo recipe spellings point at ours.
+  auto s = [](const std::string& k) { return train_config_schema().suggest(k); };
+  EXPECT_EQ(s("adamw_kwargs.lr"), "optimizer.lr");
+  EXPECT_EQ(s("adamw_kwargs.weight_decay"), "optimizer.weight_decay");
+  EXPECT_EQ(s("lr_scheduler_kwargs.num_warmup_steps"), "scheduler.warmup_steps");
+  EXPECT_EQ(s("lr_scheduler_kwargs.num_training_steps"), "num_train_steps");
+  EXPECT_EQ(s("use_sequence_packing"), "dataset.packing");
+  EXPECT_EQ(s("model_tag"), "model.init_from");
+  EXPECT_EQ(s("dataset.micro_batch_sise"), "dataset.micro_batch_size");
+  EXPECT_EQ(s("model.config.num_layers"), "model.config.num_hidden_layers");
+  EXPECT_EQ(s("model.hidden_size"), "model.config.hidden_size");
+  EXPECT_EQ(s("checkpoint.save_every"), "checkpoint.save_every_n_steps");
+  EXPECT_EQ(s("logger.frequncy"), "logger.frequency");
+  EXPECT_EQ(s("scheduler.warmup"), "scheduler.warmup_steps");
+  EXPECT_EQ(s("optimizer.beta"), "optimizer.betas");
+
+  msg = error_of([] {
+    load_train_config_string("dataset:\n  path: x\n  max_seq_len: 10\n");
+  });
+  EXPECT_HAS(msg, "unknown config key 'dataset.max_seq_len'; did you mean 'dataset.max_seq_length'?");
+  EXPECT_HAS(msg, "<string>:3");
+}
+
+TEST(ConfigTrain, BadValuesNameKeyAndExpectation) {
+  EXPECT_HAS(error_of([] { minimal({"precision=fp16"}); }),
+             "config key 'precision' must be one of fp32, bf16, bf16-mixed; got 'fp16'");
+  EXPECT_HAS(error_of([] { minimal({"device=gpu"}); }),
+             "config key 'device' must be one of cpu, cuda; got 'gpu'");
+  EXPECT_HAS(error_of([] { minimal({"model.family=bert"}); }), "must be one of esm2, llama");
+  EXPECT_HAS(error_of([] { minimal({"optimizer.lr=0"}); }), "config key 'optimizer.lr' must be > 0");
+  EXPECT_HAS(error_of([] { minimal({"optimizer.betas=[0.9,1.5]"}); }),
+             "config key 'optimizer.betas' needs every element in [0, 1)");
+  EXPECT_HAS(error_of([] { minimal({"num_train_steps=0"}); }),
+             "config key 'num_train_steps' must be > 0; got 0");
+  EXPECT_HAS(error_of([] { minimal({"grad_acc_steps=0"}); }), "config key 'grad_acc_steps' must be");
+  EXPECT_HAS(error_of([] { minimal({"model.config.hidden_size=big"}); }),
+             "config key 'model.config.hidden_size' expects an int; got 'big'");
+  EXPECT_HAS(error_of([] { minimal({"model.config.hidden_size=99999999999"}); }),
+             "config key 'model.config.hidden_size' must be");
+  EXPECT_HAS(error_of([] { minimal({"dataset.shuffle=sometimes"}); }),
+             "config key 'dataset.shuffle' expects a bool");
+  EXPECT_HAS(error_of([] { minimal({"scheduler.min_lr_ratio=2"}); }),
+             "config key 'scheduler.min_lr_ratio' must be in [0, 1]; got 2.0");
+  EXPECT_HAS(error_of([] { minimal({"model.config.rope_scaling_type=yarn"}); }),
+             "must be one of \"\", llama3");
+}
+
+TEST(ConfigTrain, CrossKeyChecksNameTheKeys) {
+  EXPECT_HAS(error_of([] { minimal({"model.config.hidden_size=330"}); }),
+             "model.config.hidden_size (330) must be divisible by "
+             "model.config.num_attention_heads (20)");
+  EXPECT_HAS(error_of([] { minimal({"model.config.hidden_size=60"}); }),
+             "must be even for rotary");
+  EXPECT_HAS(error_of([] { load_train_config_string("seed: 1\n"); }), "dataset.path is empty");
+  EXPECT_HAS(error_of([] { minimal({"dataset.max_tokens_per_batch=512"}); }),
+             "dataset.max_tokens_per_batch (512) must be at least dataset.max_seq_length (1024)");
+  minimal({"dataset.max_tokens_per_batch=512", "dataset.packing=bshd"});  // fine when padded
+  EXPECT_HAS(error_of([] { minimal({"dataset.val_every_n_steps=10"}); }),
+             "dataset.val_every_n_steps is 10 but dataset.val_path is empty");
+  EXPECT_HAS(error_of([] { minimal({"model.config.num_key_value_heads=4"}); }),
+             "ESM-2 has no grouped-query attention");
+  EXPECT_HAS(error_of([] { minimal({"model.config.tie_word_embeddings=false"}); }),
+             "model.config.tie_word_embeddings must be true for model.family esm2");
+  EXPECT_HAS(error_of([] { minimal({"model.family=llama"}); }),
+             "model.config.hidden_act 'gelu' does not fit model.family llama");
+  // Several problems come together.
+  std::string msg = error_of([] {
+    load_train_config_string("model:\n  config:\n    hidden_size: 330\n",
+                             {"dataset.val_every_n_steps=5"});
+  });
+  EXPECT_HAS(msg, "3 problems");
+  // warmup longer than training is allowed.
+  EXPECT_NO_THROW(minimal({"scheduler.warmup_steps=5000", "num_train_steps=10"}));
+  // A hand-built struct is checked the same way.
+  TrainConfig bad;
+  bad.dataset.path = "x";
+  bad.optimizer.lr = -1;
+  EXPECT_HAS(error_of([&] { check_train_config(bad); }), "config key 'optimizer.lr' must be > 0");
+  bad.optimizer.lr = 1e-3;
+  bad.device = "gpu";
+  EXPECT_HAS(error_of([&] { check_train_config(bad); }),
+             "config key 'device' must be one of cpu, cuda; got gpu");
+}
+
+TEST(ConfigTrain, LlamaConfigFromString) {
+  const char* yaml = R"(
+num_train_steps: 100
+precision: bf16-mixed
+model:
+  family: llama
+  config:
+    hidden_size: 4096
+    num_hidden_layers: 32
+    num_attention_heads: 32
+    num_key_value_heads: 8
+    intermediate_size: 14336
+    vocab_size: 256
+    max_position_embeddings: 8192
+    rope_theta: 500000
+    tie_word_embeddings: false
+    hidden_act: silu
+    rope_scaling_type: llama3
+    embedding_init_std: 1.0
+    scaled_init: true
+dataset:
+  path: data/dna.fasta
+  max_seq_length: 8192
+  uppercase_labels: true
+optimizer:
+  lr: 3e-5
+  betas: [0.9, 0.95]
+  weight_decay: 0.1
+  no_decay_on_1d_and_embeddings: true
+scheduler:
+  type: warmup_cosine
+  warmup_steps: 2500
+  min_lr_ratio: 0.02
+)";
+  TrainConfig c = load_train_config_string(yaml);
+  EXPECT_EQ(c.model.family, "llama");
+  EXPECT_EQ(c.model.config.kv_heads(), 8);
+  EXPECT_EQ(c.model.config.head_dim(), 128);
+  EXPECT_EQ(c.model.config.rope_scaling_type, "llama3");
+  EXPECT_DOUBLE_EQ(c.model.config.embedding_std(), 1.0);
+  EXPECT_TRUE(c.model.config.scaled_init);
+  EXPECT_EQ(c.scheduler.type, "warmup_cosine");
+  EXPECT_EQ(load_train_config_string(to_yaml(c)), c);
+  EXPECT_HAS(error_of([&] { load_train_config_string(yaml, {"dataset.stride=9000"}); }),
+             "dataset.stride (9000) must be smaller than dataset.max_seq_length (8192)");
+  EXPECT_HAS(error_of([&] {
+               load_train_config_string(yaml, {"model.config.high_freq_factor=0.5"});
+             }),
+             "model.config.high_freq_factor (0.5) must be greater than");
+}
+
+TEST(ConfigTrain, ToYamlRoundTripsEveryField) {
+  TrainConfig c;
+  c.seed = 7;
+  c.device = "cuda";
+  c.num_train_steps = 123;
+  c.grad_acc_steps = 4;
+  c.clip_grad_norm = 0.0;
+  c.precision = "bf16";
+  c.num_threads = 3;
+  c.output_dir = "out dir/with: colon";
+  c.recompute = true;
+  c.model.init_from = "/models/esm2";
+  c.model.config.hidden_size = 64;
+  c.model.config.num_attention_heads = 4;
+  c.model.config.layer_norm_eps = 1e-12;
+  c.model.config.initializer_range = 0.1 + 0.2;  // not a short decimal
+  c.model.config.token_dropout = false;
+  c.dataset.path = "data/p.csv.gz";
+  c.dataset.format = "csv";
+  c.dataset.column = "seq";
+  c.dataset.max_seq_length = 100;
+  c.dataset.mlm_probability = 0.2;
+  c.dataset.packing = "bshd";
+  c.dataset.shuffle = false;
+  c.dataset.val_path = "v.fasta";
+  c.dataset.val_every_n_steps = 9;
+  c.optimizer.betas = {0.85, 0.999};
+  c.optimizer.no_decay_on_1d_and_embeddings = true;
+  c.scheduler.type = "constant";
+  c.checkpoint.ckpt_dir = "ck";
+  c.checkpoint.resume_from_checkpoint = false;
+  c.logger.metrics_file = "";
+  std::string y = to_yaml(c, "biofm resolved config");
+  EXPECT_EQ(y.rfind("# biofm resolved config\nseed: 7\ndevice: cuda\n", 0), 0u) << y;
+  EXPECT_HAS(y, "\nmodel:\n  family: esm2\n  init_from: /models/esm2\n  config:\n    hidden_size: 64\n");
+  EXPECT_HAS(y, "  betas: [0.85, 0.999]\n");
+  EXPECT_HAS(y, "  rope_scaling_type: \"\"\n");
+  TrainConfig back = load_train_config_string(y);
+  EXPECT_EQ(back, c);
+  EXPECT_EQ(to_yaml(back, "biofm resolved config"), y);
+}
+
+TEST(ConfigTrain, MissingConfigNameListsAvailable) {
+  std::string msg = error_of([] { load_train_config(kConfigs, "esm2_sanityy"); });
+  EXPECT_HAS(msg, "config 'esm2_sanityy' not found");
+  EXPECT_HAS(msg, "did you mean 'esm2_sanity'?");
+  EXPECT_HAS(msg, "available configs: ");
+  EXPECT_HAS(msg, "esm2_base");
+  EXPECT_HAS(msg, "esm2_t33_650M");
+}
