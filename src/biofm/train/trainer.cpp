@@ -113,8 +113,6 @@ TrainSummary run_training(const TrainConfig& cfg) {
   // Everything that can fail on bad input fails here, before any work.
   const std::string out_dir = cfg.output_dir;
   const std::string ckpt_dir = cfg.checkpoint.ckpt_dir.empty() ? out_dir + "/checkpoints" : cfg.checkpoint.ckpt_dir;
-  make_dirs_writable(out_dir);
-  make_dirs_writable(ckpt_dir);
   ReaderOptions ro;
   ro.format = cfg.dataset.format;
   ro.column = cfg.dataset.column;
@@ -123,6 +121,9 @@ TrainSummary run_training(const TrainConfig& cfg) {
   if (!cfg.dataset.val_path.empty())
     val_set = std::make_unique<SequenceDataset>(SequenceDataset::load(cfg.dataset.val_path, ro));
   const MlmOptions mopt = mlm_options_from(cfg);
+  // Output locations are created only once the inputs are known to be good.
+  make_dirs_writable(out_dir);
+  make_dirs_writable(ckpt_dir);
 
   Esm2Model model = cfg.model.init_from.empty() ? Esm2Model(esm2_config_from(cfg), device)
                                                 : Esm2Model::from_hf_dir(cfg.model.init_from, device);
