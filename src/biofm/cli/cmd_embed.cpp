@@ -51,7 +51,8 @@ int cmd_embed(int argc, char** argv) {
     return 0;
   }
   const Device dev = parse_device(a.get("--device", "cpu"));
-  Esm2Model model = Esm2Model::from_hf_dir(a.require("--model"), dev);
+  auto model_ptr = Esm2Model::from_hf_dir(a.require("--model"), dev);
+  Esm2Model& model = *model_ptr;
   const std::string out_path = a.require("--output");
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
   const int64_t max_len = a.get_int("--max-seq-length", std::min(1024, model.config().max_position_embeddings));
@@ -139,7 +140,8 @@ int cmd_eval(int argc, char** argv) {
     return 0;
   }
   const Device dev = parse_device(a.get("--device", "cpu"));
-  Esm2Model model = Esm2Model::from_hf_dir(a.require("--model"), dev);
+  auto model_ptr = Esm2Model::from_hf_dir(a.require("--model"), dev);
+  Esm2Model& model = *model_ptr;
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
   MlmOptions o;
   o.max_seq_length = a.get_int("--max-seq-length", std::min(1024, model.config().max_position_embeddings));

@@ -1,6 +1,7 @@
 #include "biofm/models/params.h"
 
 #include "biofm/core/rng.h"
+#include "biofm/ops/elementwise/op.h"
 
 namespace biofm {
 
@@ -45,6 +46,32 @@ void ParamStore::init(uint64_t seed) {
     }
   }
   flat_.copy_from(host);
+  refresh_compute_copy();
+}
+
+void ParamStore::enable_compute_copy() {
+  if (!compute_.defined()) compute_ = Tensor::empty({total_}, DType::BF16, flat_.device());
+  refresh_compute_copy();
+}
+
+void ParamStore::refresh_compute_copy() {
+  if (compute_.defined()) ops::cast(compute_, flat_);
+}
+
+Tensor ParamStore::decay_ranges() const {
+  std::vector<int64_t> r;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    if (!specs_[i].decay) continue;
+    // Ranges extend over the alignment padding (always zero) so neighbours merge.
+    int64_t start = offsets_[i], end = offsets_[i] + (shape_numel(specs_[i].shape) + 15) / 16 * 16;
+    if (!r.empty() && r.back() == start)
+      r.back() = end;
+    else
+      r.insert(r.end(), {start, end});
+  }
+  Tensor t = Tensor::empty({int64_t(r.size() / 2), 2}, DType::I64);
+  for (size_t i = 0; i < r.size(); ++i) t.i64()[i] = r[i];
+  return t.to(flat_.device());
 }
 
 void ParamStore::load(const SafetensorsFile& f,
@@ -71,6 +98,7 @@ void ParamStore::load(const SafetensorsFile& f,
   for (size_t i = 0; i < specs_.size(); ++i)
     if (!seen[i]) fail(f.source, ": missing parameter '", specs_[i].name, "'");
   flat_.copy_from(host);
+  refresh_compute_copy();
 }
 
 std::map<std::string, Tensor> ParamStore::export_tensors(DType dtype) const {

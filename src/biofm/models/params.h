@@ -38,10 +38,26 @@ class ParamStore {
   int64_t offset(size_t i) const { return offsets_[i]; }
   size_t index(const std::string& name) const;  // throws naming the parameter if absent
 
+  // Master (F32) parameter i.
   Tensor param(size_t i) const { return flat_.flat_slice(offsets_[i], specs_[i].shape); }
+  // The parameter as forward/backward read it: the BF16 compute copy when one is enabled,
+  // else the master parameter.
+  Tensor weight(size_t i) const {
+    return compute_.defined() ? compute_.flat_slice(offsets_[i], specs_[i].shape) : param(i);
+  }
+  Tensor weight(const std::string& name) const { return weight(index(name)); }
   Tensor grad(size_t i) const { return grad_flat_.flat_slice(offsets_[i], specs_[i].shape); }
   Tensor param(const std::string& name) const { return param(index(name)); }
   Tensor grad(const std::string& name) const { return grad(index(name)); }
+  // Keeps a BF16 copy of all parameters for compute (mixed precision).
+  void enable_compute_copy();
+  // Re-derives the compute copy from the masters (after init, load or resume).
+  void refresh_compute_copy();
+  Tensor& compute_flat() { return compute_; }
+  // [start, end) element ranges of the parameters that take weight decay, as I64 [R,2]
+  // on the store's device (adjacent ranges merged).
+  Tensor decay_ranges() const;
+
   Tensor& flat() { return flat_; }
   Tensor& grad_flat() { return grad_flat_; }
   const Tensor& flat() const { return flat_; }
@@ -65,7 +81,7 @@ class ParamStore {
   std::vector<int64_t> offsets_;
   std::map<std::string, size_t> by_name_;
   int64_t total_ = 0;
-  Tensor flat_, grad_flat_;
+  Tensor flat_, grad_flat_, compute_;
 };
 
 }  // namespace biofm

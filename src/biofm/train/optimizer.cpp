@@ -1,24 +1,25 @@
 #include "biofm/train/optimizer.h"
 
-#include <cmath>
-
 namespace biofm {
 
 AdamW::AdamW(ParamStore& params, const AdamWConfig& cfg) : params_(params), cfg_(cfg) {
-  m_ = Tensor::zeros({params.numel()}, DType::F32, params.device());
-  v_ = Tensor::zeros({params.numel()}, DType::F32, params.device());
+  const Device d = params.device();
+  m_ = Tensor::zeros({params.numel()}, DType::F32, d);
+  v_ = Tensor::zeros({params.numel()}, DType::F32, d);
+  norm_ = Tensor::zeros({1}, DType::F32, d);
+  clip_coef_ = Tensor::zeros({1}, DType::F32, d);
+  decay_ranges_ = params.decay_ranges();
 }
 
 void AdamW::step(float lr) {
   ++step_;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const ParamSpec& s = params_.spec(i);
-    ops::AdamWHyper h{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, s.decay ? cfg_.weight_decay : 0.0f, step_};
-    Tensor p = params_.param(i), g = params_.grad(i);
-    Tensor m = m_.flat_slice(params_.offset(i), s.shape), v = v_.flat_slice(params_.offset(i), s.shape);
-    ops::adamw_step(p, g, m, v, h);
-  }
+  ops::grad_norm_clip_coef(norm_, clip_coef_, params_.grad_flat(), cfg_.max_grad_norm);
+  ops::AdamWHyper h{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, cfg_.weight_decay, step_};
+  ops::adamw_flat(params_.flat(), params_.compute_flat(), params_.grad_flat(), m_, v_, decay_ranges_,
+                  clip_coef_, h);
 }
+
+double AdamW::read_grad_norm() const { return double(norm_.to(Device::CPU).f32()[0]); }
 
 std::map<std::string, Tensor> AdamW::state() const { return {{"exp_avg", m_}, {"exp_avg_sq", v_}}; }
 
@@ -32,18 +33,6 @@ void AdamW::load_state(const std::map<std::string, Tensor>& st, int64_t steps_ta
   m_.copy_from(st.at("exp_avg"));
   v_.copy_from(st.at("exp_avg_sq"));
   step_ = steps_taken;
-}
-
-double global_grad_norm(const ParamStore& params) {
-  Tensor acc = Tensor::zeros({1}, DType::F32, params.device());
-  ops::sum_squares_accumulate(acc, params.grad_flat());
-  return std::sqrt(double(acc.to(Device::CPU).f32()[0]));
-}
-
-void clip_grad_norm(ParamStore& params, double norm, double max_norm) {
-  if (max_norm <= 0) return;
-  double coef = max_norm / (norm + 1e-6);
-  if (coef < 1.0) ops::scale_inplace(params.grad_flat(), float(coef));
 }
 
 }  // namespace biofm

@@ -1,5 +1,6 @@
-// AdamW over a flat parameter store, with per-parameter weight-decay flags from the
-// model's parameter table, global gradient norm and clipping.
+// AdamW over a flat parameter store: per-parameter weight-decay flags from the model's
+// parameter table, global gradient norm and clipping, all without host synchronisation
+// (the clip coefficient stays on the device; the host reads the norm only to log it).
 #pragma once
 #include <map>
 #include <string>
@@ -11,29 +12,28 @@ namespace biofm {
 
 struct AdamWConfig {
   float lr = 4e-4f, beta1 = 0.9f, beta2 = 0.98f, eps = 1e-8f, weight_decay = 0.01f;
+  float max_grad_norm = 1.0f;  // 0 disables clipping
 };
 
 class AdamW {
  public:
   AdamW(ParamStore& params, const AdamWConfig& cfg);
-  // One update with learning rate `lr` (the schedule's value for this step).
+  // Computes the gradient norm and clip coefficient, then one AdamW update with learning
+  // rate `lr`. A non-finite gradient norm leaves parameters and moments untouched.
   void step(float lr);
   int64_t steps_taken() const { return step_; }
+  // The gradient norm of the last step (F32 [1] on the device; reading it syncs).
+  const Tensor& grad_norm() const { return norm_; }
+  double read_grad_norm() const;
 
-  // Moments as flat tensors, for checkpoints.
-  std::map<std::string, Tensor> state() const;
+  std::map<std::string, Tensor> state() const;  // moments, for checkpoints
   void load_state(const std::map<std::string, Tensor>& st, int64_t steps_taken);
 
  private:
   ParamStore& params_;
   AdamWConfig cfg_;
-  Tensor m_, v_;
+  Tensor m_, v_, decay_ranges_, norm_, clip_coef_;
   int64_t step_ = 0;
 };
-
-// sqrt(Σ g²) over the whole gradient buffer (one host read).
-double global_grad_norm(const ParamStore& params);
-// torch.nn.utils.clip_grad_norm_: scale by max_norm / (norm + 1e-6) when that is < 1.
-void clip_grad_norm(ParamStore& params, double norm, double max_norm);
 
 }  // namespace biofm

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "biofm/io/atomic_file.h"
+#include "biofm/models/esm2/tokenizer_files.h"
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/attention/op.h"
 #include "biofm/ops/elementwise/op.h"
@@ -55,9 +56,14 @@ std::vector<ParamSpec> Esm2Model::param_table(const Esm2Config& c) {
   return t;
 }
 
-Esm2Model::Esm2Model(const Esm2Config& config, Device device)
+Esm2Model::Esm2Model(const Esm2Config& config, Device device, Precision precision)
     : cfg_(config), params_(param_table(config), device) {
   cfg_.validate();
+  if (precision == Precision::Bf16Mixed) {
+    if (device == Device::CPU) fail("bf16-mixed precision needs the CUDA backend (the CPU backend computes in fp32)");
+    params_.enable_compute_copy();
+    act_dtype_ = DType::BF16;
+  }
   const int half = cfg_.head_dim() / 2;
   std::vector<float> f(static_cast<size_t>(half));
   // Same arithmetic as Hugging Face: 1 / 10000^(2i/d) in float32.
@@ -66,7 +72,12 @@ Esm2Model::Esm2Model(const Esm2Config& config, Device device)
   inv_freq_ = Tensor::from_f32({half}, f).to(device);
 }
 
-Esm2Model Esm2Model::from_hf_dir(const std::string& dir, Device device) {
+ModelDims Esm2Model::dims() const {
+  return {cfg_.hidden_size, cfg_.num_hidden_layers, cfg_.vocab_size, cfg_.intermediate_size,
+          cfg_.num_attention_heads, cfg_.num_attention_heads, cfg_.num_parameters()};
+}
+
+std::unique_ptr<Esm2Model> Esm2Model::from_hf_dir(const std::string& dir, Device device, Precision precision) {
   namespace fs = std::filesystem;
   std::string cfg_path = (fs::path(dir) / "config.json").string();
   std::string st_path = (fs::path(dir) / "model.safetensors").string();
@@ -74,7 +85,7 @@ Esm2Model Esm2Model::from_hf_dir(const std::string& dir, Device device) {
   if (!fs::exists(st_path))
     fail("'", dir, "': no model.safetensors (pytorch_model.bin is not supported; convert with "
          "transformers' save_pretrained(safe_serialization=True))");
-  Esm2Model m(esm2_config_from_hf_json(read_file(cfg_path), cfg_path), device);
+  auto m = std::make_unique<Esm2Model>(esm2_config_from_hf_json(read_file(cfg_path), cfg_path), device, precision);
   SafetensorsFile f = read_safetensors(st_path);
   auto ignorable = [](const std::string& n) {
     return n.rfind("esm.contact_head.", 0) == 0 || n.find("inv_freq") != std::string::npos ||
@@ -85,7 +96,7 @@ Esm2Model Esm2Model::from_hf_dir(const std::string& dir, Device device) {
     if (n.rfind("esm.", 0) == 0 || n.rfind("lm_head.", 0) == 0) return n;
     return "esm." + n;
   };
-  m.params_.load(f, ignorable, rename);
+  m->params_.load(f, ignorable, rename);
   return m;
 }
 
@@ -93,24 +104,24 @@ void Esm2Model::save_hf_dir(const std::string& dir) const {
   make_dirs_writable(dir);
   write_file_atomic(dir + "/config.json", esm2_config_to_hf_json(cfg_));
   write_safetensors(dir + "/model.safetensors", params_.export_tensors(DType::F32), {{"format", "pt"}});
+  write_esm2_tokenizer_files(dir, cfg_.max_position_embeddings);
 }
 
 void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor& x_out) {
   const int64_t T = x.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, hd = cfg_.head_dim();
   const Device dev = x.device();
-  auto P = [&](const std::string& rest) { return params_.param(layer_name(l, rest)); };
-  const Tensor none;
+  auto P = [&](const std::string& rest) { return params_.weight(layer_name(l, rest)); };
 
   a.x_in = x;
-  a.ln1 = f32({T, H}, dev);
+  a.ln1 = act({T, H});
   a.ln1_mean = f32({T}, dev);
   a.ln1_rstd = f32({T}, dev);
   ops::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, P("attention.LayerNorm.weight"),
                          P("attention.LayerNorm.bias"), cfg_.layer_norm_eps);
-  a.q = f32({T, H}, dev);
-  a.k = f32({T, H}, dev);
-  a.v = f32({T, H}, dev);
+  a.q = act({T, H});
+  a.k = act({T, H});
+  a.v = act({T, H});
   ops::linear_forward(a.q, a.ln1, P("attention.self.query.weight"), P("attention.self.query.bias"));
   ops::linear_forward(a.k, a.ln1, P("attention.self.key.weight"), P("attention.self.key.bias"));
   ops::linear_forward(a.v, a.ln1, P("attention.self.value.weight"), P("attention.self.value.bias"));
@@ -119,26 +130,26 @@ void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs&
   a.v = a.v.view({T, nh, hd});
   ops::rope_apply(a.q, b.positions, inv_freq_, false);
   ops::rope_apply(a.k, b.positions, inv_freq_, false);
-  a.attn = f32({T, nh, hd}, dev);
+  a.attn = act({T, nh, hd});
   a.lse = f32({T, nh}, dev);
   ops::AttentionShape as{1.0f / std::sqrt(float(hd)), false, b.max_seqlen};
   ops::attention_forward(a.attn, a.lse, a.q, a.k, a.v, b.cu_seqlens, b.seq_lens, as);
 
-  a.x_mid = f32({T, H}, dev);
+  a.x_mid = act({T, H});
   ops::linear_forward(a.x_mid, a.attn.view({T, H}), P("attention.output.dense.weight"),
                       P("attention.output.dense.bias"));
   ops::add_inplace(a.x_mid, x);
 
-  a.ln2 = f32({T, H}, dev);
+  a.ln2 = act({T, H});
   a.ln2_mean = f32({T}, dev);
   a.ln2_rstd = f32({T}, dev);
   ops::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid, P("LayerNorm.weight"),
                          P("LayerNorm.bias"), cfg_.layer_norm_eps);
-  a.fc1 = f32({T, F}, dev);
+  a.fc1 = act({T, F});
   ops::linear_forward(a.fc1, a.ln2, P("intermediate.dense.weight"), P("intermediate.dense.bias"));
-  a.act = f32({T, F}, dev);
+  a.act = act({T, F});
   ops::gelu_forward(a.act, a.fc1, ops::GeluKind::Erf);
-  x_out = f32({T, H}, dev);
+  x_out = act({T, H});
   ops::linear_forward(x_out, a.act, P("output.dense.weight"), P("output.dense.bias"));
   ops::add_inplace(x_out, a.x_mid);
 }
@@ -148,8 +159,8 @@ void Esm2Model::forward_trunk(const Batch& b, Acts& acts, bool keep) {
   const Device dev = device();
   if (b.input_ids.device() != dev) fail("batch is on ", device_name(b.input_ids.device()),
                                         ", model on ", device_name(dev));
-  Tensor x = f32({T, H}, dev);
-  ops::embedding_forward(x, b.input_ids, params_.param("esm.embeddings.word_embeddings.weight"));
+  Tensor x = act({T, H});
+  ops::embedding_forward(x, b.input_ids, params_.weight("esm.embeddings.word_embeddings.weight"));
   acts.token_scale = f32({T}, dev);
   if (cfg_.token_dropout) {
     ops::esm_token_dropout_forward(x, acts.token_scale, b.input_ids, b.cu_seqlens, b.seq_lens,
@@ -163,36 +174,37 @@ void Esm2Model::forward_trunk(const Batch& b, Acts& acts, bool keep) {
     LayerActs& a = acts.layers[keep ? size_t(l) : 0];
     Tensor x_out;
     layer_forward(l, b, x, a, x_out);
+    if (keep && recompute_) a = LayerActs{x};  // backward recomputes the rest
     x = x_out;
   }
   HeadActs& h = acts.head;
   h.x_last = x;
-  h.final_out = f32({T, H}, dev);
+  h.final_out = act({T, H});
   h.final_mean = f32({T}, dev);
   h.final_rstd = f32({T}, dev);
   ops::layernorm_forward(h.final_out, h.final_mean, h.final_rstd, x,
-                         params_.param("esm.encoder.emb_layer_norm_after.weight"),
-                         params_.param("esm.encoder.emb_layer_norm_after.bias"), cfg_.layer_norm_eps);
+                         params_.weight("esm.encoder.emb_layer_norm_after.weight"),
+                         params_.weight("esm.encoder.emb_layer_norm_after.bias"), cfg_.layer_norm_eps);
 }
 
 Tensor Esm2Model::forward_head(Acts& acts) {
   HeadActs& h = acts.head;
   const int64_t T = h.final_out.size(0), H = cfg_.hidden_size, V = cfg_.vocab_size;
   const Device dev = device();
-  h.dense = f32({T, H}, dev);
-  ops::linear_forward(h.dense, h.final_out, params_.param("lm_head.dense.weight"),
-                      params_.param("lm_head.dense.bias"));
-  h.act = f32({T, H}, dev);
+  h.dense = act({T, H});
+  ops::linear_forward(h.dense, h.final_out, params_.weight("lm_head.dense.weight"),
+                      params_.weight("lm_head.dense.bias"));
+  h.act = act({T, H});
   ops::gelu_forward(h.act, h.dense, ops::GeluKind::Erf);
-  h.head_out = f32({T, H}, dev);
+  h.head_out = act({T, H});
   h.head_mean = f32({T}, dev);
   h.head_rstd = f32({T}, dev);
   ops::layernorm_forward(h.head_out, h.head_mean, h.head_rstd, h.act,
-                         params_.param("lm_head.layer_norm.weight"),
-                         params_.param("lm_head.layer_norm.bias"), cfg_.layer_norm_eps);
-  Tensor logits = f32({T, V}, dev);
-  ops::linear_forward(logits, h.head_out, params_.param("esm.embeddings.word_embeddings.weight"),
-                      params_.param("lm_head.bias"));
+                         params_.weight("lm_head.layer_norm.weight"),
+                         params_.weight("lm_head.layer_norm.bias"), cfg_.layer_norm_eps);
+  Tensor logits = act({T, V});
+  ops::linear_forward(logits, h.head_out, params_.weight("esm.embeddings.word_embeddings.weight"),
+                      params_.weight("lm_head.bias"));
   return logits;
 }
 
@@ -213,7 +225,7 @@ namespace {
 LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels,
                     bool count_correct) {
   LossSums s;
-  Tensor tl = token_loss.to(Device::CPU), lab = labels.to(Device::CPU);
+  Tensor tl = token_loss.to(Device::CPU).to(DType::F32), lab = labels.to(Device::CPU);
   const int64_t T = tl.numel();
   for (int64_t i = 0; i < T; ++i) {
     if (lab.i32()[i] == ops::kIgnoreIndex) continue;
@@ -221,7 +233,7 @@ LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor
     s.num_tokens += 1;
   }
   if (count_correct) {
-    Tensor lg = logits.to(Device::CPU);
+    Tensor lg = logits.to(Device::CPU).to(DType::F32);
     const int64_t V = lg.size(1);
     for (int64_t i = 0; i < T; ++i) {
       int32_t y = lab.i32()[i];
@@ -246,40 +258,52 @@ LossSums Esm2Model::evaluate(const Batch& b, bool count_correct) {
   return sum_losses(token_loss, lg, b.labels, count_correct);
 }
 
+Tensor Esm2Model::token_losses(const Batch& b) {
+  Tensor lg = logits(b);
+  Tensor token_loss = f32({b.num_rows()}, device());
+  Tensor none;
+  ops::cross_entropy_forward_backward(token_loss, none, lg, b.labels, 0.0f);
+  return token_loss;
+}
+
 void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) {
   // dx: gradient w.r.t. this layer's output on entry, w.r.t. its input on exit.
+  if (!a.ln1.defined()) {  // recompute mode: only the layer input was kept
+    Tensor x_out;
+    layer_forward(l, b, a.x_in, a, x_out);
+  }
   const int64_t T = dx.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, hd = cfg_.head_dim();
   const Device dev = dx.device();
-  auto P = [&](const std::string& rest) { return params_.param(layer_name(l, rest)); };
+  auto P = [&](const std::string& rest) { return params_.weight(layer_name(l, rest)); };
   auto G = [&](const std::string& rest) { return params_.grad(layer_name(l, rest)); };
   Tensor none;
 
   // MLP: x_out = x_mid + W2·gelu(W1·LN2(x_mid) + b1) + b2
-  Tensor dact = f32({T, F}, dev);
+  Tensor dact = act({T, F});
   Tensor gw2 = G("output.dense.weight"), gb2 = G("output.dense.bias");
   ops::linear_backward(dact, gw2, gb2, dx, a.act, P("output.dense.weight"));
   ops::gelu_backward(dact, dact, a.fc1, ops::GeluKind::Erf);
-  Tensor dln2 = f32({T, H}, dev);
+  Tensor dln2 = act({T, H});
   Tensor gw1 = G("intermediate.dense.weight"), gb1 = G("intermediate.dense.bias");
   ops::linear_backward(dln2, gw1, gb1, dact, a.ln2, P("intermediate.dense.weight"));
-  Tensor dmid = f32({T, H}, dev);
+  Tensor dmid = act({T, H});
   Tensor gln2w = G("LayerNorm.weight"), gln2b = G("LayerNorm.bias");
   ops::layernorm_backward(dmid, gln2w, gln2b, dln2, a.x_mid, P("LayerNorm.weight"), a.ln2_mean,
                           a.ln2_rstd);
   ops::add_inplace(dmid, dx);  // residual
 
   // Attention: x_mid = x_in + Wo·Attn(rope(Wq·LN1), rope(Wk·LN1), Wv·LN1) + bo
-  Tensor dattn = f32({T, H}, dev);
+  Tensor dattn = act({T, H});
   Tensor gwo = G("attention.output.dense.weight"), gbo = G("attention.output.dense.bias");
   ops::linear_backward(dattn, gwo, gbo, dmid, a.attn.view({T, H}), P("attention.output.dense.weight"));
-  Tensor dq = f32({T, nh, hd}, dev), dk = f32({T, nh, hd}, dev), dv = f32({T, nh, hd}, dev);
+  Tensor dq = act({T, nh, hd}), dk = act({T, nh, hd}), dv = act({T, nh, hd});
   ops::AttentionShape as{1.0f / std::sqrt(float(hd)), false, b.max_seqlen};
   ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse,
                           b.cu_seqlens, b.seq_lens, as);
   ops::rope_apply(dq, b.positions, inv_freq_, true);
   ops::rope_apply(dk, b.positions, inv_freq_, true);
-  Tensor dln1 = f32({T, H}, dev), dtmp = f32({T, H}, dev);
+  Tensor dln1 = act({T, H}), dtmp = act({T, H});
   Tensor gq = G("attention.self.query.weight"), gqb = G("attention.self.query.bias");
   Tensor gk = G("attention.self.key.weight"), gkb = G("attention.self.key.bias");
   Tensor gv = G("attention.self.value.weight"), gvb = G("attention.self.value.bias");
@@ -294,7 +318,7 @@ void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) 
   ops::add_inplace(dx, dmid);  // residual
 }
 
-LossSums Esm2Model::forward_backward(const Batch& b, float grad_scale) {
+void Esm2Model::forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) {
   const int64_t T = b.num_rows(), H = cfg_.hidden_size;
   const Device dev = device();
   Acts acts;
@@ -302,29 +326,29 @@ LossSums Esm2Model::forward_backward(const Batch& b, float grad_scale) {
   Tensor lg = forward_head(acts);
   Tensor token_loss = f32({T}, dev);
   ops::cross_entropy_forward_backward(token_loss, lg, lg, b.labels, grad_scale);
-  LossSums sums = sum_losses(token_loss, Tensor(), b.labels, false);
+  ops::sum_accumulate(loss_acc, token_loss);  // ignored rows hold 0
   Tensor& dlogits = lg;  // the loss wrote its gradient in place
 
   // LM head, in reverse.
   HeadActs& h = acts.head;
   Tensor gE = params_.grad("esm.embeddings.word_embeddings.weight");
   Tensor gbias = params_.grad("lm_head.bias");
-  Tensor dhead = f32({T, H}, dev);
+  Tensor dhead = act({T, H});
   ops::linear_backward(dhead, gE, gbias, dlogits, h.head_out,
-                       params_.param("esm.embeddings.word_embeddings.weight"));
-  Tensor dact = f32({T, H}, dev);
+                       params_.weight("esm.embeddings.word_embeddings.weight"));
+  Tensor dact = act({T, H});
   Tensor ghw = params_.grad("lm_head.layer_norm.weight"), ghb = params_.grad("lm_head.layer_norm.bias");
-  ops::layernorm_backward(dact, ghw, ghb, dhead, h.act, params_.param("lm_head.layer_norm.weight"),
+  ops::layernorm_backward(dact, ghw, ghb, dhead, h.act, params_.weight("lm_head.layer_norm.weight"),
                           h.head_mean, h.head_rstd);
   ops::gelu_backward(dact, dact, h.dense, ops::GeluKind::Erf);
-  Tensor dfinal = f32({T, H}, dev);
+  Tensor dfinal = act({T, H});
   Tensor gdw = params_.grad("lm_head.dense.weight"), gdb = params_.grad("lm_head.dense.bias");
-  ops::linear_backward(dfinal, gdw, gdb, dact, h.final_out, params_.param("lm_head.dense.weight"));
-  Tensor dx = f32({T, H}, dev);
+  ops::linear_backward(dfinal, gdw, gdb, dact, h.final_out, params_.weight("lm_head.dense.weight"));
+  Tensor dx = act({T, H});
   Tensor gfw = params_.grad("esm.encoder.emb_layer_norm_after.weight");
   Tensor gfb = params_.grad("esm.encoder.emb_layer_norm_after.bias");
   ops::layernorm_backward(dx, gfw, gfb, dfinal, h.x_last,
-                          params_.param("esm.encoder.emb_layer_norm_after.weight"), h.final_mean,
+                          params_.weight("esm.encoder.emb_layer_norm_after.weight"), h.final_mean,
                           h.final_rstd);
 
   for (int l = cfg_.num_hidden_layers - 1; l >= 0; --l) {
@@ -333,7 +357,6 @@ LossSums Esm2Model::forward_backward(const Batch& b, float grad_scale) {
   }
   ops::scale_rows_inplace(dx, acts.token_scale);
   ops::embedding_backward(gE, dx, b.input_ids);
-  return sums;
 }
 
 }  // namespace biofm

@@ -11,40 +11,38 @@
 
 #include "biofm/data/batch.h"
 #include "biofm/models/esm2/config.h"
+#include "biofm/models/language_model.h"
 #include "biofm/models/params.h"
 
 namespace biofm {
 
-struct LossSums {
-  double loss_sum = 0;      // Σ token losses over labelled tokens
-  int64_t num_tokens = 0;   // labelled tokens
-  int64_t num_correct = 0;  // argmax == label (only when asked for)
-};
-
-class Esm2Model {
+class Esm2Model : public LanguageModel {
  public:
-  Esm2Model(const Esm2Config& config, Device device);
+  Esm2Model(const Esm2Config& config, Device device, Precision precision = Precision::F32);
 
   static std::vector<ParamSpec> param_table(const Esm2Config& c);
   // Reads config.json + model.safetensors from a Hugging Face directory.
-  static Esm2Model from_hf_dir(const std::string& dir, Device device);
-  // Writes config.json + model.safetensors (fp32, Hugging Face names; decoder tied, omitted).
-  void save_hf_dir(const std::string& dir) const;
+  static std::unique_ptr<Esm2Model> from_hf_dir(const std::string& dir, Device device,
+                                                Precision precision = Precision::F32);
+  // Writes config.json + model.safetensors (fp32, Hugging Face names; decoder tied, omitted)
+  // and the ESM tokenizer files.
+  void save_hf_dir(const std::string& dir) const override;
 
+  std::string family() const override { return "esm2"; }
+  ModelDims dims() const override;
   const Esm2Config& config() const { return cfg_; }
-  ParamStore& params() { return params_; }
+  ParamStore& params() override { return params_; }
   const ParamStore& params() const { return params_; }
-  Device device() const { return params_.device(); }
+  Device device() const override { return params_.device(); }
+  void set_recompute(bool on) override { recompute_ = on; }
 
   // Final hidden states [T,H] (after emb_layer_norm_after). Keeps no activations.
   Tensor hidden_states(const Batch& b);
   // Logits [T,V]. Keeps no activations.
   Tensor logits(const Batch& b);
-  // Loss sums for the batch without gradients (count_correct: also argmax accuracy).
-  LossSums evaluate(const Batch& b, bool count_correct);
-  // Forward + backward: gradients of (Σ token losses) · grad_scale accumulate into the
-  // gradient buffer. Returns the unscaled loss sums.
-  LossSums forward_backward(const Batch& b, float grad_scale);
+  LossSums evaluate(const Batch& b, bool count_correct) override;
+  Tensor token_losses(const Batch& b) override;
+  void forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) override;
 
  private:
   struct LayerActs {
@@ -59,8 +57,10 @@ class Esm2Model {
     std::vector<LayerActs> layers;
     HeadActs head;
   };
-  // Runs embeddings and layers; fills acts.head.final_out. keep: store per-layer activations.
+  // Runs embeddings and layers; fills acts.head.final_out. keep: store per-layer activations
+  // (only the layer inputs when recompute is on).
   void forward_trunk(const Batch& b, Acts& acts, bool keep);
+  Tensor act(const Shape& s) const { return Tensor::empty(s, act_dtype_, device()); }
   // LM head on acts.head.final_out; returns logits [T,V].
   Tensor forward_head(Acts& acts);
   void layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor& x_out);
@@ -68,6 +68,8 @@ class Esm2Model {
 
   Esm2Config cfg_;
   ParamStore params_;
+  DType act_dtype_ = DType::F32;
+  bool recompute_ = false;
   Tensor inv_freq_;  // [head_dim/2]
 };
 

@@ -1,0 +1,52 @@
+// What the trainer, evaluator and exporter need from a model family (ESM-2, Llama, ...).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "biofm/data/batch.h"
+#include "biofm/models/params.h"
+
+namespace biofm {
+
+struct LossSums {
+  double loss_sum = 0;      // Σ token losses over labelled tokens
+  int64_t num_tokens = 0;   // labelled tokens
+  int64_t num_correct = 0;  // argmax == label (only when asked for)
+};
+
+// Shape numbers for throughput accounting (the seed MFU formula and 6·N).
+struct ModelDims {
+  int64_t hidden = 0, layers = 0, vocab = 0, ffn = 0, heads = 0, kv_heads = 0;
+  int64_t parameters = 0;
+};
+
+// Numeric precision of a model instance.
+//   F32:        fp32 parameters, activations and math (CPU reference, and CUDA fp32).
+//   Bf16Mixed:  fp32 master parameters and optimizer state; a bf16 copy of the parameters
+//               feeds bf16 activations/GEMMs with fp32 accumulation (CUDA training default).
+enum class Precision { F32, Bf16Mixed };
+
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+  virtual std::string family() const = 0;  // "esm2", "llama"
+  virtual ModelDims dims() const = 0;
+  virtual ParamStore& params() = 0;
+  virtual Device device() const = 0;
+  // Activation recompute: keep each layer's input only and recompute the layer in backward.
+  virtual void set_recompute(bool on) = 0;
+
+  // Forward + backward: gradients of (Σ token losses) · grad_scale accumulate into the
+  // gradient buffer; Σ token losses is added to loss_acc[1] (F32 on the model's device),
+  // so a training step needs no host read.
+  virtual void forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) = 0;
+  // Loss sums without gradients (count_correct: also argmax accuracy). Reads to the host.
+  virtual LossSums evaluate(const Batch& b, bool count_correct) = 0;
+  // Per-token losses [T] (F32, 0 where label is -100), no gradients.
+  virtual Tensor token_losses(const Batch& b) = 0;
+
+  // Hugging Face directory: config.json, model.safetensors and the tokenizer files.
+  virtual void save_hf_dir(const std::string& dir) const = 0;
+};
+
+}  // namespace biofm

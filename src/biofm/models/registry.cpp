@@ -1,0 +1,66 @@
+#include "biofm/models/registry.h"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "biofm/io/atomic_file.h"
+#include "biofm/models/esm2/model.h"
+
+namespace biofm {
+
+Precision precision_for(const TrainConfig& cfg, Device device) {
+  if (device == Device::CPU || cfg.precision == "fp32") return Precision::F32;
+  if (cfg.precision == "bf16-mixed") return Precision::Bf16Mixed;
+  fail("precision '", cfg.precision,
+       "' (pure bf16 parameters) is not implemented; use bf16-mixed (fp32 master weights, bf16 compute) or fp32");
+}
+
+std::string model_type_of_dir(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / "config.json").string();
+  if (!std::filesystem::exists(path))
+    fail("'", dir, "' is not a Hugging Face model directory: no config.json");
+  try {
+    auto j = nlohmann::json::parse(read_file(path));
+    return j.value("model_type", "");
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, ": not valid JSON: ", e.what());
+  }
+}
+
+std::unique_ptr<LanguageModel> load_model_dir(const std::string& dir, Device device, Precision precision) {
+  const std::string type = model_type_of_dir(dir);
+  if (type == "esm") return Esm2Model::from_hf_dir(dir, device, precision);
+  fail("'", dir, "': model_type '", type, "' is not supported (supported: esm)");
+}
+
+std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device) {
+  const Precision p = precision_for(cfg, device);
+  if (!cfg.model.init_from.empty()) {
+    auto m = load_model_dir(cfg.model.init_from, device, p);
+    if (m->family() != cfg.model.family)
+      fail("model.init_from '", cfg.model.init_from, "' holds a ", m->family(), " model but model.family is ",
+           cfg.model.family);
+    m->set_recompute(cfg.recompute);
+    return m;
+  }
+  if (cfg.model.family == "esm2") {
+    const auto& m = cfg.model.config;
+    Esm2Config c;
+    c.vocab_size = m.vocab_size;
+    c.hidden_size = m.hidden_size;
+    c.num_hidden_layers = m.num_hidden_layers;
+    c.num_attention_heads = m.num_attention_heads;
+    c.intermediate_size = m.intermediate_size;
+    c.max_position_embeddings = m.max_position_embeddings;
+    c.layer_norm_eps = float(m.layer_norm_eps);
+    c.initializer_range = float(m.initializer_range);
+    c.token_dropout = m.token_dropout;
+    auto model = std::make_unique<Esm2Model>(c, device, p);
+    model->params().init(uint64_t(cfg.seed));
+    model->set_recompute(cfg.recompute);
+    return model;
+  }
+  fail("model.family '", cfg.model.family, "' is not implemented yet (supported: esm2)");
+}
+
+}  // namespace biofm

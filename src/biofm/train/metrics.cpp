@@ -1,0 +1,94 @@
+#include "biofm/train/metrics.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "biofm/core/device_memory_stats.h"
+#include "biofm/core/error.h"
+
+namespace biofm {
+
+double seed_formula_flops(const ModelDims& d, const Batch& b) {
+  const double H = double(d.hidden), L = double(d.layers), V = double(d.vocab);
+  const double rows = double(b.num_rows());
+  double sum_s2 = 0;
+  const int64_t n = b.num_sequences();
+  const int32_t* cu = b.cu_seqlens.i32();
+  const int32_t* lens = b.seq_lens.i32();
+  const bool padded = n > 0 && cu[n] - cu[0] > [&] {
+    int64_t s = 0;
+    for (int64_t i = 0; i < n; ++i) s += lens[i];
+    return s;
+  }();
+  for (int64_t i = 0; i < n; ++i) {
+    const double s = padded ? double(cu[i + 1] - cu[i]) : double(lens[i]);
+    sum_s2 += s * s;
+  }
+  return (24.0 * rows * H * H + 4.0 * sum_s2 * H) * 3.0 * L + 6.0 * rows * H * V;
+}
+
+MetricsLog::MetricsLog(const std::string& path, bool append)
+    : out_(path, append ? std::ios::app : std::ios::trunc), path_(path) {
+  if (!out_) fail("cannot write metrics file '", path, "'");
+}
+
+void MetricsLog::write(const nlohmann::json& record) {
+  out_ << record.dump() << "\n";
+  out_.flush();
+  if (!out_) fail("writing metrics file '", path_, "' failed");
+}
+
+void ThroughputWindow::add_batch(const Batch& b) {
+  rows_ += b.num_rows();
+  real_ += b.num_real_tokens;
+  flops_seed_ += seed_formula_flops(dims_, b);
+}
+
+void ThroughputWindow::reset() {
+  start_ = std::chrono::steady_clock::now();
+  steps_ = rows_ = real_ = 0;
+  flops_seed_ = 0;
+}
+
+namespace {
+std::string format_eta(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  char buf[32];
+  const int h = int(s / 3600), m = int(std::fmod(s, 3600) / 60), sec = int(std::fmod(s, 60));
+  if (h)
+    std::snprintf(buf, sizeof buf, "%dh%02dm", h, m);
+  else
+    std::snprintf(buf, sizeof buf, "%dm%02ds", m, sec);
+  return buf;
+}
+}  // namespace
+
+nlohmann::json ThroughputWindow::report(int64_t step, int64_t total_steps, double loss, double lr,
+                                        double grad_norm, Device device) {
+  const double span = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double step_time = steps_ ? span / double(steps_) : 0;
+  const double tps = double(rows_) / span, real_tps = double(real_) / span;
+  const double mfu_seed = flops_seed_ / span / kPeakBf16Flops;
+  const double mfu_6n = 6.0 * double(dims_.parameters) * double(real_) / span / kPeakBf16Flops;
+  const double eta = double(total_steps - step) * step_time;
+  nlohmann::json rec = {{"step", step},           {"loss", loss},
+                        {"perplexity", std::exp(loss)}, {"lr", lr},
+                        {"grad_norm", grad_norm}, {"tokens_per_sec", tps},
+                        {"unpadded_tokens_per_sec", real_tps}, {"step_time", step_time},
+                        {"mfu_seed", mfu_seed},   {"mfu_6n", mfu_6n}};
+  std::string mem;
+  if (device == Device::CUDA) {
+    DeviceMemoryStats m = device_memory_stats();
+    rec["gpu_mem_peak_gib"] = double(m.peak_allocated_bytes) / double(1ull << 30);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " | mem %.1f GiB | MFU %.1f%%", rec["gpu_mem_peak_gib"].get<double>(), 100 * mfu_seed);
+    mem = buf;
+  }
+  std::printf("step %6lld/%lld | loss %.4f | ppl %7.3f | lr %.3e | grad_norm %.3f | tok/s %.0f | unpadded tok/s %.0f%s | ETA %s\n",
+              (long long)step, (long long)total_steps, loss, std::exp(loss), lr, grad_norm, tps, real_tps, mem.c_str(),
+              format_eta(eta).c_str());
+  std::fflush(stdout);
+  return rec;
+}
+
+}  // namespace biofm
