@@ -4,6 +4,9 @@
 // there up to cu_seqlens[s+1] are padding (BSHD layout; none when packed). Tokens attend only
 // within their own sequence (bidirectional, or causal when causal = true). Padding rows get
 // zero output and zero gradients. GQA: query head h reads kv head h / (Hq / Hkv).
+// cu_seqlens[0] must be 0 and cu_seqlens[B] <= N; rows from cu_seqlens[B] to N are padding.
+// lse of padding rows is 0; an undefined lse in forward means "not wanted" (inference only:
+// backward needs it). Backward recomputes the probabilities from q, k and lse.
 #pragma once
 #include "biofm/ops/dispatch.h"
 

@@ -14,6 +14,9 @@ void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids);
 // mask_id become 0, and the sequence is scaled by (1 - 0.15*0.8) / (1 - n_mask/len).
 // Slots past seq_lens[s] up to cu_seqlens[s+1] (padding in BSHD layout) become 0.
 // scale_out[N] (F32) receives each row's factor (0 for zeroed rows), for backward.
+// mask_id < 0 turns the dropout off: real rows keep factor 1, padding rows still become 0.
+// Rows past cu_seqlens[B] (if the batch has any) count as padding. Backward of the whole
+// step is scale_rows_inplace(dh, scale_out) followed by embedding_backward.
 void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
                                const Tensor& cu_seqlens, const Tensor& seq_lens, int32_t mask_id);
 // dh[N,C] *= scale (row-wise), in place.

@@ -7,7 +7,8 @@
 
 namespace biofm::ops {
 
-// out[N,O] = x[N,I] · w[O,I]ᵀ (+ bias[O] if defined).
+// out[N,O] = x[N,I] · w[O,I]ᵀ (+ bias[O] if defined). x, out (and dx, dout) may carry extra
+// leading dimensions: they are read as matrices of numel/last-dim rows.
 void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias);
 // dx[N,I] = dout·w (overwritten, if defined); dw[O,I] += doutᵀ·x; dbias[O] += Σ_n dout.
 void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,

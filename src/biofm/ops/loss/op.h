@@ -8,7 +8,8 @@ constexpr int32_t kIgnoreIndex = -100;
 
 // logits[N,V] (F32), labels[N] (I32). token_loss[N] (F32) = -log softmax(logits)[label], or 0
 // where label == -100. If dlogits is defined it receives (softmax - onehot) * grad_scale
-// (0 on ignored rows); dlogits may alias logits. Labels outside [0,V) other than -100 throw.
+// (0 on ignored rows); dlogits may alias logits. Labels outside [0,V) other than -100 throw
+// (before anything is written). An undefined token_loss is not written.
 void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const Tensor& logits,
                                     const Tensor& labels, float grad_scale);
 

@@ -5,6 +5,7 @@
 namespace biofm::ops {
 
 // out = (x - mean) * rstd * w + b; mean[N], rstd[N] (F32) saved for backward.
+// b undefined: no bias. mean/rstd undefined in forward: not saved (inference).
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
                        const Tensor& b, float eps);
 // dx overwritten; dw, db accumulated.

@@ -1,0 +1,188 @@
+// LayerNorm and RMSNorm over the last dimension, CPU (statistics in double).
+#include <cmath>
+
+#include "biofm/ops/cpu_util.h"
+#include "biofm/ops/norm/op.h"
+
+namespace biofm::ops::cpu {
+using namespace cpu_detail;
+
+void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
+                       const Tensor& b, float eps) {
+  const char* op = "layernorm_forward";
+  require_f32(x, op, "x");
+  require_f32(w, op, "w");
+  require_f32(out, op, "out");
+  if (w.dim() != 1) fail(op, ": w must be [C], got ", w.describe());
+  const int64_t C = w.size(0);
+  const int64_t N = rows_of(x, C, op, "x");
+  if (out.shape() != x.shape()) fail(op, ": out ", out.describe(), " must match x ", x.describe());
+  if (b.defined()) require_f32_shape(b, {C}, op, "b");
+  if (mean.defined()) require_f32_shape(mean, {N}, op, "mean");
+  if (rstd.defined()) require_f32_shape(rstd, {N}, op, "rstd");
+  const float* xp = x.f32();
+  const float* wp = w.f32();
+  const float* bp = b.defined() ? b.f32() : nullptr;
+  float* yp = out.f32();
+  float* mp = mean.defined() ? mean.f32() : nullptr;
+  float* rp = rstd.defined() ? rstd.f32() : nullptr;
+#pragma omp parallel for schedule(static) num_threads(threads_for(N * C))
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xr = xp + n * C;
+    double s = 0;
+    for (int64_t c = 0; c < C; ++c) s += xr[c];
+    const double mu = C ? s / double(C) : 0.0;
+    double v = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      const double d = xr[c] - mu;
+      v += d * d;
+    }
+    const double var = C ? v / double(C) : 0.0;  // biased, as torch
+    const float r = float(1.0 / std::sqrt(var + double(eps)));
+    const float m = float(mu);
+    float* yr = yp + n * C;
+    for (int64_t c = 0; c < C; ++c) {
+      const float xh = (xr[c] - m) * r;
+      yr[c] = xh * wp[c] + (bp ? bp[c] : 0.0f);
+    }
+    if (mp) mp[n] = m;
+    if (rp) rp[n] = r;
+  }
+}
+
+void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  const char* op = "layernorm_backward";
+  require_f32(x, op, "x");
+  require_f32(w, op, "w");
+  require_f32(dout, op, "dout");
+  if (w.dim() != 1) fail(op, ": w must be [C], got ", w.describe());
+  const int64_t C = w.size(0);
+  const int64_t N = rows_of(x, C, op, "x");
+  if (dout.shape() != x.shape()) fail(op, ": dout ", dout.describe(), " must match x ", x.describe());
+  require_f32_shape(mean, {N}, op, "mean");
+  require_f32_shape(rstd, {N}, op, "rstd");
+  if (dx.defined()) {
+    require_f32(dx, op, "dx");
+    if (dx.shape() != x.shape()) fail(op, ": dx ", dx.describe(), " must match x ", x.describe());
+  }
+  if (dw.defined()) require_f32_shape(dw, {C}, op, "dw");
+  if (db.defined()) require_f32_shape(db, {C}, op, "db");
+  const float* xp = x.f32();
+  const float* wp = w.f32();
+  const float* gp = dout.f32();
+  const float* mp = mean.f32();
+  const float* rp = rstd.f32();
+  float* dxp = dx.defined() ? dx.f32() : nullptr;
+  const bool want_w = dw.defined(), want_b = db.defined();
+  const int nt = threads_for(N * C);
+  ThreadPartials pw(want_w ? nt : 0, C), pb(want_b ? nt : 0, C);
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = thread_id();
+    double* aw = want_w ? pw.row(t) : nullptr;
+    double* ab = want_b ? pb.row(t) : nullptr;
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xr = xp + n * C;
+      const float* gr = gp + n * C;
+      const float m = mp[n], r = rp[n];
+      // dxhat = dout·w; dx = r·(dxhat - mean(dxhat) - xhat·mean(dxhat·xhat)).
+      double s1 = 0, s2 = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        const float xh = (xr[c] - m) * r;
+        const float dxh = gr[c] * wp[c];
+        s1 += dxh;
+        s2 += double(dxh) * xh;
+        if (aw) aw[c] += double(gr[c]) * xh;
+        if (ab) ab[c] += gr[c];
+      }
+      if (dxp) {
+        const float a1 = C ? float(s1 / double(C)) : 0.0f, a2 = C ? float(s2 / double(C)) : 0.0f;
+        float* dr = dxp + n * C;  // may alias dout: each element is read before it is written
+        for (int64_t c = 0; c < C; ++c) {
+          const float xh = (xr[c] - m) * r;
+          dr[c] = r * (gr[c] * wp[c] - a1 - xh * a2);
+        }
+      }
+    }
+  }
+  if (want_w) pw.add_to(dw.f32());
+  if (want_b) pb.add_to(db.f32());
+}
+
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+  const char* op = "rmsnorm_forward";
+  require_f32(x, op, "x");
+  require_f32(w, op, "w");
+  require_f32(out, op, "out");
+  if (w.dim() != 1) fail(op, ": w must be [C], got ", w.describe());
+  const int64_t C = w.size(0);
+  const int64_t N = rows_of(x, C, op, "x");
+  if (out.shape() != x.shape()) fail(op, ": out ", out.describe(), " must match x ", x.describe());
+  if (rstd.defined()) require_f32_shape(rstd, {N}, op, "rstd");
+  const float* xp = x.f32();
+  const float* wp = w.f32();
+  float* yp = out.f32();
+  float* rp = rstd.defined() ? rstd.f32() : nullptr;
+#pragma omp parallel for schedule(static) num_threads(threads_for(N * C))
+  for (int64_t n = 0; n < N; ++n) {
+    const float* xr = xp + n * C;
+    double ss = 0;
+    for (int64_t c = 0; c < C; ++c) ss += double(xr[c]) * xr[c];
+    const float r = float(1.0 / std::sqrt((C ? ss / double(C) : 0.0) + double(eps)));
+    float* yr = yp + n * C;
+    for (int64_t c = 0; c < C; ++c) yr[c] = wp[c] * (xr[c] * r);
+    if (rp) rp[n] = r;
+  }
+}
+
+void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                      const Tensor& rstd) {
+  const char* op = "rmsnorm_backward";
+  require_f32(x, op, "x");
+  require_f32(w, op, "w");
+  require_f32(dout, op, "dout");
+  if (w.dim() != 1) fail(op, ": w must be [C], got ", w.describe());
+  const int64_t C = w.size(0);
+  const int64_t N = rows_of(x, C, op, "x");
+  if (dout.shape() != x.shape()) fail(op, ": dout ", dout.describe(), " must match x ", x.describe());
+  require_f32_shape(rstd, {N}, op, "rstd");
+  if (dx.defined()) {
+    require_f32(dx, op, "dx");
+    if (dx.shape() != x.shape()) fail(op, ": dx ", dx.describe(), " must match x ", x.describe());
+  }
+  if (dw.defined()) require_f32_shape(dw, {C}, op, "dw");
+  const float* xp = x.f32();
+  const float* wp = w.f32();
+  const float* gp = dout.f32();
+  const float* rp = rstd.f32();
+  float* dxp = dx.defined() ? dx.f32() : nullptr;
+  const bool want_w = dw.defined();
+  const int nt = threads_for(N * C);
+  ThreadPartials pw(want_w ? nt : 0, C);
+#pragma omp parallel num_threads(nt)
+  {
+    double* aw = want_w ? pw.row(thread_id()) : nullptr;
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      const float* xr = xp + n * C;
+      const float* gr = gp + n * C;
+      const float r = rp[n];
+      // y = w·x·r, r = (mean(x²)+eps)^-1/2: dx = r·(dout·w) - x·r³·mean(dout·w·x).
+      double s = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        s += double(gr[c]) * wp[c] * xr[c];
+        if (aw) aw[c] += double(gr[c]) * (xr[c] * r);
+      }
+      if (dxp) {
+        const float k = C ? float(s / double(C)) * r * r * r : 0.0f;
+        float* dr = dxp + n * C;
+        for (int64_t c = 0; c < C; ++c) dr[c] = r * (gr[c] * wp[c]) - xr[c] * k;
+      }
+    }
+  }
+  if (want_w) pw.add_to(dw.f32());
+}
+
+}  // namespace biofm::ops::cpu

@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "biofm/ops/norm/op.h"
+#include "testing.h"
+
+using namespace biofm;
+using namespace biofm::testkit;
+
+TEST(OpsNorm, LayerNormForwardMatchesNaive) {
+  const int64_t N = 7, C = 33;
+  Tensor x = randn({N, C}, 1, 3.0f), w = randn({C}, 2), b = randn({C}, 3);
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] += 100.0f;  // large mean: stable statistics
+  Tensor out = Tensor::empty({N, C}, DType::F32), mean = Tensor::empty({N}, DType::F32),
+         rstd = Tensor::empty({N}, DType::F32);
+  const float eps = 1e-5f;
+  ops::layernorm_forward(out, mean, rstd, x, w, b, eps);
+  for (int64_t n = 0; n < N; ++n) {
+    double mu = 0, var = 0;
+    for (int64_t c = 0; c < C; ++c) mu += x.f32()[n * C + c];
+    mu /= C;
+    for (int64_t c = 0; c < C; ++c) var += std::pow(x.f32()[n * C + c] - mu, 2);
+    var /= C;
+    const double r = 1 / std::sqrt(var + eps);
+    EXPECT_NEAR(mean.f32()[n], mu, 1e-4);
+    EXPECT_NEAR(rstd.f32()[n], r, 1e-5 * r);
+    for (int64_t c = 0; c < C; ++c)
+      EXPECT_NEAR(out.f32()[n * C + c], (x.f32()[n * C + c] - mu) * r * w.f32()[c] + b.f32()[c], 2e-4);
+  }
+  // No bias, no saved statistics.
+  Tensor none, out2 = Tensor::empty({N, C}, DType::F32);
+  ops::layernorm_forward(out2, none, none, x, w, none, eps);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      EXPECT_NEAR(out2.f32()[n * C + c], out.f32()[n * C + c] - b.f32()[c], 1e-5);
+}
+
+TEST(OpsNorm, LayerNormGradFD) {
+  const int64_t N = 6, C = 10;
+  Tensor x = randn({N, C}, 11), w = randn({C}, 12), b = randn({C}, 13), R = randn({N, C}, 14);
+  Tensor out = Tensor::empty({N, C}, DType::F32), mean = Tensor::empty({N}, DType::F32),
+         rstd = Tensor::empty({N}, DType::F32);
+  auto objective = [&] {
+    ops::layernorm_forward(out, mean, rstd, x, w, b, 1e-5f);
+    return dot(out, R);
+  };
+  objective();
+  Tensor dx = Tensor::empty({N, C}, DType::F32);
+  Tensor dw = Tensor::zeros({C}, DType::F32), db = Tensor::zeros({C}, DType::F32);
+  ops::layernorm_backward(dx, dw, db, R, x, w, mean, rstd);
+  EXPECT_TRUE(fd_check("dx", objective, x, dx));
+  EXPECT_TRUE(fd_check("dw", objective, w, dw));
+  EXPECT_TRUE(fd_check("db", objective, b, db));
+  // Parameter gradients accumulate; dx is overwritten.
+  Tensor dx1 = dx.clone(), dw1 = dw.clone();
+  ops::layernorm_backward(dx, dw, db, R, x, w, mean, rstd);
+  EXPECT_TRUE(tensors_close(dx, dx1, 0.0));
+  for (int64_t c = 0; c < C; ++c) EXPECT_FLOAT_EQ(dw.f32()[c], 2 * dw1.f32()[c]);
+}
+
+TEST(OpsNorm, LayerNormGradLargeThreaded) {
+  // Many rows (threaded path with per-thread partial sums) against the FD of a subset.
+  const int64_t N = 600, C = 96;
+  Tensor x = randn({N, C}, 21), w = randn({C}, 22), b = randn({C}, 23), R = randn({N, C}, 24);
+  Tensor out = Tensor::empty({N, C}, DType::F32), mean = Tensor::empty({N}, DType::F32),
+         rstd = Tensor::empty({N}, DType::F32);
+  auto objective = [&] {
+    ops::layernorm_forward(out, mean, rstd, x, w, b, 1e-5f);
+    return dot(out, R);
+  };
+  objective();
+  Tensor dx = Tensor::empty({N, C}, DType::F32);
+  Tensor dw = Tensor::zeros({C}, DType::F32), db = Tensor::zeros({C}, DType::F32);
+  ops::layernorm_backward(dx, dw, db, R, x, w, mean, rstd);
+  FdOptions o;
+  o.max_samples = 48;
+  EXPECT_TRUE(fd_check("dx", objective, x, dx, o));
+  EXPECT_TRUE(fd_check("dw", objective, w, dw, o));
+  EXPECT_TRUE(fd_check("db", objective, b, db, o));
+}
+
+TEST(OpsNorm, RmsNormForwardMatchesNaive) {
+  const int64_t N = 5, C = 24;
+  Tensor x = randn({N, C}, 31), w = randn({C}, 32);
+  Tensor out = Tensor::empty({N, C}, DType::F32), rstd = Tensor::empty({N}, DType::F32);
+  const float eps = 1e-6f;
+  ops::rmsnorm_forward(out, rstd, x, w, eps);
+  for (int64_t n = 0; n < N; ++n) {
+    double ms = 0;
+    for (int64_t c = 0; c < C; ++c) ms += std::pow(x.f32()[n * C + c], 2);
+    const double r = 1 / std::sqrt(ms / C + eps);
+    EXPECT_NEAR(rstd.f32()[n], r, 1e-6 * r);
+    for (int64_t c = 0; c < C; ++c)
+      EXPECT_NEAR(out.f32()[n * C + c], w.f32()[c] * x.f32()[n * C + c] * r, 1e-5);
+  }
+}
+
+TEST(OpsNorm, RmsNormGradFD) {
+  const int64_t N = 6, C = 12;
+  Tensor x = randn({N, C}, 41), w = randn({C}, 42), R = randn({N, C}, 43);
+  Tensor out = Tensor::empty({N, C}, DType::F32), rstd = Tensor::empty({N}, DType::F32);
+  auto objective = [&] {
+    ops::rmsnorm_forward(out, rstd, x, w, 1e-5f);
+    return dot(out, R);
+  };
+  objective();
+  Tensor dx = Tensor::empty({N, C}, DType::F32), dw = Tensor::zeros({C}, DType::F32);
+  ops::rmsnorm_backward(dx, dw, R, x, w, rstd);
+  EXPECT_TRUE(fd_check("dx", objective, x, dx));
+  EXPECT_TRUE(fd_check("dw", objective, w, dw));
+  Tensor none, dx2 = Tensor::empty({N, C}, DType::F32);
+  ops::rmsnorm_backward(dx2, none, R, x, w, rstd);
+  EXPECT_TRUE(tensors_close(dx2, dx, 0.0));
+}
+
+TEST(OpsNorm, BadShapesThrow) {
+  Tensor x = randn({4, 8}, 1), w = randn({8}, 2), b = randn({8}, 3);
+  Tensor out = Tensor::empty({4, 8}, DType::F32), mean = Tensor::empty({4}, DType::F32),
+         rstd = Tensor::empty({4}, DType::F32);
+  Tensor w7 = randn({7}, 4), stat3 = Tensor::empty({3}, DType::F32),
+         out_bad = Tensor::empty({4, 7}, DType::F32);
+  EXPECT_THROW(ops::layernorm_forward(out, mean, rstd, x, w7, b, 1e-5f), Error);
+  EXPECT_THROW(ops::layernorm_forward(out, stat3, rstd, x, w, b, 1e-5f), Error);
+  EXPECT_THROW(ops::layernorm_forward(out_bad, mean, rstd, x, w, b, 1e-5f), Error);
+  EXPECT_THROW(ops::rmsnorm_forward(out, stat3, x, w, 1e-5f), Error);
+  EXPECT_THROW(ops::rmsnorm_forward(out, rstd, x, w7, 1e-5f), Error);
+  Tensor dx = Tensor::empty({4, 8}, DType::F32), dw = Tensor::zeros({7}, DType::F32), none;
+  EXPECT_THROW(ops::layernorm_backward(dx, dw, none, out, x, w, mean, rstd), Error);
+  EXPECT_THROW(ops::rmsnorm_backward(dx, none, out, x, w, stat3), Error);
+}
