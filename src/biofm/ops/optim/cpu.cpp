@@ -110,6 +110,7 @@ void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, fl
   // torch.nn.utils.clip_grad_norm_: clip_coef = max_norm / (total + 1e-6), clamped to 1 (fp32).
   float coef = 1.0f;
   if (max_norm > 0.0f) coef = std::min(1.0f, max_norm / (total + 1e-6f));
+  if (!std::isfinite(total)) coef = NAN;  // tells adamw_flat to skip this step
   clip_coef.f32()[0] = coef;
 }
 
@@ -131,6 +132,7 @@ void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor&
   require_f32(clip_coef, op, "clip_coef");
   if (clip_coef.numel() != 1) fail(op, ": clip_coef must hold one element, got ", clip_coef.describe());
   if (h.step < 1) fail(op, ": step must be >= 1 (1-based), got ", h.step);
+  if (!std::isfinite(clip_coef.f32()[0])) return;  // non-finite gradients: skip the update
   std::vector<std::pair<int64_t, int64_t>> ranges;
   if (decay_ranges.defined()) {
     require(decay_ranges, DType::I64, op, "decay_ranges");

@@ -47,11 +47,13 @@ inline void scale_inplace(Tensor& g, float factor) {
 // ---- Whole-buffer optimizer ops (one launch each on CUDA, no host synchronisation) ----
 
 // norm[1] = sqrt(Σ grad²) over the flat gradient buffer; clip_coef[1] = min(1, max_norm /
-// (norm + 1e-6)) as torch.nn.utils.clip_grad_norm_, or 1 when max_norm <= 0. Both F32 on
-// the gradient's device; the host reads norm only when it logs.
+// (norm + 1e-6)) as torch.nn.utils.clip_grad_norm_, or 1 when max_norm <= 0; NaN when the
+// norm is not finite (adamw_flat then skips the step). Both F32 on the gradient's device;
+// the host reads norm only when it logs.
 void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm);
 
-// AdamW over the flat buffers: g = grad · clip_coef[0]; weight decay h.weight_decay applies
+// AdamW over the flat buffers (a no-op when clip_coef[0] is not finite):
+// g = grad · clip_coef[0]; weight decay h.weight_decay applies
 // to elements inside decay_ranges (I64 [R,2], sorted [start, end) element ranges, on the
 // param's device), none elsewhere. param, m, v, grad: F32 flat. If compute_copy is defined
 // (BF16, same numel) it receives the updated params rounded to bf16 in the same pass.
