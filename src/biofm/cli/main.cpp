@@ -18,7 +18,12 @@ const char* kUsage =
     "  embed --model DIR --input FILE --output OUT.safetensors [--per-token] [--logits]\n"
     "                          per-sequence mean-pooled final hidden states of an ESM-2 model\n"
     "  eval  --model DIR --input FILE [--output OUT.json]\n"
-    "                          masked-LM loss, accuracy and perplexity (deterministic 15% masking)\n"
+    "                          ESM-2: masked-LM loss, accuracy and perplexity (deterministic 15% masking);\n"
+    "                          Llama: per-sequence next-token NLL over A/C/G/T, loss and perplexity\n"
+    "  generate --model DIR --prompt ACGT... [--max-new-tokens 100] [--temperature 0] [--top-k 0] [--seed 42]\n"
+    "                          continue a DNA prompt with a Llama model (KV-cached decoding)\n"
+    "  bench --model esm2 --shape 650M --data FILE\n"
+    "                          training throughput (tokens/s, MFU, memory) of a model shape\n"
     "  info                    build and device information\n"
     "\n"
     "Run 'biofm <command> --help' for the options of a command.\n";
@@ -35,7 +40,9 @@ int main(int argc, char** argv) {
     if (cmd == "train") return biofm::cmd_train(argc, argv);
     if (cmd == "embed") return biofm::cmd_embed(argc, argv);
     if (cmd == "eval") return biofm::cmd_eval(argc, argv);
+    if (cmd == "generate") return biofm::cmd_generate(argc, argv);
     if (cmd == "info") return biofm::cmd_info(argc, argv);
+    if (cmd == "bench") return biofm::cmd_bench(argc, argv);
     std::fprintf(stderr, "biofm: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const biofm::Error& e) {

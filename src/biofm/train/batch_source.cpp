@@ -16,6 +16,7 @@ class MlmSource : public BatchSource {
   uint64_t cursor() const override { return b_.cursor(); }
   void set_cursor(uint64_t c) override { b_.set_cursor(c); }
   uint64_t epoch() const override { return b_.epoch(); }
+  uint64_t samples_per_epoch() const override { return b_.num_samples(); }
   bool next_eval(Batch& b) override { return b_.next_eval(b); }
   void reset_eval() override { b_.reset_eval(); }
   std::string summary() const override {
@@ -39,6 +40,7 @@ class CausalSource : public BatchSource {
   uint64_t cursor() const override { return b_.cursor(); }
   void set_cursor(uint64_t c) override { b_.set_cursor(c); }
   uint64_t epoch() const override { return b_.epoch(); }
+  uint64_t samples_per_epoch() const override { return b_.num_samples(); }
   bool next_eval(Batch& b) override { return b_.next_eval(b); }
   void reset_eval() override { b_.reset_eval(); }
   std::string summary() const override {

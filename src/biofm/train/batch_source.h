@@ -18,6 +18,7 @@ class BatchSource {
   virtual uint64_t cursor() const = 0;
   virtual void set_cursor(uint64_t c) = 0;
   virtual uint64_t epoch() const = 0;
+  virtual uint64_t samples_per_epoch() const = 0;  // fixed; safe from any thread
   virtual bool next_eval(Batch& b) = 0;  // false after the last batch (then rewinds)
   virtual void reset_eval() = 0;
   virtual std::string summary() const = 0;  // counts of what was read, truncated, skipped

@@ -17,6 +17,8 @@
 #include "biofm/train/checkpoint.h"
 #include "biofm/train/metrics.h"
 #include "biofm/train/optimizer.h"
+#include "biofm/train/prefetch.h"
+#include "biofm/train/upload.h"
 #include "biofm/train/schedule.h"
 
 extern "C" void openblas_set_num_threads(int);
@@ -117,6 +119,9 @@ TrainSummary run_training(const TrainConfig& cfg) {
                   (unsigned long long)c->data_cursor);
     }
   }
+  // Tokenizing, masking and packing run ahead on a background thread from here on.
+  auto prefetch = std::make_unique<Prefetcher>(*data, 4);
+  auto epoch_now = [&] { return prefetch->cursor() / data->samples_per_epoch(); };
   MetricsLog metrics(cfg.metrics_path(), /*append=*/step > 0);
   write_file_atomic(out_dir + "/config.yaml", to_yaml(cfg));
 
@@ -144,13 +149,13 @@ TrainSummary run_training(const TrainConfig& cfg) {
     std::vector<Batch> micro;
     int64_t label_tokens = 0;
     for (int64_t a = 0; a < cfg.grad_acc_steps; ++a) {
-      micro.push_back(data->next());
+      micro.push_back(prefetch->next());
       label_tokens += micro.back().num_label_tokens;
     }
     for (const Batch& hb : micro) {
       window.add_batch(hb);
       if (label_tokens == 0) continue;
-      model->forward_backward(hb.to(device), 1.0f / float(label_tokens), loss_acc);
+      model->forward_backward(upload_batch(hb, device), 1.0f / float(label_tokens), loss_acc);
     }
     const double lr = cfg.optimizer.lr * lr_multiplier(sched, step);
     opt.step(float(lr));
@@ -175,7 +180,7 @@ TrainSummary run_training(const TrainConfig& cfg) {
       }
       if (log_now) {
         json rec = window.report(done, cfg.num_train_steps, loss, lr, gnorm, device);
-        rec["epoch"] = data->epoch();
+        rec["epoch"] = epoch_now();
         rec["elapsed"] = seconds_since(t_start);
         if (val_data && cfg.dataset.val_every_n_steps > 0 && done % cfg.dataset.val_every_n_steps == 0) {
           json v = evaluate_held_out(*model, *val_data, cfg.dataset.val_max_batches);
@@ -190,9 +195,9 @@ TrainSummary run_training(const TrainConfig& cfg) {
     if (cfg.checkpoint.save_every_n_steps > 0 && done % cfg.checkpoint.save_every_n_steps == 0) {
       CheckpointContents c;
       c.step = done;
-      c.data_cursor = data->cursor();
+      c.data_cursor = prefetch->cursor();
       c.config_yaml = to_yaml(cfg);
-      c.state_json = json{{"seed", cfg.seed}, {"epoch", data->epoch()}}.dump();
+      c.state_json = json{{"seed", cfg.seed}, {"epoch", epoch_now()}}.dump();
       c.files["model"] = model->params().export_tensors(DType::F32);
       c.files["optimizer"] = opt.state();
       summary.last_checkpoint = save_checkpoint(ckpt_dir, c, cfg.checkpoint.max_checkpoints);
@@ -201,6 +206,7 @@ TrainSummary run_training(const TrainConfig& cfg) {
   }
   summary.end_step = step;
   summary.wall_seconds = seconds_since(t_start);
+  prefetch.reset();  // the source is ours again (its counters are read below)
   if (cfg.checkpoint.save_final_model) {
     summary.final_model_dir = out_dir + "/final_model";
     export_final_model(*model, out_dir, summary.final_model_dir);
