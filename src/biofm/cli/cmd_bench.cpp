@@ -19,6 +19,7 @@
 #include "biofm/train/metrics.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/prefetch.h"
+#include "biofm/train/trainer.h"
 #include "biofm/train/upload.h"
 
 namespace biofm {
@@ -81,13 +82,7 @@ int cmd_bench(int argc, char** argv) {
   SequenceDataset data = SequenceDataset::load(cfg.dataset.path, ReaderOptions{cfg.dataset.format, cfg.dataset.column});
   auto source = make_batch_source(cfg, data);
   auto model = make_model(cfg, device);
-  AdamWConfig ac;
-  ac.lr = float(cfg.optimizer.lr);
-  ac.beta1 = float(cfg.optimizer.betas.at(0));
-  ac.beta2 = float(cfg.optimizer.betas.at(1));
-  ac.eps = float(cfg.optimizer.eps);
-  ac.weight_decay = float(cfg.optimizer.weight_decay);
-  ac.max_grad_norm = float(cfg.clip_grad_norm);
+  const AdamWConfig ac = adamw_config(cfg);
   AdamW opt(model->params(), ac);
   Prefetcher prefetch(*source, 4);
   const ModelDims dims = model->dims();

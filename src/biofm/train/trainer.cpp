@@ -66,6 +66,17 @@ void export_final_model(const LanguageModel& model, const std::string& out_dir, 
 
 }  // namespace
 
+AdamWConfig adamw_config(const TrainConfig& cfg) {
+  AdamWConfig ac;
+  ac.lr = float(cfg.optimizer.lr);
+  ac.beta1 = float(cfg.optimizer.betas.at(0));
+  ac.beta2 = float(cfg.optimizer.betas.at(1));
+  ac.eps = float(cfg.optimizer.eps);
+  ac.weight_decay = float(cfg.optimizer.weight_decay);
+  ac.max_grad_norm = float(cfg.clip_grad_norm);
+  return ac;
+}
+
 TrainSummary run_training(const TrainConfig& cfg) {
   const Device device = cfg.device == "cuda" ? Device::CUDA : Device::CPU;
   if (device == Device::CUDA && !cuda_available())
@@ -91,13 +102,7 @@ TrainSummary run_training(const TrainConfig& cfg) {
   make_dirs_writable(out_dir);
   make_dirs_writable(ckpt_dir);
 
-  AdamWConfig ac;
-  ac.lr = float(cfg.optimizer.lr);
-  ac.beta1 = float(cfg.optimizer.betas.at(0));
-  ac.beta2 = float(cfg.optimizer.betas.at(1));
-  ac.eps = float(cfg.optimizer.eps);
-  ac.weight_decay = float(cfg.optimizer.weight_decay);
-  ac.max_grad_norm = float(cfg.clip_grad_norm);
+  const AdamWConfig ac = adamw_config(cfg);
   AdamW opt(model->params(), ac);
   const ScheduleSpec sched{cfg.scheduler.type, cfg.scheduler.warmup_steps, cfg.num_train_steps,
                            cfg.scheduler.decay_fraction, cfg.scheduler.min_lr_ratio};

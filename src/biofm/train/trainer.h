@@ -5,6 +5,7 @@
 #include <string>
 
 #include "biofm/train/config.h"
+#include "biofm/train/optimizer.h"
 
 namespace biofm {
 
@@ -15,6 +16,9 @@ struct TrainSummary {
   std::string ckpt_dir, last_checkpoint, final_model_dir;
   int64_t skipped_nonfinite_steps = 0;
 };
+
+// The optimizer section of a config (plus clip_grad_norm).
+AdamWConfig adamw_config(const TrainConfig& cfg);
 
 // Runs training as the config says. Validates paths (data readable, output and checkpoint
 // directories writable) before any work.
