@@ -213,6 +213,41 @@ TEST(CudaOptim, AdamWFlatMatchesCpu) {
   flat_case(5, {1, 2, 3, 4}, true, true, 0);
 }
 
+// A non-finite gradient norm gives clip_coef NaN, and adamw_flat then changes nothing.
+TEST(CudaOptim, NonFiniteGradientsSkipTheStep) {
+  REQUIRE_GPU();
+  const int64_t n = 10007;
+  for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    Tensor g = testkit::randn({n}, 60);
+    g.f32()[1234] = bad;
+    Tensor norm_c = Tensor::empty({1}, DType::F32), clip_c = Tensor::empty({1}, DType::F32);
+    ops::cpu::grad_norm_clip_coef(norm_c, clip_c, g, 1.0f);
+    const Tensor gg = g.to(Device::CUDA);
+    Tensor norm_g = Tensor::zeros({1}, DType::F32, Device::CUDA), clip_g = Tensor::zeros({1}, DType::F32, Device::CUDA);
+    ops::cuda::grad_norm_clip_coef(norm_g, clip_g, gg, 1.0f);
+    EXPECT_FALSE(std::isfinite(host(norm_g).f32()[0]));
+    EXPECT_TRUE(std::isnan(host(clip_g).f32()[0]));
+    EXPECT_EQ(std::isnan(clip_c.f32()[0]), std::isnan(host(clip_g).f32()[0]));
+    // Without clipping too: the step must still be skipped.
+    ops::cuda::grad_norm_clip_coef(norm_g, clip_g, gg, 0.0f);
+    EXPECT_TRUE(std::isnan(host(clip_g).f32()[0]));
+
+    const Tensor p = testkit::randn({n}, 61), m = testkit::randn({n}, 62), v = abs_of(testkit::randn({n}, 63));
+    Tensor pg = p.to(Device::CUDA), mg = m.to(Device::CUDA), vg = v.to(Device::CUDA);
+    const Tensor copy0 = testkit::randn({n}, 64).to(DType::BF16);
+    Tensor copy_g = copy0.to(Device::CUDA);
+    Tensor dr = Tensor::empty({1, 2}, DType::I64);
+    dr.i64()[0] = 0;
+    dr.i64()[1] = n;
+    ops::AdamWHyper h{1e-3f, 0.9f, 0.98f, 1e-8f, 0.1f, 3};
+    ops::cuda::adamw_flat(pg, copy_g, gg, mg, vg, dr.to(Device::CUDA), clip_g, h);
+    EXPECT_EQ(bit_mismatches(host(pg), p), 0);
+    EXPECT_EQ(bit_mismatches(host(mg), m), 0);
+    EXPECT_EQ(bit_mismatches(host(vg), v), 0);
+    EXPECT_EQ(bit_mismatches(host(copy_g), copy0), 0);
+  }
+}
+
 TEST(CudaOptim, AdamWFlatLarge) {
   REQUIRE_GPU();
   const int64_t n = (int64_t(1) << 24) + 11;

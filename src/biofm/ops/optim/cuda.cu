@@ -86,6 +86,7 @@ struct AdamStepFn {
   }
 };
 
+// Leaves everything untouched when clip_coef[0] is not finite (see grad_norm_clip_coef).
 struct AdamFlatFn {
   float* p;
   const float* g;
@@ -113,6 +114,7 @@ struct AdamFlatFn {
   template <int V>
   __device__ void run(int64_t i) const {
     const float clip = __ldg(clip_coef);
+    if (!isfinite(clip)) return;  // non-finite gradients: the whole step is skipped
     int64_t r = range_at(i);
     Pack<float, V> pp = load_pack<V>(p + i), mm = load_pack<V>(m + i), vv = load_pack<V>(v + i);
     const Pack<float, V> gg = load_pack<V>(g + i);
@@ -149,7 +151,8 @@ __global__ void __launch_bounds__(kSumMaxBlocks) add_partials_kernel(const doubl
   if (threadIdx.x == 0) acc[0] += float(total);
 }
 
-// norm = sqrt(Σ g²) (fp32, like torch's fp32 norm); clip = min(1, max_norm / (norm + 1e-6)).
+// norm = sqrt(Σ g²) (fp32, like torch's fp32 norm); clip = min(1, max_norm / (norm + 1e-6)),
+// 1 without clipping, NaN when the norm is not finite.
 __global__ void __launch_bounds__(kSumMaxBlocks) norm_clip_kernel(const double* partials, int count, float max_norm,
                                                  float* norm, float* clip) {
   const double total = partial_sum_of(partials, count);
@@ -158,6 +161,7 @@ __global__ void __launch_bounds__(kSumMaxBlocks) norm_clip_kernel(const double* 
     norm[0] = nrm;
     float c = 1.0f;
     if (max_norm > 0.0f) c = fminf(1.0f, __fdiv_rn(max_norm, __fadd_rn(nrm, 1e-6f)));
+    if (!isfinite(nrm)) c = __int_as_float(0x7fc00000);  // NaN: adamw_flat skips the step
     clip[0] = c;
   }
 }
