@@ -1,0 +1,209 @@
+// GELU (erf and tanh forms) and SwiGLU, CUDA: elementwise, 8 elements per thread step
+// (16-byte bf16 / 2×16-byte f32 accesses) when every pointer is 16-byte aligned.
+//
+// Formulas as the CPU reference (ops/cpu_kernels.cpp), with CUDA's accurate erff / tanhf /
+// expf in place of its polynomial approximations:
+//   gelu_erf(x)  = ½x(1 + erf(x/√2)),            gelu_erf'(x)  = Φ(x) + x·φ(x)
+//   gelu_tanh(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³)))
+//   swiglu(g, u) = silu(g)·u,  d/dg = u·σ(g)(1 + g(1 - σ(g))),  d/du = g·σ(g)
+// Outputs may alias inputs element for element: each thread reads all its inputs first.
+#include "biofm/ops/activation/op.h"
+#include "biofm/ops/cuda_util.cuh"
+
+namespace biofm::ops::cuda {
+using namespace cuda_detail;
+
+namespace {
+
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;  // 1/sqrt(2π)
+constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+constexpr float kTanhCoef = 0.044715f;
+
+__device__ __forceinline__ float gelu_erf(float x) {
+  return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
+}
+__device__ __forceinline__ float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kTanhCoef * x * x * x)));
+}
+__device__ __forceinline__ float gelu_erf_grad(float x) {
+  return 0.5f * (1.0f + erff(x * kInvSqrt2)) + x * kInvSqrt2Pi * expf(-0.5f * x * x);
+}
+__device__ __forceinline__ float gelu_tanh_grad(float x) {
+  const float x2 = x * x;
+  const float t = tanhf(kSqrt2OverPi * (x + kTanhCoef * x2 * x));
+  const float du = kSqrt2OverPi * (1.0f + 3.0f * kTanhCoef * x2);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+// Grid-stride loop: fn.template run<VEC>(i) for i = 0, VEC, ... below n - n % VEC, then
+// fn.template run<1>(i) for the tail.
+template <int VEC, class Fn>
+__global__ void elementwise_kernel(int64_t n, Fn fn) {
+  const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t full = n / VEC;
+  for (int64_t g = tid; g < full; g += stride) fn.template run<VEC>(g * VEC);
+  if constexpr (VEC > 1) {
+    const int64_t i = full * VEC + tid;
+    if (i < n) fn.template run<1>(i);
+  }
+}
+
+template <class Fn>
+void launch_elementwise(int64_t n, bool vec8, const Fn& fn) {
+  if (n <= 0) return;
+  constexpr int kThreads = 256;
+  if (vec8)
+    elementwise_kernel<8>
+        <<<grid_for(n / 8 + 1, kThreads, 16), kThreads, 0, cuda_ctx::stream()>>>(n, fn);
+  else
+    elementwise_kernel<1><<<grid_for(n, kThreads, 16), kThreads, 0, cuda_ctx::stream()>>>(n, fn);
+  BIOFM_CUDA_LAUNCH_CHECK();
+}
+
+template <class T, bool TANH>
+struct GeluForward {
+  T* y;
+  const T* x;
+  template <int V>
+  __device__ __forceinline__ void run(int64_t i) const {
+    float v[V];
+    load_vec<V>(v, x + i);
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = TANH ? gelu_tanh(v[j]) : gelu_erf(v[j]);
+    store_vec<V>(y + i, v);
+  }
+};
+
+template <class T, bool TANH>
+struct GeluBackward {
+  T* dx;
+  const T* dout;
+  const T* x;
+  template <int V>
+  __device__ __forceinline__ void run(int64_t i) const {
+    float g[V], v[V];
+    load_vec<V>(g, dout + i);
+    load_vec<V>(v, x + i);
+#pragma unroll
+    for (int j = 0; j < V; ++j) g[j] *= TANH ? gelu_tanh_grad(v[j]) : gelu_erf_grad(v[j]);
+    store_vec<V>(dx + i, g);
+  }
+};
+
+template <class T>
+struct SwigluForward {
+  T* y;
+  const T* gate;
+  const T* up;
+  template <int V>
+  __device__ __forceinline__ void run(int64_t i) const {
+    float g[V], u[V];
+    load_vec<V>(g, gate + i);
+    load_vec<V>(u, up + i);
+#pragma unroll
+    for (int j = 0; j < V; ++j) g[j] = g[j] * sigmoid(g[j]) * u[j];
+    store_vec<V>(y + i, g);
+  }
+};
+
+template <class T>
+struct SwigluBackward {
+  T* dgate;  // may be null
+  T* dup;    // may be null
+  const T* dout;
+  const T* gate;
+  const T* up;
+  template <int V>
+  __device__ __forceinline__ void run(int64_t i) const {
+    float d[V], g[V], u[V], dg[V], du[V];
+    load_vec<V>(d, dout + i);
+    load_vec<V>(g, gate + i);
+    load_vec<V>(u, up + i);
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      const float s = sigmoid(g[j]);
+      dg[j] = d[j] * u[j] * s * (1.0f + g[j] * (1.0f - s));
+      du[j] = d[j] * g[j] * s;
+    }
+    if (dgate) store_vec<V>(dgate + i, dg);
+    if (dup) store_vec<V>(dup + i, du);
+  }
+};
+
+}  // namespace
+
+void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
+  const char* op = "gelu_forward";
+  require_float(x, op, "x");
+  require_like(out, x, op, "out", "x");
+  const bool vec8 = aligned16(x) && aligned16(out);
+  dispatch_float(x.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    T* y = static_cast<T*>(out.raw());
+    const T* xp = static_cast<const T*>(x.raw());
+    if (kind == GeluKind::Tanh)
+      launch_elementwise(x.numel(), vec8, GeluForward<T, true>{y, xp});
+    else
+      launch_elementwise(x.numel(), vec8, GeluForward<T, false>{y, xp});
+  });
+}
+
+void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind) {
+  const char* op = "gelu_backward";
+  require_float(x, op, "x");
+  require_like(dout, x, op, "dout", "x");
+  require_like(dx, x, op, "dx", "x");
+  const bool vec8 = aligned16(x) && aligned16(dout) && aligned16(dx);
+  dispatch_float(x.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    T* d = static_cast<T*>(dx.raw());
+    const T* g = static_cast<const T*>(dout.raw());
+    const T* xp = static_cast<const T*>(x.raw());
+    if (kind == GeluKind::Tanh)
+      launch_elementwise(x.numel(), vec8, GeluBackward<T, true>{d, g, xp});
+    else
+      launch_elementwise(x.numel(), vec8, GeluBackward<T, false>{d, g, xp});
+  });
+}
+
+void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up) {
+  const char* op = "swiglu_forward";
+  require_float(gate, op, "gate");
+  require_like(up, gate, op, "up", "gate");
+  require_like(out, gate, op, "out", "gate");
+  const bool vec8 = aligned16(gate) && aligned16(up) && aligned16(out);
+  dispatch_float(gate.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    launch_elementwise(
+        gate.numel(), vec8,
+        SwigluForward<T>{static_cast<T*>(out.raw()), static_cast<const T*>(gate.raw()),
+                         static_cast<const T*>(up.raw())});
+  });
+}
+
+void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
+                     const Tensor& up) {
+  const char* op = "swiglu_backward";
+  require_float(gate, op, "gate");
+  require_like(up, gate, op, "up", "gate");
+  require_like(dout, gate, op, "dout", "gate");
+  if (dgate.defined()) require_like(dgate, gate, op, "dgate", "gate");
+  if (dup.defined()) require_like(dup, gate, op, "dup", "gate");
+  if (!dgate.defined() && !dup.defined()) return;
+  const bool vec8 =
+      aligned16(gate) && aligned16(up) && aligned16(dout) && aligned16(dgate) && aligned16(dup);
+  dispatch_float(gate.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    launch_elementwise(
+        gate.numel(), vec8,
+        SwigluBackward<T>{dgate.defined() ? static_cast<T*>(dgate.raw()) : nullptr,
+                          dup.defined() ? static_cast<T*>(dup.raw()) : nullptr,
+                          static_cast<const T*>(dout.raw()), static_cast<const T*>(gate.raw()),
+                          static_cast<const T*>(up.raw())});
+  });
+}
+
+}  // namespace biofm::ops::cuda

@@ -1,0 +1,439 @@
+// LayerNorm and RMSNorm over the last dimension, CUDA.
+//
+// Layout: a row of C features is owned by a group of `tpr` threads (a multiple of 32, at most
+// 512; one warp for C <= 1024 in the forward); a block holds `rpb` such groups (about 256
+// threads). Each
+// thread keeps its chunks of VEC consecutive features (VEC = 8 with 16-byte loads when C % 8 == 0
+// and every pointer is 16-byte aligned, else 1) in registers, so a row is read from memory
+// once: the statistics are computed from registers (mean first, then the centred variance,
+// which keeps fp32 exact for rows with a large mean) and the output is written from them.
+// Register caching bounds C: 16384 (forward) and 8192 (backward) with VEC = 8, 4096 otherwise.
+//
+// Backward computes dx in the same single read of x and dout, with both row reductions
+// (Σ dout·w and Σ dout·w·x̂) in one combined warp/block reduction. Blocks loop over rows
+// (grid ≈ resident blocks) and accumulate dw / db for their fixed columns in registers; at the
+// end each block writes one partial row [C], and a second small kernel sums the partial rows in
+// a fixed order and adds them to dw / db (deterministic, no atomics).
+#include <algorithm>
+
+#include "biofm/ops/cuda_util.cuh"
+#include "biofm/ops/norm/op.h"
+
+namespace biofm::ops::cuda {
+using namespace cuda_detail;
+
+namespace {
+
+constexpr int kMaxThreadsPerRow = 512;  // also the kernels' __launch_bounds__ (<= 128 registers)
+constexpr int kBlockTarget = 256;       // threads per block to aim for
+
+// Chunks each thread may cache in registers (forward / backward), per vector width.
+template <int VEC>
+constexpr int fwd_max_chunks() {
+  return VEC == 8 ? 4 : 8;
+}
+template <int VEC>
+constexpr int bwd_max_chunks() {
+  return VEC == 8 ? 2 : 8;
+}
+
+struct RowLayout {
+  int tpr = 32;  // threads per row (multiple of 32)
+  int rpb = 1;   // rows (groups) per block
+  int threads() const { return tpr * rpb; }
+};
+
+RowLayout row_layout(int64_t C, int vec, int max_chunks, const char* op) {
+  const int64_t chunks = C / vec;
+  int64_t tpr = ceil_div(std::max<int64_t>(ceil_div(chunks, max_chunks), 1), 32) * 32;
+  if (tpr > kMaxThreadsPerRow)
+    fail(op, ": feature dimension ", C, " is too large for the CUDA kernel (at most ",
+         int64_t(kMaxThreadsPerRow) * max_chunks * vec, ")");
+  RowLayout l;
+  l.tpr = int(tpr);
+  l.rpb = std::max(1, kBlockTarget / l.tpr);
+  return l;
+}
+
+// ---------------------------------------------------------------------------------------
+// Forward.
+
+template <class T, class W, int VEC, bool RMS>
+__global__ void __launch_bounds__(kMaxThreadsPerRow)
+    norm_forward_kernel(T* out, float* mean_out, float* rstd_out, const T* x, const W* w,
+                        const W* b, int64_t N, int C, int tpr, float eps) {
+  constexpr int MAXC = fwd_max_chunks<VEC>();
+  extern __shared__ float smem[];
+  const int rpb = blockDim.x / tpr;
+  const int g = threadIdx.x / tpr, t = threadIdx.x % tpr;
+  const int lane = t & 31, warp = t >> 5, nw = tpr >> 5;
+  float* scratch = smem + g * nw;
+  const int nchunks = C / VEC;
+  const float inv_c = C ? 1.0f / float(C) : 0.0f;
+
+  for (int64_t base = int64_t(blockIdx.x) * rpb; base < N; base += int64_t(gridDim.x) * rpb) {
+    const int64_t row = base + g;
+    const bool valid = row < N;
+    const T* xr = x + row * C;
+    float v[MAXC][VEC];
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < MAXC; ++k) {
+      const int ch = k * tpr + t;
+      if (valid && ch < nchunks) {
+        load_vec<VEC>(v[k], xr + int64_t(ch) * VEC);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) s += RMS ? v[k][i] * v[k][i] : v[k][i];
+      }
+    }
+    s = group_sum(s, scratch, lane, warp, nw);
+    float m = 0.0f, r;
+    if constexpr (RMS) {
+      r = 1.0f / sqrtf(s * inv_c + eps);
+    } else {
+      m = s * inv_c;
+      float d2 = 0.0f;
+#pragma unroll
+      for (int k = 0; k < MAXC; ++k) {
+        const int ch = k * tpr + t;
+        if (valid && ch < nchunks) {
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) {
+            const float d = v[k][i] - m;
+            d2 += d * d;
+          }
+        }
+      }
+      d2 = group_sum(d2, scratch, lane, warp, nw);
+      r = 1.0f / sqrtf(d2 * inv_c + eps);
+    }
+    if (!valid) continue;
+    T* yr = out + row * C;
+#pragma unroll
+    for (int k = 0; k < MAXC; ++k) {
+      const int ch = k * tpr + t;
+      if (ch < nchunks) {
+        float wv[VEC], y[VEC];
+        load_vec<VEC>(wv, w + int64_t(ch) * VEC);
+        if constexpr (RMS) {
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) y[i] = wv[i] * (v[k][i] * r);
+        } else {
+          float bv[VEC];
+          if (b) {
+            load_vec<VEC>(bv, b + int64_t(ch) * VEC);
+          } else {
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) bv[i] = 0.0f;
+          }
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) y[i] = (v[k][i] - m) * r * wv[i] + bv[i];
+        }
+        store_vec<VEC>(yr + int64_t(ch) * VEC, y);
+      }
+    }
+    if (t == 0) {
+      if (mean_out) mean_out[row] = m;
+      if (rstd_out) rstd_out[row] = r;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Backward.
+
+// Sums the per-thread column accumulators of a block's rpb row groups (threads of equal t own
+// the same columns) and writes them to prow[C]. Called by every thread of the block.
+template <int VEC, int MAXC>
+__device__ __forceinline__ void write_block_partial(float* prow, const float (&acc)[MAXC][VEC],
+                                                    float* smem, int rpb, int tpr, int g, int t,
+                                                    int nchunks) {
+#pragma unroll
+  for (int k = 0; k < MAXC; ++k) {
+    const int ch = k * tpr + t;
+    if (rpb == 1) {
+      if (ch < nchunks) store_vec<VEC>(prow + int64_t(ch) * VEC, acc[k]);
+      continue;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) smem[(g * tpr + t) * VEC + i] = acc[k][i];
+    __syncthreads();
+    if (g == 0 && ch < nchunks) {
+      float sum[VEC];
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) sum[i] = 0.0f;
+      for (int gg = 0; gg < rpb; ++gg)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) sum[i] += smem[(gg * tpr + t) * VEC + i];
+      store_vec<VEC>(prow + int64_t(ch) * VEC, sum);
+    }
+  }
+}
+
+// dx (may alias dout; may be null), partial rows part_w / part_b [gridDim.x, C] (may be null).
+template <class T, class W, int VEC, bool RMS>
+__global__ void __launch_bounds__(kMaxThreadsPerRow)
+    norm_backward_kernel(T* dx, float* part_w, float* part_b, const T* dout, const T* x, const W* w,
+                         const float* mean, const float* rstd, int64_t N, int C, int tpr) {
+  constexpr int MAXC = bwd_max_chunks<VEC>();
+  extern __shared__ float smem[];
+  const int rpb = blockDim.x / tpr;
+  const int g = threadIdx.x / tpr, t = threadIdx.x % tpr;
+  const int lane = t & 31, warp = t >> 5, nw = tpr >> 5;
+  float2* scratch = reinterpret_cast<float2*>(smem) + g * nw;
+  const int nchunks = C / VEC;
+  const float inv_c = C ? 1.0f / float(C) : 0.0f;
+  const bool want_w = part_w != nullptr, want_b = part_b != nullptr;
+
+  float wv[MAXC][VEC], aw[MAXC][VEC], ab[MAXC][VEC];
+#pragma unroll
+  for (int k = 0; k < MAXC; ++k) {
+    const int ch = k * tpr + t;
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) aw[k][i] = ab[k][i] = 0.0f;
+    if (ch < nchunks)
+      load_vec<VEC>(wv[k], w + int64_t(ch) * VEC);
+    else
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) wv[k][i] = 0.0f;
+  }
+
+  for (int64_t base = int64_t(blockIdx.x) * rpb; base < N; base += int64_t(gridDim.x) * rpb) {
+    const int64_t row = base + g;
+    const bool valid = row < N;
+    float xv[MAXC][VEC], gv[MAXC][VEC];
+    const float m = (!RMS && valid) ? mean[row] : 0.0f;
+    const float r = valid ? rstd[row] : 0.0f;
+    float2 s = make_float2(0.0f, 0.0f);
+#pragma unroll
+    for (int k = 0; k < MAXC; ++k) {
+      const int ch = k * tpr + t;
+      if (valid && ch < nchunks) {
+        load_vec<VEC>(xv[k], x + row * C + int64_t(ch) * VEC);
+        load_vec<VEC>(gv[k], dout + row * C + int64_t(ch) * VEC);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          if constexpr (RMS) {
+            // dx = r·(g·w) - x·r³·mean(g·w·x);  dw += g·(x·r)
+            s.x += gv[k][i] * wv[k][i] * xv[k][i];
+            aw[k][i] += gv[k][i] * (xv[k][i] * r);
+          } else {
+            // x̂ = (x - m)·r;  dx = r·(g·w - mean(g·w) - x̂·mean(g·w·x̂));  dw += g·x̂;  db += g
+            const float xh = (xv[k][i] - m) * r;
+            const float dxh = gv[k][i] * wv[k][i];
+            s.x += dxh;
+            s.y += dxh * xh;
+            aw[k][i] += gv[k][i] * xh;
+            ab[k][i] += gv[k][i];
+          }
+        }
+      }
+    }
+    if (dx == nullptr || !valid) {
+      // Keep the block's barriers uniform: the reduction below has them when nw > 1.
+      if (dx != nullptr) group_sum2(s, scratch, lane, warp, nw);
+      continue;
+    }
+    s = group_sum2(s, scratch, lane, warp, nw);
+    const float a1 = s.x * inv_c, a2 = s.y * inv_c;
+    T* dr = dx + row * C;
+#pragma unroll
+    for (int k = 0; k < MAXC; ++k) {
+      const int ch = k * tpr + t;
+      if (ch < nchunks) {
+        float y[VEC];
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          if constexpr (RMS)
+            y[i] = r * (gv[k][i] * wv[k][i]) - xv[k][i] * (a1 * r * r * r);
+          else
+            y[i] = r * (gv[k][i] * wv[k][i] - a1 - ((xv[k][i] - m) * r) * a2);
+        }
+        store_vec<VEC>(dr + int64_t(ch) * VEC, y);
+      }
+    }
+  }
+
+  // This block's column sums: reduce the rpb groups through shared memory (one chunk column
+  // at a time), then group 0 writes the block's partial row.
+  if (want_w)
+    write_block_partial<VEC, MAXC>(part_w + int64_t(blockIdx.x) * C, aw, smem, rpb, tpr, g, t,
+                                   nchunks);
+  if (!RMS && want_b)
+    write_block_partial<VEC, MAXC>(part_b + int64_t(blockIdx.x) * C, ab, smem, rpb, tpr, g, t,
+                                   nchunks);
+}
+
+// dst[c] += Σ_p part[p, c] over P partial rows; blockIdx.y picks (dw, part_w) or (db, part_b).
+__global__ void sum_partials_kernel(float* dw, const float* part_w, float* db, const float* part_b,
+                                    int P, int C) {
+  __shared__ float red[8][33];
+  float* dst = blockIdx.y == 0 ? dw : db;
+  const float* part = blockIdx.y == 0 ? part_w : part_b;
+  if (dst == nullptr) return;
+  const int c = blockIdx.x * 32 + threadIdx.x;
+  float s = 0.0f;
+  if (c < C)
+    for (int p = threadIdx.y; p < P; p += 8) s += part[int64_t(p) * C + c];
+  red[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    float t = 0.0f;
+#pragma unroll
+    for (int y = 0; y < 8; ++y) t += red[y][threadIdx.x];
+    dst[c] += t;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Host side.
+
+struct NormArgs {
+  int64_t N = 0, C = 0;
+};
+
+NormArgs check_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                       const Tensor& w, const Tensor& b, bool rms, const char* op) {
+  require_float(x, op, "x");
+  require_float(w, op, "w");
+  require_like(out, x, op, "out", "x");
+  if (w.dim() != 1) fail(op, ": w must be [C], got ", w.describe());
+  NormArgs a;
+  a.C = w.size(0);
+  a.N = rows_of(x, a.C, op, "x");
+  if (!rms && b.defined()) {
+    require_like(b, w, op, "b", "w");
+  }
+  if (mean.defined()) {
+    require_dtype(mean, DType::F32, op, "mean");
+    require_shape(mean, {a.N}, op, "mean");
+  }
+  if (rstd.defined()) {
+    require_dtype(rstd, DType::F32, op, "rstd");
+    require_shape(rstd, {a.N}, op, "rstd");
+  }
+  return a;
+}
+
+template <bool RMS>
+void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
+                    const Tensor& b, float eps, const char* op) {
+  const NormArgs a = check_forward(out, mean, rstd, x, w, b, RMS, op);
+  if (a.N == 0) return;
+  const bool vec8 = a.C % 8 == 0 && aligned16(x) && aligned16(out) && aligned16(w) && aligned16(b);
+  dispatch_float(x.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    dispatch_float(w.dtype(), op, [&](auto wt) {
+      using Wt = typename decltype(wt)::type;
+      auto go = [&](auto vec_c) {
+        constexpr int VEC = decltype(vec_c)::value;
+        const RowLayout l = row_layout(a.C, VEC, fwd_max_chunks<VEC>(), op);
+        const unsigned grid = grid_for(ceil_div(a.N, l.rpb), 1, 2048 / l.threads() * 2);
+        const size_t shm = size_t(l.rpb) * (l.tpr / 32) * sizeof(float);
+        norm_forward_kernel<T, Wt, VEC, RMS><<<grid, l.threads(), shm, cuda_ctx::stream()>>>(
+            static_cast<T*>(out.raw()), mean.defined() ? mean.f32() : nullptr,
+            rstd.defined() ? rstd.f32() : nullptr, static_cast<const T*>(x.raw()),
+            static_cast<const Wt*>(w.raw()),
+            (!RMS && b.defined()) ? static_cast<const Wt*>(b.raw()) : nullptr, a.N, int(a.C), l.tpr,
+            eps);
+        BIOFM_CUDA_LAUNCH_CHECK();
+      };
+      if (vec8)
+        go(std::integral_constant<int, 8>{});
+      else
+        go(std::integral_constant<int, 1>{});
+    });
+  });
+}
+
+template <bool RMS>
+void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
+                     const Tensor& w, const Tensor& mean, const Tensor& rstd, const char* op) {
+  require_float(x, op, "x");
+  require_float(w, op, "w");
+  require_like(dout, x, op, "dout", "x");
+  if (w.dim() != 1) fail(op, ": w must be [C], got ", w.describe());
+  const int64_t C = w.size(0);
+  const int64_t N = rows_of(x, C, op, "x");
+  if (!RMS) {
+    require_dtype(mean, DType::F32, op, "mean");
+    require_shape(mean, {N}, op, "mean");
+  }
+  require_dtype(rstd, DType::F32, op, "rstd");
+  require_shape(rstd, {N}, op, "rstd");
+  if (dx.defined()) require_like(dx, x, op, "dx", "x");
+  if (dw.defined()) {
+    require_dtype(dw, DType::F32, op, "dw");
+    require_shape(dw, {C}, op, "dw");
+  }
+  if (!RMS && db.defined()) {
+    require_dtype(db, DType::F32, op, "db");
+    require_shape(db, {C}, op, "db");
+  }
+  const bool want_w = dw.defined(), want_b = !RMS && db.defined();
+  if (N == 0 || (!dx.defined() && !want_w && !want_b)) return;
+  const bool vec8 = C % 8 == 0 && aligned16(x) && aligned16(dout) && aligned16(dx) && aligned16(w);
+
+  dispatch_float(x.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    dispatch_float(w.dtype(), op, [&](auto wt) {
+      using Wt = typename decltype(wt)::type;
+      auto go = [&](auto vec_c) {
+        constexpr int VEC = decltype(vec_c)::value;
+        const RowLayout l = row_layout(C, VEC, bwd_max_chunks<VEC>(), op);
+        // About 1024 resident threads per SM: enough loads in flight, few partial rows.
+        const int per_sm = std::max(1, 1024 / l.threads());
+        const unsigned grid = grid_for(ceil_div(N, l.rpb), 1, per_sm);
+        const size_t shm = std::max(size_t(l.rpb) * (l.tpr / 32) * sizeof(float2),
+                                    l.rpb > 1 ? size_t(l.threads()) * VEC * sizeof(float) : 0);
+        Tensor part_w, part_b;
+        if (want_w) part_w = Tensor::empty({int64_t(grid), C}, DType::F32, Device::CUDA);
+        if (want_b) part_b = Tensor::empty({int64_t(grid), C}, DType::F32, Device::CUDA);
+        norm_backward_kernel<T, Wt, VEC, RMS><<<grid, l.threads(), shm, cuda_ctx::stream()>>>(
+            dx.defined() ? static_cast<T*>(dx.raw()) : nullptr, want_w ? part_w.f32() : nullptr,
+            want_b ? part_b.f32() : nullptr, static_cast<const T*>(dout.raw()),
+            static_cast<const T*>(x.raw()), static_cast<const Wt*>(w.raw()),
+            RMS ? nullptr : mean.f32(), rstd.f32(), N, int(C), l.tpr);
+        BIOFM_CUDA_LAUNCH_CHECK();
+        if (want_w || want_b) {
+          const dim3 rgrid(unsigned(ceil_div(C, 32)), 2);
+          sum_partials_kernel<<<rgrid, dim3(32, 8), 0, cuda_ctx::stream()>>>(
+              want_w ? dw.f32() : nullptr, want_w ? part_w.f32() : nullptr,
+              want_b ? db.f32() : nullptr, want_b ? part_b.f32() : nullptr, int(grid), int(C));
+          BIOFM_CUDA_LAUNCH_CHECK();
+        }
+        // part_w / part_b go back to the caching allocator here; the stream orders their reuse.
+      };
+      if (vec8)
+        go(std::integral_constant<int, 8>{});
+      else
+        go(std::integral_constant<int, 1>{});
+    });
+  });
+}
+
+}  // namespace
+
+void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
+                       const Tensor& b, float eps) {
+  launch_forward<false>(out, mean, rstd, x, w, b, eps, "layernorm_forward");
+}
+
+void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  launch_backward<false>(dx, dw, db, dout, x, w, mean, rstd, "layernorm_backward");
+}
+
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+  Tensor none;
+  launch_forward<true>(out, none, rstd, x, w, none, eps, "rmsnorm_forward");
+}
+
+void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
+                      const Tensor& rstd) {
+  Tensor none;
+  launch_backward<true>(dx, dw, none, dout, x, w, none, rstd, "rmsnorm_backward");
+}
+
+}  // namespace biofm::ops::cuda
