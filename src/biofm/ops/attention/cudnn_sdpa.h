@@ -1,0 +1,102 @@
+// Private to the CUDA attention op (cuda.cu, cudnn_sdpa_cuda.cpp) and its tests.
+//
+// Two paths compute attention on the GPU:
+//   * cuDNN's fused SDPA through the cuDNN frontend graph API (cudnn_sdpa_cuda.cpp): BF16, head
+//     dim a multiple of 8 up to 128 (ESM-2's 16/24/32/64/128, Llama's 64/128), packed THD via
+//     ragged offsets, Hopper or newer, cuDNN >= 9.6;
+//   * plain CUDA kernels (cuda.cu): any head dim up to 128, F32 or BF16, used for everything
+//     cuDNN does not take and whenever a cuDNN graph fails to build.
+// The public ops pick the path with attention_path_for(); BIOFM_ATTENTION=fallback|cudnn|auto
+// overrides the choice (cudnn: a shape cuDNN cannot take is an error rather than a fallback),
+// and BIOFM_ATTENTION_VERBOSE=1 prints, once per shape, which path ran.
+// This header includes no CUDA or cuDNN header, so tests can use it from plain C++.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "biofm/ops/attention/op.h"
+
+namespace biofm::ops::cuda::attention_detail {
+
+enum class AttentionPath { Auto, Cudnn, Fallback };
+const char* path_name(AttentionPath p);
+
+// BIOFM_ATTENTION read once: "fallback" → Fallback, "cudnn" → Cudnn, unset/"auto" → Auto.
+AttentionPath env_attention_path();
+
+// Static capability check for the cuDNN path (no graph is built): BF16, head dim a multiple of
+// 8 in [8, 128], Hq a multiple of Hkv, a GPU of compute capability >= 9.0 (not 12.x) and
+// cuDNN >= 9.6 at run time.
+// When it returns false and `why` is given, *why says which condition failed.
+bool cudnn_sdpa_supported(DType dtype, int64_t head_dim, int64_t hq, int64_t hkv,
+                          std::string* why = nullptr);
+
+// The path a call with `requested` (Auto: decided by shape) would start on. A cuDNN graph that
+// fails to build can still send an Auto call to the fallback afterwards.
+AttentionPath attention_path_for(AttentionPath requested, DType dtype, int64_t head_dim,
+                                 int64_t hq, int64_t hkv);
+
+// The public ops with an explicit path (tests and benchmarks). Auto is the public behaviour
+// apart from BIOFM_ATTENTION, which only the public ops read.
+void attention_forward_with(AttentionPath path, Tensor& out, Tensor& lse, const Tensor& q,
+                            const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
+                            const Tensor& seq_lens, const AttentionShape& a);
+void attention_backward_with(AttentionPath path, Tensor& dq, Tensor& dk, Tensor& dv,
+                             const Tensor& dout, const Tensor& q, const Tensor& k,
+                             const Tensor& v, const Tensor& out, const Tensor& lse,
+                             const Tensor& cu_seqlens, const Tensor& seq_lens,
+                             const AttentionShape& a);
+
+// ---- between cuda.cu and cudnn_sdpa_cuda.cpp ----
+
+// Everything the cuDNN path needs for one call. Pointers are device pointers; B = number of
+// sequences (seq_lens entries), N = rows of q. max_seqlen must bound every seq_lens entry.
+struct SdpaCall {
+  int64_t N = 0, B = 0, Hq = 0, Hkv = 0, D = 0;
+  int64_t max_seqlen = 0;
+  float scale = 1.0f;
+  bool causal = false;
+  const int32_t* cu_seqlens = nullptr;  // [B+1]
+  const int32_t* seq_lens = nullptr;    // [B]
+  // forward: q, k, v in; out, lse out. backward: also dout, out, lse in; dq, dk, dv out.
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;        // forward output / backward input (const there)
+  float* lse = nullptr;       // forward output / backward input (const there)
+  const void* dout = nullptr;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+};
+
+// Run cuDNN SDPA forward/backward (BF16) on cuda_ctx::stream(). Return false, with *why set,
+// when no graph could be built or run for this shape; nothing is then promised about the
+// outputs and the caller runs the fallback. Padding rows are NOT zeroed here (cuda.cu does it).
+bool cudnn_sdpa_forward(const SdpaCall& c, std::string* why);
+bool cudnn_sdpa_backward(const SdpaCall& c, std::string* why);
+
+// Number of cuDNN graphs built so far (forward and backward, failed builds included); lets
+// tests check that graph keys are bucketed.
+size_t cudnn_sdpa_graph_count();
+
+// Bucketing used for graph keys (exposed for tests): batch → next power of two; max_seqlen →
+// next power of two, at least 64; total tokens (the backward's ragged workspace bound) → next
+// step of 2^k·{1, 1.25, 1.5, 1.75}, at least 1024.
+int64_t bucket_batch(int64_t b);
+int64_t bucket_seqlen(int64_t s);
+int64_t bucket_tokens(int64_t n);
+
+// Implemented in cuda.cu (the cuDNN file is compiled by the host compiler and launches no
+// kernels itself). From cu_seqlens[B+1] and seq_lens[B] fills, for b < B_bucket:
+//   seq_len[b]   = b < B ? seq_lens[b] : 0                    (int32, B_bucket entries)
+//   off_qo[b]    = cu_seqlens[min(b, B)] * qo_mult            (int64, B_bucket+1 entries)
+//   off_kv[b]    = cu_seqlens[min(b, B)] * kv_mult            (likewise)
+//   off_stats[b] = cu_seqlens[min(b, B)] * stats_mult         (likewise)
+// Offsets are in elements (rows × heads × head dim; rows × heads for the stats).
+void launch_sdpa_offsets(const int32_t* cu_seqlens, const int32_t* seq_lens, int64_t B,
+                         int64_t B_bucket, int64_t qo_mult, int64_t kv_mult, int64_t stats_mult,
+                         int32_t* seq_len, int64_t* off_qo, int64_t* off_kv, int64_t* off_stats);
+
+}  // namespace biofm::ops::cuda::attention_detail

@@ -1,0 +1,388 @@
+// Attention through cuDNN's fused SDPA (flash attention), built with the cuDNN frontend graph
+// API. Host code only (compiled by the C++ compiler in CUDA builds); the one small kernel it
+// needs (ragged offsets from cu_seqlens) lives in cuda.cu.
+//
+// Layout. Our tensors are packed rows: q[N, Hq, D], k/v[N, Hkv, D], out[N, Hq, D], lse[N, Hq].
+// cuDNN sees them as ragged BHSD tensors: dims [B, H, S, D], strides [-, D, H·D, 1] and a ragged
+// offset per sequence, offset[b] = cu_seqlens[b]·H·D elements, plus a padding mask with actual
+// lengths seq_len[b] = seq_lens[b]. Padding rows of a BSHD batch (rows after a sequence's
+// seq_lens inside its slot) are simply never touched; cuda.cu zeroes them afterwards.
+// The softmax statistics (cuDNN's "Stats": natural-log logsumexp of the scaled scores per
+// (b, h, s), F32) are declared as a ragged tensor [B, Hq, S, 1] with strides [-, 1, Hq, 1] and
+// offset[b] = cu_seqlens[b]·Hq: element (b, h, s) then lives at (cu_seqlens[b] + s)·Hq + h,
+// which is exactly our lse[N, Hq]. Forward writes lse in place and backward reads it back, so
+// lse needs no conversion and matches the CPU op (log Σ exp(scale·q·k)).
+//
+// Graph cache. Built graphs (and their execution plans) are cached in a map keyed by
+// (bucketed B, bucketed S, bucketed token count for backward, Hq, Hkv, D, causal, direction).
+// B is rounded up to a power of two (the extra sequences get length 0 and offsets at the end of
+// the batch), S = max_seqlen up to a power of two (at least 64; blocks past a sequence's actual
+// length exit at once, so a loose S costs little), and the backward's max_total_seq_len (which
+// sizes its ragged dQ/softmax-sum workspaces, so memory) up to a step of 2^k·{1, 1.25, 1.5,
+// 1.75}, at least 1024, from N. The attention scale is a pass-by-value graph input, so it is not part of the key. A shape
+// whose graph fails to build is remembered (no retry) and reported once on stderr.
+//
+// Per call: one device buffer (a Tensor from the caching allocator) holds seq_len, the three
+// ragged-offset arrays and cuDNN's workspace; launch_sdpa_offsets fills the former on the
+// stream, then the graph executes on the same stream. No host synchronisation.
+#include <cudnn.h>
+#include <cudnn_frontend.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+
+#include "biofm/core/cuda_context.h"
+#include "biofm/core/tensor.h"
+#include "biofm/ops/attention/cudnn_sdpa.h"
+
+namespace fe = cudnn_frontend;
+
+namespace biofm::ops::cuda::attention_detail {
+namespace {
+
+#define BIOFM_CUDNN_CHECK(expr)                                                                  \
+  do {                                                                                           \
+    cudnnStatus_t st_ = (expr);                                                                  \
+    if (st_ != CUDNN_STATUS_SUCCESS)                                                             \
+      ::biofm::fail(__FILE__, ":", __LINE__, ": cuDNN error ", int(st_), " (",                   \
+                    cudnnGetErrorString(st_), ") in " #expr);                                    \
+  } while (0)
+
+// Graph tensor ids (variant pack keys).
+enum : int64_t {
+  kUidQ = 1,
+  kUidK,
+  kUidV,
+  kUidO,
+  kUidStats,
+  kUidDO,
+  kUidDQ,
+  kUidDK,
+  kUidDV,
+  kUidScale,
+  kUidSeqQ,
+  kUidSeqKV,
+  kUidOffQO,
+  kUidOffKV,
+  kUidOffStats,
+};
+
+struct GraphKey {
+  int64_t B, S, T, Hq, Hkv, D;
+  bool causal, backward;
+  auto operator<=>(const GraphKey&) const = default;
+};
+
+std::string describe(const GraphKey& k) {
+  std::ostringstream os;
+  os << (k.backward ? "backward" : "forward") << " B=" << k.B << " S=" << k.S;
+  if (k.backward) os << " T=" << k.T;
+  os << " Hq=" << k.Hq << " Hkv=" << k.Hkv << " D=" << k.D << (k.causal ? " causal" : " bidirectional")
+     << " bf16";
+  return os.str();
+}
+
+struct GraphEntry {
+  std::shared_ptr<fe::graph::Graph> graph;  // null when the build failed
+  int64_t workspace = 0;
+  std::string error;
+};
+
+std::mutex g_mutex;  // guards everything below
+std::map<GraphKey, GraphEntry> g_cache;
+size_t g_built = 0;
+cudnnHandle_t g_handle = nullptr;
+
+cudnnHandle_t handle_locked() {
+  if (!g_handle) BIOFM_CUDNN_CHECK(cudnnCreate(&g_handle));
+  // Bound to the op stream on every call (cheap), in case the context's stream changes.
+  BIOFM_CUDNN_CHECK(cudnnSetStream(g_handle, cuda_ctx::stream()));
+  return g_handle;
+}
+
+std::string fe_error(const char* step, fe::error_t e) {
+  std::ostringstream os;
+  os << step << ": " << e.get_message() << " (frontend error code " << int(e.get_code()) << ")";
+  return os.str();
+}
+
+std::shared_ptr<fe::graph::Tensor_attributes> index_tensor(fe::graph::Graph& g, const char* name,
+                                                           int64_t uid, int64_t n,
+                                                           fe::DataType_t dt) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim({n, 1, 1, 1})
+                      .set_stride({1, 1, 1, 1})
+                      .set_data_type(dt));
+}
+
+// Ragged [B, H, S, D] view of packed rows [N, H, D].
+fe::graph::Tensor_attributes ragged_bhsd(const char* name, int64_t uid, int64_t B, int64_t H,
+                                         int64_t S, int64_t D,
+                                         const std::shared_ptr<fe::graph::Tensor_attributes>& off) {
+  return fe::graph::Tensor_attributes()
+      .set_name(name)
+      .set_uid(uid)
+      .set_dim({B, H, S, D})
+      .set_stride({S * H * D, D, H * D, 1})
+      .set_ragged_offset(off);
+}
+
+void set_ragged_bhsd(fe::graph::Tensor_attributes& t, int64_t uid, int64_t B, int64_t H, int64_t S,
+                     int64_t D, const std::shared_ptr<fe::graph::Tensor_attributes>& off) {
+  t.set_output(true)
+      .set_uid(uid)
+      .set_dim({B, H, S, D})
+      .set_stride({S * H * D, D, H * D, 1})
+      .set_ragged_offset(off);
+}
+
+// Stats / lse: element (b, h, s) at offset[b] + s·Hq + h.
+void set_ragged_stats(fe::graph::Tensor_attributes& t, int64_t B, int64_t Hq, int64_t S,
+                      const std::shared_ptr<fe::graph::Tensor_attributes>& off) {
+  t.set_uid(kUidStats)
+      .set_data_type(fe::DataType_t::FLOAT)
+      .set_dim({B, Hq, S, 1})
+      .set_stride({Hq * S, 1, Hq, 1})
+      .set_ragged_offset(off);
+}
+
+std::string finish_build(fe::graph::Graph& g, cudnnHandle_t h, int64_t* workspace) {
+  fe::error_t e = g.validate();
+  if (!e.is_good()) return fe_error("validate", e);
+  e = g.build_operation_graph(h);
+  if (!e.is_good()) return fe_error("build_operation_graph", e);
+  e = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
+  if (!e.is_good()) return fe_error("create_execution_plans", e);
+  e = g.check_support(h);
+  if (!e.is_good()) return fe_error("check_support", e);
+  e = g.build_plans(h, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE);
+  if (!e.is_good()) return fe_error("build_plans", e);
+  e = g.get_workspace_size(*workspace);
+  if (!e.is_good()) return fe_error("get_workspace_size", e);
+  return {};
+}
+
+GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
+  GraphEntry entry;
+  const int64_t B = k.B, S = k.S, Hq = k.Hq, Hkv = k.Hkv, D = k.D;
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(fe::DataType_t::BFLOAT16)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+
+  auto off_qo = index_tensor(*g, "offset_qo", kUidOffQO, B + 1, fe::DataType_t::INT64);
+  auto off_kv = index_tensor(*g, "offset_kv", kUidOffKV, B + 1, fe::DataType_t::INT64);
+  auto off_st = index_tensor(*g, "offset_stats", kUidOffStats, B + 1, fe::DataType_t::INT64);
+  auto seq_q = index_tensor(*g, "seq_len_q", kUidSeqQ, B, fe::DataType_t::INT32);
+  auto seq_kv = index_tensor(*g, "seq_len_kv", kUidSeqKV, B, fe::DataType_t::INT32);
+  auto scale = g->tensor(fe::graph::Tensor_attributes()
+                             .set_name("attn_scale")
+                             .set_uid(kUidScale)
+                             .set_dim({1, 1, 1, 1})
+                             .set_stride({1, 1, 1, 1})
+                             .set_is_pass_by_value(true)
+                             .set_data_type(fe::DataType_t::FLOAT));
+  auto Q = g->tensor(ragged_bhsd("Q", kUidQ, B, Hq, S, D, off_qo));
+  auto K = g->tensor(ragged_bhsd("K", kUidK, B, Hkv, S, D, off_kv));
+  auto V = g->tensor(ragged_bhsd("V", kUidV, B, Hkv, S, D, off_kv));
+
+  if (!k.backward) {
+    auto opts = fe::graph::SDPA_attributes()
+                    .set_name("biofm_sdpa_fwd")
+                    .set_generate_stats(true)
+                    .set_attn_scale(scale)
+                    .set_padding_mask(true)
+                    .set_seq_len_q(seq_q)
+                    .set_seq_len_kv(seq_kv);
+    // Top-left diagonal with per-sequence lengths: key j visible to query i iff j <= i.
+    if (k.causal)
+      opts.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
+    auto [O, Stats] = g->sdpa(Q, K, V, std::move(opts));
+    set_ragged_bhsd(*O, kUidO, B, Hq, S, D, off_qo);
+    if (!Stats) {
+      entry.error = "sdpa returned no Stats tensor";
+      return entry;
+    }
+    Stats->set_output(true);
+    set_ragged_stats(*Stats, B, Hq, S, off_st);
+  } else {
+    auto O = g->tensor(ragged_bhsd("O", kUidO, B, Hq, S, D, off_qo));
+    auto dO = g->tensor(ragged_bhsd("dO", kUidDO, B, Hq, S, D, off_qo));
+    auto Stats = g->tensor(fe::graph::Tensor_attributes().set_name("Stats"));
+    set_ragged_stats(*Stats, B, Hq, S, off_st);
+    auto opts = fe::graph::SDPA_backward_attributes()
+                    .set_name("biofm_sdpa_bwd")
+                    .set_attn_scale(scale)
+                    .set_padding_mask(true)
+                    .set_seq_len_q(seq_q)
+                    .set_seq_len_kv(seq_kv)
+                    .set_max_total_seq_len_q(k.T)
+                    .set_max_total_seq_len_kv(k.T);
+    if (k.causal)
+      opts.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
+    auto [dQ, dK, dV] = g->sdpa_backward(Q, K, V, O, dO, Stats, std::move(opts));
+    set_ragged_bhsd(*dQ, kUidDQ, B, Hq, S, D, off_qo);
+    set_ragged_bhsd(*dK, kUidDK, B, Hkv, S, D, off_kv);
+    set_ragged_bhsd(*dV, kUidDV, B, Hkv, S, D, off_kv);
+  }
+
+  try {
+    entry.error = finish_build(*g, h, &entry.workspace);
+  } catch (const std::exception& e) {
+    entry.error = std::string("exception while building: ") + e.what();
+  }
+  if (entry.error.empty()) entry.graph = std::move(g);
+  return entry;
+}
+
+// The graph for `k`, built on first use; null (and *why set) when it cannot be built.
+const GraphEntry& graph_for_locked(const GraphKey& k, cudnnHandle_t h) {
+  auto it = g_cache.find(k);
+  if (it != g_cache.end()) return it->second;
+  GraphEntry entry;
+  try {
+    entry = build_graph(k, h);
+  } catch (const std::exception& e) {
+    entry.graph = nullptr;
+    entry.error = std::string("exception while describing the graph: ") + e.what();
+  }
+  ++g_built;
+  if (!entry.graph)
+    std::fprintf(stderr, "biofm attention: cuDNN SDPA graph (%s) unavailable: %s\n",
+                 describe(k).c_str(), entry.error.c_str());
+  return g_cache.emplace(k, std::move(entry)).first->second;
+}
+
+constexpr size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+bool run(const SdpaCall& c, bool backward, std::string* why) {
+  const GraphKey key{bucket_batch(c.B),
+                     bucket_seqlen(c.max_seqlen),
+                     backward ? bucket_tokens(c.N) : 0,
+                     c.Hq,
+                     c.Hkv,
+                     c.D,
+                     c.causal,
+                     backward};
+  std::lock_guard<std::mutex> lock(g_mutex);
+  cudnnHandle_t h = handle_locked();
+  const GraphEntry& entry = graph_for_locked(key, h);
+  if (!entry.graph) {
+    if (why) *why = "cuDNN graph (" + describe(key) + "): " + entry.error;
+    return false;
+  }
+
+  // Scratch: seq_len (int32, Bb), three offset arrays (int64, Bb+1 each), then cuDNN's workspace.
+  const int64_t Bb = key.B;
+  const size_t seq_bytes = align_up(size_t(Bb) * sizeof(int32_t), 256);
+  const size_t off_bytes = align_up(size_t(Bb + 1) * sizeof(int64_t), 256);
+  const size_t head = seq_bytes + 3 * off_bytes;
+  const size_t total = head + size_t(std::max<int64_t>(entry.workspace, 0));
+  Tensor scratch = Tensor::empty({int64_t(total)}, DType::U8, Device::CUDA);
+  char* base = static_cast<char*>(scratch.raw());
+  auto* seq_len = reinterpret_cast<int32_t*>(base);
+  auto* off_qo = reinterpret_cast<int64_t*>(base + seq_bytes);
+  auto* off_kv = reinterpret_cast<int64_t*>(base + seq_bytes + off_bytes);
+  auto* off_st = reinterpret_cast<int64_t*>(base + seq_bytes + 2 * off_bytes);
+  void* workspace = entry.workspace > 0 ? base + head : nullptr;
+
+  launch_sdpa_offsets(c.cu_seqlens, c.seq_lens, c.B, Bb, c.Hq * c.D, c.Hkv * c.D, c.Hq, seq_len,
+                      off_qo, off_kv, off_st);
+
+  float scale = c.scale;
+  std::unordered_map<int64_t, void*> pack = {
+      {kUidQ, const_cast<void*>(c.q)},
+      {kUidK, const_cast<void*>(c.k)},
+      {kUidV, const_cast<void*>(c.v)},
+      {kUidO, c.out},
+      {kUidStats, c.lse},
+      {kUidScale, &scale},
+      {kUidSeqQ, seq_len},
+      {kUidSeqKV, seq_len},
+      {kUidOffQO, off_qo},
+      {kUidOffKV, off_kv},
+      {kUidOffStats, off_st},
+  };
+  if (backward) {
+    pack[kUidDO] = const_cast<void*>(c.dout);
+    pack[kUidDQ] = c.dq;
+    pack[kUidDK] = c.dk;
+    pack[kUidDV] = c.dv;
+  }
+  fe::error_t e;
+  try {
+    e = entry.graph->execute(h, pack, workspace);
+  } catch (const std::exception& ex) {
+    if (why) *why = "cuDNN graph (" + describe(key) + ") execute threw: " + ex.what();
+    return false;
+  }
+  if (!e.is_good()) {
+    if (why) *why = "cuDNN graph (" + describe(key) + ") " + fe_error("execute", e);
+    return false;
+  }
+  BIOFM_CUDA_LAUNCH_CHECK();
+  return true;
+}
+
+int64_t quarter_steps(int64_t x) {
+  // Smallest 2^k·{1, 1.25, 1.5, 1.75} >= x.
+  if (x <= 4) return std::max<int64_t>(x, 1);
+  const int64_t p = int64_t(std::bit_floor(uint64_t(x)));
+  const int64_t step = p / 4;
+  return (x + step - 1) / step * step;
+}
+
+}  // namespace
+
+int64_t bucket_batch(int64_t b) { return int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(b, 1)))); }
+
+int64_t bucket_seqlen(int64_t s) { return int64_t(std::bit_ceil(uint64_t(std::max<int64_t>(s, 64)))); }
+
+int64_t bucket_tokens(int64_t n) { return quarter_steps(std::max<int64_t>(n, 1024)); }
+
+bool cudnn_sdpa_supported(DType dtype, int64_t head_dim, int64_t hq, int64_t hkv, std::string* why) {
+  auto no = [&](const std::string& m) {
+    if (why) *why = m;
+    return false;
+  };
+  if (dtype != DType::BF16) return no(std::string("dtype ") + dtype_name(dtype) + " (cuDNN path is BF16 only)");
+  if (head_dim < 8 || head_dim > 128 || head_dim % 8 != 0)
+    return no("head dim " + std::to_string(head_dim) + " (cuDNN path takes multiples of 8 up to 128)");
+  if (hkv <= 0 || hq % hkv != 0) return no("query heads not a multiple of kv heads");
+  // Process-wide facts, read once.
+  static const int sm = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) return 0;
+    return major * 10 + minor;
+  }();
+  static const size_t version = cudnnGetVersion();
+  if (sm < 90) return no("GPU compute capability " + std::to_string(sm / 10) + "." + std::to_string(sm % 10) +
+                         " (ragged THD SDPA needs 9.0+)");
+  if (sm == 120 || sm == 121) return no("SM 12.x (ragged statistics unsupported)");
+  if (version < 90600)
+    return no("cuDNN " + std::to_string(version) + " (ragged GQA SDPA needs 9.6.0+)");
+  return true;
+}
+
+bool cudnn_sdpa_forward(const SdpaCall& c, std::string* why) { return run(c, false, why); }
+bool cudnn_sdpa_backward(const SdpaCall& c, std::string* why) { return run(c, true, why); }
+
+size_t cudnn_sdpa_graph_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_built;
+}
+
+}  // namespace biofm::ops::cuda::attention_detail
