@@ -1,5 +1,5 @@
 // biofm embed: final hidden states of an ESM-2 model for every sequence of a file.
-// biofm eval: masked-LM loss / accuracy / perplexity over a file, deterministic masking.
+// (biofm eval lives in cmd_eval.cpp.)
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -8,8 +8,8 @@
 #include "biofm/cli/commands.h"
 #include "biofm/core/device_memory.h"
 #include "biofm/data/dataset.h"
-#include "biofm/data/mlm.h"
 #include "biofm/data/pack.h"
+#include "biofm/data/tokenizer.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
 #include "biofm/models/esm2/model.h"
@@ -124,56 +124,6 @@ int cmd_embed(int argc, char** argv) {
   std::printf(" | %llu truncated to %lld tokens, %llu unknown residues, %llu empty records skipped\n",
               (unsigned long long)truncated, (long long)max_len, (unsigned long long)unknown,
               (unsigned long long)data.stats().skipped_empty);
-  return 0;
-}
-
-int cmd_eval(int argc, char** argv) {
-  Args a(argc, argv, 2,
-         {"--model", "--input", "--output", "--device", "--max-tokens", "--max-seq-length", "--seed", "--format", "--column"},
-         {"--help"}, "eval");
-  if (a.has("--help")) {
-    std::puts(
-        "usage: biofm eval --model DIR --input FILE [--output OUT.json] [--device cpu|cuda] [--seed 1234]\n"
-        "       [--max-tokens 8192] [--max-seq-length 1024]\n"
-        "Masks 15% of residues (80/10/10) deterministically from --seed and reports the masked-LM loss,\n"
-        "accuracy and perplexity as JSON.");
-    return 0;
-  }
-  const Device dev = parse_device(a.get("--device", "cpu"));
-  auto model_ptr = Esm2Model::from_hf_dir(a.require("--model"), dev);
-  Esm2Model& model = *model_ptr;
-  SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
-  MlmOptions o;
-  o.max_seq_length = a.get_int("--max-seq-length", std::min(1024, model.config().max_position_embeddings));
-  o.max_tokens_per_batch = std::max<int64_t>(a.get_int("--max-tokens", 8192), o.max_seq_length);
-  o.eval_seed = uint64_t(a.get_int("--seed", 1234));
-  o.shuffle = false;
-  validate(o);
-  MlmBatcher batcher(data, o);
-  Batch b;
-  LossSums total;
-  int64_t sequences = 0;
-  while (batcher.next_eval(b)) {
-    LossSums s = model.evaluate(b.to(dev), true);
-    total.loss_sum += s.loss_sum;
-    total.num_tokens += s.num_tokens;
-    total.num_correct += s.num_correct;
-    sequences += b.num_sequences();
-  }
-  if (total.num_tokens == 0) fail("no residues were masked in '", a.require("--input"), "' (sequences too short?)");
-  const double loss = total.loss_sum / double(total.num_tokens);
-  nlohmann::json r = {{"model", a.require("--model")},
-                      {"input", a.require("--input")},
-                      {"num_sequences", sequences},
-                      {"num_masked_tokens", total.num_tokens},
-                      {"loss", loss},
-                      {"perplexity", std::exp(loss)},
-                      {"accuracy", double(total.num_correct) / double(total.num_tokens)},
-                      {"mask_seed", o.eval_seed},
-                      {"skipped_empty_records", data.stats().skipped_empty}};
-  std::string text = r.dump(2) + "\n";
-  if (a.has("--output")) write_file_atomic(a.get("--output"), text);
-  std::fputs(text.c_str(), stdout);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "biofm/io/atomic_file.h"
 #include "biofm/models/esm2/model.h"
+#include "biofm/models/llama/model.h"
 
 namespace biofm {
 
@@ -30,13 +31,19 @@ std::string model_type_of_dir(const std::string& dir) {
 std::unique_ptr<LanguageModel> load_model_dir(const std::string& dir, Device device, Precision precision) {
   const std::string type = model_type_of_dir(dir);
   if (type == "esm") return Esm2Model::from_hf_dir(dir, device, precision);
-  fail("'", dir, "': model_type '", type, "' is not supported (supported: esm)");
+  if (type == "llama") return LlamaModel::from_hf_dir(dir, device, precision);
+  fail("'", dir, "': model_type '", type, "' is not supported (supported: esm, llama)");
 }
 
 std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device) {
   const Precision p = precision_for(cfg, device);
   if (!cfg.model.init_from.empty()) {
-    auto m = load_model_dir(cfg.model.init_from, device, p);
+    // Llama: the OpenGenome2 weight-decay grouping is fixed when the parameter table is built.
+    std::unique_ptr<LanguageModel> m;
+    if (cfg.model.family == "llama" && model_type_of_dir(cfg.model.init_from) == "llama")
+      m = LlamaModel::from_hf_dir(cfg.model.init_from, device, p, cfg.optimizer.no_decay_on_1d_and_embeddings);
+    else
+      m = load_model_dir(cfg.model.init_from, device, p);
     if (m->family() != cfg.model.family)
       fail("model.init_from '", cfg.model.init_from, "' holds a ", m->family(), " model but model.family is ",
            cfg.model.family);
@@ -60,7 +67,34 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device)
     model->set_recompute(cfg.recompute);
     return model;
   }
-  fail("model.family '", cfg.model.family, "' is not implemented yet (supported: esm2)");
+  if (cfg.model.family == "llama") {
+    const auto& m = cfg.model.config;
+    LlamaConfig c;
+    c.vocab_size = m.vocab_size;
+    c.hidden_size = m.hidden_size;
+    c.intermediate_size = m.intermediate_size;
+    c.num_hidden_layers = m.num_hidden_layers;
+    c.num_attention_heads = m.num_attention_heads;
+    c.num_key_value_heads = m.kv_heads();
+    c.head_dim = 0;  // hidden_size / num_attention_heads
+    c.max_position_embeddings = m.max_position_embeddings;
+    c.rms_norm_eps = m.rms_norm_eps;
+    c.rope_theta = m.rope_theta;
+    c.rope_type = m.rope_scaling_type.empty() ? "default" : m.rope_scaling_type;
+    c.rope_factor = m.rope_scaling_factor;
+    c.low_freq_factor = m.low_freq_factor;
+    c.high_freq_factor = m.high_freq_factor;
+    c.original_max_position_embeddings = m.original_max_position_embeddings;
+    c.tie_word_embeddings = m.tie_word_embeddings;
+    c.initializer_range = m.initializer_range;
+    c.embedding_init_std = m.embedding_init_std;
+    c.scaled_init = m.scaled_init;
+    auto model = std::make_unique<LlamaModel>(c, device, p, cfg.optimizer.no_decay_on_1d_and_embeddings);
+    model->params().init(uint64_t(cfg.seed));
+    model->set_recompute(cfg.recompute);
+    return model;
+  }
+  fail("model.family '", cfg.model.family, "' is not implemented yet (supported: esm2, llama)");
 }
 
 }  // namespace biofm

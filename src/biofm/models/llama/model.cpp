@@ -1,0 +1,420 @@
+#include "biofm/models/llama/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <vector>
+
+#include "biofm/io/atomic_file.h"
+#include "biofm/models/llama/tokenizer_files.h"
+#include "biofm/ops/activation/op.h"
+#include "biofm/ops/attention/op.h"
+#include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/embedding/op.h"
+#include "biofm/ops/gemm/op.h"
+#include "biofm/ops/loss/op.h"
+#include "biofm/ops/norm/op.h"
+#include "biofm/ops/rope/op.h"
+
+namespace biofm {
+
+namespace {
+
+std::string layer_name(int l, const std::string& rest) {
+  return "model.layers." + std::to_string(l) + "." + rest;
+}
+
+Tensor f32(const Shape& s, Device d) { return Tensor::empty(s, DType::F32, d); }
+
+// Attention of n new query rows (absolute positions p0 .. p0+n-1) over the cached keys and
+// values rows [0, p0+n) of one sequence, causal: row i sees keys 0 .. p0+i. q [n,Hq,D],
+// k/v cache [capacity,Hkv,D], out [n,Hq,D]; fp32 math.
+//
+// This is the one piece of incremental decoding that the op declarations do not cover (the
+// attention op takes queries and keys of the same rows); it runs on the host. A CUDA decode
+// path needs an `attention_decode` op with these semantics.
+void attention_over_cache(Tensor& out, const Tensor& q, const Tensor& kc, const Tensor& vc, int64_t p0,
+                          float scale) {
+  if (q.device() != Device::CPU || kc.device() != Device::CPU)
+    fail("cached decoding runs on the CPU backend only (no decode-attention op for ",
+         device_name(q.device()), " yet); generate without the cache (--no-cache) on this device");
+  if (q.dtype() != DType::F32 || kc.dtype() != DType::F32)
+    fail("cached decoding needs fp32 activations on the CPU");
+  const int64_t n = q.size(0), Hq = q.size(1), D = q.size(2), Hkv = kc.size(1);
+  const int64_t group = Hq / Hkv;
+  const float* Q = q.f32();
+  const float* K = kc.f32();
+  const float* V = vc.f32();
+  float* O = out.f32();
+  std::vector<float> s(size_t(p0 + n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t nk = p0 + i + 1;
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t g = h / group;
+      const float* qi = Q + (i * Hq + h) * D;
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < nk; ++j) {
+        const float* kj = K + (j * Hkv + g) * D;
+        float dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
+        s[size_t(j)] = dot * scale;
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < nk; ++j) {
+        s[size_t(j)] = std::exp(s[size_t(j)] - mx);
+        sum += s[size_t(j)];
+      }
+      const float inv = float(1.0 / sum);
+      float* o = O + (i * Hq + h) * D;
+      std::fill(o, o + D, 0.0f);
+      for (int64_t j = 0; j < nk; ++j) {
+        const float p = s[size_t(j)] * inv;
+        const float* vj = V + (j * Hkv + g) * D;
+        for (int64_t d = 0; d < D; ++d) o[d] += p * vj[d];
+      }
+    }
+  }
+}
+
+LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels, bool count_correct) {
+  LossSums s;
+  Tensor tl = token_loss.to(Device::CPU).to(DType::F32), lab = labels.to(Device::CPU);
+  const int64_t T = tl.numel();
+  for (int64_t i = 0; i < T; ++i) {
+    if (lab.i32()[i] == ops::kIgnoreIndex) continue;
+    s.loss_sum += tl.f32()[i];
+    s.num_tokens += 1;
+  }
+  if (count_correct) {
+    Tensor lg = logits.to(Device::CPU).to(DType::F32);
+    const int64_t V = lg.size(1);
+    for (int64_t i = 0; i < T; ++i) {
+      int32_t y = lab.i32()[i];
+      if (y == ops::kIgnoreIndex) continue;
+      const float* row = lg.f32() + i * V;
+      int64_t best = 0;
+      for (int64_t v = 1; v < V; ++v)
+        if (row[v] > row[best]) best = v;
+      s.num_correct += best == y;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<ParamSpec> LlamaModel::param_table(const LlamaConfig& c, bool no_decay_1d_emb) {
+  const int64_t H = c.hidden_size, F = c.intermediate_size, V = c.vocab_size, Q = c.q_size(), K = c.kv_size();
+  const float sd = float(c.initializer_range);
+  const float emb_sd = float(c.embedding_init_std > 0 ? c.embedding_init_std : c.initializer_range);
+  const float out_sd = c.scaled_init ? float(c.initializer_range / std::sqrt(2.0 * c.num_hidden_layers)) : sd;
+  const bool decay_1d = !no_decay_1d_emb, decay_emb = !no_decay_1d_emb;
+  std::vector<ParamSpec> t;
+  const int64_t pad_row = c.pad_token_id >= 0 && c.pad_token_id < c.vocab_size ? c.pad_token_id : -1;
+  // Hugging Face's named_parameters() order.
+  t.push_back({"model.embed_tokens.weight", {V, H}, Init::Normal, emb_sd, decay_emb, pad_row});
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    t.push_back({layer_name(l, "self_attn.q_proj.weight"), {Q, H}, Init::Normal, sd, true});
+    t.push_back({layer_name(l, "self_attn.k_proj.weight"), {K, H}, Init::Normal, sd, true});
+    t.push_back({layer_name(l, "self_attn.v_proj.weight"), {K, H}, Init::Normal, sd, true});
+    t.push_back({layer_name(l, "self_attn.o_proj.weight"), {H, Q}, Init::Normal, out_sd, true});
+    t.push_back({layer_name(l, "mlp.gate_proj.weight"), {F, H}, Init::Normal, sd, true});
+    t.push_back({layer_name(l, "mlp.up_proj.weight"), {F, H}, Init::Normal, sd, true});
+    t.push_back({layer_name(l, "mlp.down_proj.weight"), {H, F}, Init::Normal, out_sd, true});
+    t.push_back({layer_name(l, "input_layernorm.weight"), {H}, Init::Ones, 0, decay_1d});
+    t.push_back({layer_name(l, "post_attention_layernorm.weight"), {H}, Init::Ones, 0, decay_1d});
+  }
+  t.push_back({"model.norm.weight", {H}, Init::Ones, 0, decay_1d});
+  if (!c.tie_word_embeddings) t.push_back({"lm_head.weight", {V, H}, Init::Normal, sd, true});
+  return t;
+}
+
+LlamaModel::LlamaModel(const LlamaConfig& config, Device device, Precision precision, bool no_decay_1d_emb)
+    : cfg_((config.validate(), config)), params_(param_table(config, no_decay_1d_emb), device) {
+  if (precision == Precision::Bf16Mixed) {
+    if (device == Device::CPU) fail("bf16-mixed precision needs the CUDA backend (the CPU backend computes in fp32)");
+    params_.enable_compute_copy();
+    act_dtype_ = DType::BF16;
+  }
+  const std::vector<float> f = cfg_.inv_freq();
+  inv_freq_ = Tensor::from_f32({int64_t(f.size())}, f).to(device);
+  if (cfg_.tie_word_embeddings) lm_head_name_ = embed_name_;
+}
+
+const std::string& LlamaModel::head_weight_name() const { return lm_head_name_; }
+
+ModelDims LlamaModel::dims() const {
+  return {cfg_.hidden_size,         cfg_.num_hidden_layers,   cfg_.vocab_size,      cfg_.intermediate_size,
+          cfg_.num_attention_heads, cfg_.num_key_value_heads, cfg_.num_parameters()};
+}
+
+std::unique_ptr<LlamaModel> LlamaModel::from_hf_dir(const std::string& dir, Device device, Precision precision,
+                                                    bool no_decay_1d_emb) {
+  namespace fs = std::filesystem;
+  std::string cfg_path = (fs::path(dir) / "config.json").string();
+  std::string st_path = (fs::path(dir) / "model.safetensors").string();
+  if (!fs::exists(cfg_path)) fail("'", dir, "' is not a Hugging Face model directory: no config.json");
+  if (!fs::exists(st_path))
+    fail("'", dir, "': no model.safetensors (sharded or pytorch_model.bin checkpoints are not supported; "
+         "re-save with transformers' save_pretrained(safe_serialization=True, max_shard_size large enough)");
+  auto m = std::make_unique<LlamaModel>(llama_config_from_hf_json(read_file(cfg_path), cfg_path), device, precision,
+                                        no_decay_1d_emb);
+  SafetensorsFile f = read_safetensors(st_path);
+  const bool tied = m->cfg_.tie_word_embeddings;
+  auto ignorable = [tied](const std::string& n) {
+    return n.find("rotary_emb.inv_freq") != std::string::npos || n.find(".inv_freq") != std::string::npos ||
+           (tied && n == "lm_head.weight");  // a redundant copy of the tied embedding
+  };
+  // A bare LlamaModel checkpoint has no "model." prefix; map its names onto ours.
+  auto rename = [](const std::string& n) {
+    if (n.rfind("model.", 0) == 0 || n.rfind("lm_head.", 0) == 0) return n;
+    return "model." + n;
+  };
+  m->params_.load(f, ignorable, rename);
+  return m;
+}
+
+void LlamaModel::save_hf_dir(const std::string& dir) const {
+  make_dirs_writable(dir);
+  write_file_atomic(dir + "/config.json", llama_config_to_hf_json(cfg_));
+  write_safetensors(dir + "/model.safetensors", params_.export_tensors(DType::F32), {{"format", "pt"}});
+  write_nucleotide_tokenizer_files(dir, cfg_.max_position_embeddings);
+}
+
+void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor& x_out,
+                               LlamaKvCache* cache) {
+  const int64_t T = x.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
+  const int64_t nh = cfg_.num_attention_heads, nkv = cfg_.num_key_value_heads, hd = cfg_.head_size();
+  const int64_t Q = cfg_.q_size(), K = cfg_.kv_size();
+  const Device dev = x.device();
+  const float eps = float(cfg_.rms_norm_eps);
+  auto P = [&](const std::string& rest) { return params_.weight(layer_name(l, rest)); };
+  Tensor none;
+
+  a.x_in = x;
+  a.n1 = act({T, H});
+  a.rstd1 = f32({T}, dev);
+  ops::rmsnorm_forward(a.n1, a.rstd1, x, P("input_layernorm.weight"), eps);
+  a.q = act({T, Q});
+  a.k = act({T, K});
+  a.v = act({T, K});
+  ops::linear_forward(a.q, a.n1, P("self_attn.q_proj.weight"), none);
+  ops::linear_forward(a.k, a.n1, P("self_attn.k_proj.weight"), none);
+  ops::linear_forward(a.v, a.n1, P("self_attn.v_proj.weight"), none);
+  a.q = a.q.view({T, nh, hd});
+  a.k = a.k.view({T, nkv, hd});
+  a.v = a.v.view({T, nkv, hd});
+  ops::rope_apply(a.q, b.positions, inv_freq_, false);
+  ops::rope_apply(a.k, b.positions, inv_freq_, false);
+  a.attn = act({T, nh, hd});
+  const float scale = 1.0f / std::sqrt(float(hd));
+  if (cache) {
+    const int64_t p0 = cache->length;
+    Tensor kdst = cache->k[size_t(l)].narrow0(p0, T), vdst = cache->v[size_t(l)].narrow0(p0, T);
+    kdst.copy_from(a.k);
+    vdst.copy_from(a.v);
+  }
+  if (cache && cache->length > 0) {
+    attention_over_cache(a.attn, a.q, cache->k[size_t(l)], cache->v[size_t(l)], cache->length, scale);
+  } else {
+    a.lse = f32({T, nh}, dev);
+    ops::AttentionShape as{scale, true, b.max_seqlen};
+    ops::attention_forward(a.attn, a.lse, a.q, a.k, a.v, b.cu_seqlens, b.seq_lens, as);
+  }
+
+  a.x_mid = act({T, H});
+  ops::linear_forward(a.x_mid, a.attn.view({T, Q}), P("self_attn.o_proj.weight"), none);
+  ops::add_inplace(a.x_mid, x);
+
+  a.n2 = act({T, H});
+  a.rstd2 = f32({T}, dev);
+  ops::rmsnorm_forward(a.n2, a.rstd2, a.x_mid, P("post_attention_layernorm.weight"), eps);
+  a.gate = act({T, F});
+  a.up = act({T, F});
+  ops::linear_forward(a.gate, a.n2, P("mlp.gate_proj.weight"), none);
+  ops::linear_forward(a.up, a.n2, P("mlp.up_proj.weight"), none);
+  a.h = act({T, F});
+  ops::swiglu_forward(a.h, a.gate, a.up);
+  x_out = act({T, H});
+  ops::linear_forward(x_out, a.h, P("mlp.down_proj.weight"), none);
+  ops::add_inplace(x_out, a.x_mid);
+}
+
+void LlamaModel::forward_trunk(const Batch& b, Acts& acts, bool keep, LlamaKvCache* cache) {
+  const int64_t T = b.num_rows(), H = cfg_.hidden_size;
+  const Device dev = device();
+  if (b.input_ids.device() != dev)
+    fail("batch is on ", device_name(b.input_ids.device()), ", model on ", device_name(dev));
+  Tensor x = act({T, H});
+  ops::embedding_forward(x, b.input_ids, params_.weight(embed_name_));
+  acts.layers.assign(keep ? size_t(cfg_.num_hidden_layers) : 1, LayerActs{});
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    LayerActs& a = acts.layers[keep ? size_t(l) : 0];
+    Tensor x_out;
+    layer_forward(l, b, x, a, x_out, cache);
+    if (keep && recompute_) {  // backward recomputes the rest
+      a = LayerActs{};
+      a.x_in = x;
+    }
+    x = x_out;
+  }
+  if (!keep) acts.layers.clear();
+  acts.x_last = x;
+  acts.final_out = act({T, H});
+  acts.final_rstd = f32({T}, dev);
+  ops::rmsnorm_forward(acts.final_out, acts.final_rstd, x, params_.weight("model.norm.weight"),
+                       float(cfg_.rms_norm_eps));
+}
+
+Tensor LlamaModel::forward_head(const Acts& acts) {
+  const int64_t T = acts.final_out.size(0), V = cfg_.vocab_size;
+  Tensor logits = act({T, V}), none;
+  ops::linear_forward(logits, acts.final_out, params_.weight(head_weight_name()), none);
+  return logits;
+}
+
+Tensor LlamaModel::hidden_states(const Batch& b) {
+  Acts acts;
+  forward_trunk(b, acts, false);
+  return acts.final_out;
+}
+
+Tensor LlamaModel::logits(const Batch& b) {
+  Acts acts;
+  forward_trunk(b, acts, false);
+  return forward_head(acts);
+}
+
+LossSums LlamaModel::evaluate(const Batch& b, bool count_correct) {
+  Tensor lg = logits(b);
+  Tensor token_loss = f32({b.num_rows()}, device()), none;
+  ops::cross_entropy_forward_backward(token_loss, none, lg, b.labels, 0.0f);
+  return sum_losses(token_loss, lg, b.labels, count_correct);
+}
+
+Tensor LlamaModel::token_losses(const Batch& b) {
+  Tensor lg = logits(b);
+  Tensor token_loss = f32({b.num_rows()}, device()), none;
+  ops::cross_entropy_forward_backward(token_loss, none, lg, b.labels, 0.0f);
+  return token_loss;
+}
+
+void LlamaModel::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) {
+  // dx: gradient w.r.t. this layer's output on entry, w.r.t. its input on exit.
+  if (!a.n1.defined()) {  // recompute mode: only the layer input was kept
+    Tensor x_out;
+    layer_forward(l, b, a.x_in, a, x_out);
+  }
+  const int64_t T = dx.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
+  const int64_t nh = cfg_.num_attention_heads, nkv = cfg_.num_key_value_heads, hd = cfg_.head_size();
+  const int64_t Q = cfg_.q_size(), K = cfg_.kv_size();
+  auto P = [&](const std::string& rest) { return params_.weight(layer_name(l, rest)); };
+  auto G = [&](const std::string& rest) { return params_.grad(layer_name(l, rest)); };
+  Tensor none;
+
+  // MLP: x_out = x_mid + W_down·(silu(W_gate·n2) ⊙ W_up·n2), n2 = RMSNorm2(x_mid)
+  Tensor dh = act({T, F});
+  Tensor g_down = G("mlp.down_proj.weight");
+  ops::linear_backward(dh, g_down, none, dx, a.h, P("mlp.down_proj.weight"));
+  Tensor dgate = act({T, F}), dup = act({T, F});
+  ops::swiglu_backward(dgate, dup, dh, a.gate, a.up);
+  dh = Tensor();
+  Tensor dn2 = act({T, H}), dtmp = act({T, H});
+  Tensor g_gate = G("mlp.gate_proj.weight"), g_up = G("mlp.up_proj.weight");
+  ops::linear_backward(dn2, g_gate, none, dgate, a.n2, P("mlp.gate_proj.weight"));
+  ops::linear_backward(dtmp, g_up, none, dup, a.n2, P("mlp.up_proj.weight"));
+  ops::add_inplace(dn2, dtmp);
+  Tensor dmid = act({T, H});
+  Tensor g_post = G("post_attention_layernorm.weight");
+  ops::rmsnorm_backward(dmid, g_post, dn2, a.x_mid, P("post_attention_layernorm.weight"), a.rstd2);
+  ops::add_inplace(dmid, dx);  // residual
+
+  // Attention: x_mid = x_in + W_o·Attn(rope(W_q·n1), rope(W_k·n1), W_v·n1), n1 = RMSNorm1(x_in)
+  Tensor dattn = act({T, Q});
+  Tensor g_o = G("self_attn.o_proj.weight");
+  ops::linear_backward(dattn, g_o, none, dmid, a.attn.view({T, Q}), P("self_attn.o_proj.weight"));
+  Tensor dq = act({T, nh, hd}), dk = act({T, nkv, hd}), dv = act({T, nkv, hd});
+  ops::AttentionShape as{1.0f / std::sqrt(float(hd)), true, b.max_seqlen};
+  ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
+                          b.seq_lens, as);
+  ops::rope_apply(dq, b.positions, inv_freq_, true);
+  ops::rope_apply(dk, b.positions, inv_freq_, true);
+  Tensor dn1 = act({T, H});
+  Tensor g_q = G("self_attn.q_proj.weight"), g_k = G("self_attn.k_proj.weight"), g_v = G("self_attn.v_proj.weight");
+  ops::linear_backward(dn1, g_q, none, dq.view({T, Q}), a.n1, P("self_attn.q_proj.weight"));
+  ops::linear_backward(dtmp, g_k, none, dk.view({T, K}), a.n1, P("self_attn.k_proj.weight"));
+  ops::add_inplace(dn1, dtmp);
+  ops::linear_backward(dtmp, g_v, none, dv.view({T, K}), a.n1, P("self_attn.v_proj.weight"));
+  ops::add_inplace(dn1, dtmp);
+  Tensor g_in = G("input_layernorm.weight");
+  ops::rmsnorm_backward(dx, g_in, dn1, a.x_in, P("input_layernorm.weight"), a.rstd1);
+  ops::add_inplace(dx, dmid);  // residual
+}
+
+void LlamaModel::forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) {
+  const int64_t T = b.num_rows(), H = cfg_.hidden_size;
+  const Device dev = device();
+  Acts acts;
+  forward_trunk(b, acts, true);
+  Tensor lg = forward_head(acts);
+  Tensor token_loss = f32({T}, dev);
+  ops::cross_entropy_forward_backward(token_loss, lg, lg, b.labels, grad_scale);
+  ops::sum_accumulate(loss_acc, token_loss);  // ignored rows hold 0
+  Tensor& dlogits = lg;  // the loss wrote its gradient in place
+  Tensor none;
+
+  // lm_head (the embedding matrix when tied: its gradient then sums both uses), final norm.
+  Tensor g_head = params_.grad(head_weight_name());
+  Tensor dfinal = act({T, H});
+  ops::linear_backward(dfinal, g_head, none, dlogits, acts.final_out, params_.weight(head_weight_name()));
+  lg = Tensor();
+  Tensor dx = act({T, H});
+  Tensor g_norm = params_.grad("model.norm.weight");
+  ops::rmsnorm_backward(dx, g_norm, dfinal, acts.x_last, params_.weight("model.norm.weight"), acts.final_rstd);
+  dfinal = Tensor();
+
+  for (int l = cfg_.num_hidden_layers - 1; l >= 0; --l) {
+    layer_backward(l, b, acts.layers[size_t(l)], dx);
+    acts.layers[size_t(l)] = LayerActs{};  // free as we go
+  }
+  Tensor g_emb = params_.grad(embed_name_);
+  ops::embedding_backward(g_emb, dx, b.input_ids);
+}
+
+LlamaKvCache LlamaModel::new_cache(int64_t capacity) const {
+  if (capacity <= 0) fail("KV cache capacity must be positive, got ", capacity);
+  LlamaKvCache c;
+  c.capacity = capacity;
+  const int64_t nkv = cfg_.num_key_value_heads, hd = cfg_.head_size();
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    c.k.push_back(Tensor::zeros({capacity, nkv, hd}, act_dtype_, device()));
+    c.v.push_back(Tensor::zeros({capacity, nkv, hd}, act_dtype_, device()));
+  }
+  return c;
+}
+
+Tensor LlamaModel::forward_cached(const std::vector<int32_t>& ids, LlamaKvCache& cache) {
+  const int64_t n = int64_t(ids.size());
+  if (n == 0) fail("forward_cached: no tokens");
+  if (cache.length + n > cache.capacity)
+    fail("KV cache full: ", cache.length, " + ", n, " tokens exceed its capacity ", cache.capacity);
+  if (int64_t(cache.k.size()) != cfg_.num_hidden_layers) fail("KV cache was not made by this model");
+  std::vector<int32_t> pos(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(cache.length + i);
+  Batch b;
+  b.input_ids = Tensor::from_i32({n}, ids);
+  b.labels = Tensor::from_i32({n}, std::vector<int32_t>(size_t(n), ops::kIgnoreIndex));
+  b.positions = Tensor::from_i32({n}, pos);
+  b.cu_seqlens = Tensor::from_i32({2}, {0, int32_t(n)});
+  b.seq_lens = Tensor::from_i32({1}, {int32_t(n)});
+  b.max_seqlen = int32_t(n);
+  b.num_real_tokens = n;
+  b = b.to(device());
+  Acts acts;
+  forward_trunk(b, acts, false, &cache);
+  cache.length += n;
+  return forward_head(acts);
+}
+
+}  // namespace biofm
