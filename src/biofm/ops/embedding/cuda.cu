@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(kBwdThreads)
   if (col < C) {
     float* mine = acc + t;  // element i of this thread's columns at mine[s·kTile + i·kBwdThreads]
     int64_t r = r0;
-    constexpr int U = 4;
+    constexpr int U = 8;  // rows in flight per thread
     for (; r + U <= r1; r += U) {
       float v[U][CV];
       int32_t id[U];
