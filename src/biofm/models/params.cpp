@@ -36,6 +36,8 @@ void ParamStore::init(uint64_t seed) {
         for (int64_t j = 0; j < n; ++j) w[j] = 1.0f;
         break;
       case Init::Normal:
+        // Counter-based: each element's value depends on (seed, i, j) only, so threads agree.
+#pragma omp parallel for schedule(static)
         for (int64_t j = 0; j < n; ++j)
           w[j] = s.std * rng_normal(seed, RngStream::Init, (uint64_t(i) << 40) | uint64_t(j), 0);
         break;
