@@ -42,6 +42,8 @@ class LanguageModel {
   virtual void forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) = 0;
   // Loss sums without gradients (count_correct: also argmax accuracy). Reads to the host.
   virtual LossSums evaluate(const Batch& b, bool count_correct) = 0;
+  // Logits [T, V] (activation dtype), no gradients.
+  virtual Tensor logits(const Batch& b) = 0;
   // Per-token losses [T] (F32, 0 where label is -100), no gradients.
   virtual Tensor token_losses(const Batch& b) = 0;
 

@@ -39,7 +39,7 @@ class Esm2Model : public LanguageModel {
   // Final hidden states [T,H] (after emb_layer_norm_after). Keeps no activations.
   Tensor hidden_states(const Batch& b);
   // Logits [T,V]. Keeps no activations.
-  Tensor logits(const Batch& b);
+  Tensor logits(const Batch& b) override;
   LossSums evaluate(const Batch& b, bool count_correct) override;
   Tensor token_losses(const Batch& b) override;
   void forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) override;

@@ -57,7 +57,7 @@ class LlamaModel : public LanguageModel {
   // Final hidden states [T,H] (after model.norm). Keeps no activations.
   Tensor hidden_states(const Batch& b);
   // Logits [T,V]. Keeps no activations.
-  Tensor logits(const Batch& b);
+  Tensor logits(const Batch& b) override;
   LossSums evaluate(const Batch& b, bool count_correct) override;
   Tensor token_losses(const Batch& b) override;
   void forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) override;

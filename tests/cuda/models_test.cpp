@@ -1,5 +1,5 @@
-// ESM-2 on the GPU: against the Hugging Face fixtures (fp32 and bf16-mixed), and a
-// 200-step training run on real proteins against the CPU reference from the same init.
+// ESM-2 and Llama on the GPU: against the Hugging Face fixtures (fp32 and bf16-mixed), and
+// a 200-step ESM-2 training run on real proteins against the CPU reference from one init.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include "biofm/data/mlm.h"
 #include "biofm/io/safetensors.h"
 #include "biofm/models/esm2/model.h"
+#include "biofm/models/registry.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
 
@@ -19,7 +20,9 @@ namespace {
 std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
 
 // The fixture's padded batch as packed THD rows; keeps (b, s) → row for comparisons.
-Batch fixture_batch(const SafetensorsFile& ref, std::vector<int64_t>& row_of) {
+// Causal fixtures hold Hugging Face's unshifted labels; ours are shifted (label at t is the
+// target of position t, -100 at each sequence's last token).
+Batch fixture_batch(const SafetensorsFile& ref, std::vector<int64_t>& row_of, bool shift_labels) {
   const Tensor& ids = ref.get("input_ids");
   const Tensor& mask = ref.get("attention_mask");
   const Tensor& labels = ref.get("labels");
@@ -33,7 +36,10 @@ Batch fixture_batch(const SafetensorsFile& ref, std::vector<int64_t>& row_of) {
     for (int64_t s = 0; s < len; ++s) {
       row_of[size_t(b * S + s)] = int64_t(out_ids.size());
       out_ids.push_back(ids.i32()[b * S + s]);
-      out_labels.push_back(labels.i32()[b * S + s]);
+      if (shift_labels)
+        out_labels.push_back(s + 1 < len ? labels.i32()[b * S + s + 1] : -100);
+      else
+        out_labels.push_back(labels.i32()[b * S + s]);
       pos.push_back(int32_t(s));
     }
     lens.push_back(len);
@@ -57,10 +63,10 @@ void check_fixture(const std::string& name, Precision precision, double logit_at
                    double grad_cos_min) {
   SCOPED_TRACE(name);
   const std::string dir = src("tests/fixtures/" + name);
-  auto model = Esm2Model::from_hf_dir(dir, Device::CUDA, precision);
+  auto model = load_model_dir(dir, Device::CUDA, precision);
   SafetensorsFile ref = read_safetensors(dir + "/reference.safetensors");
   std::vector<int64_t> row_of;
-  Batch hb = fixture_batch(ref, row_of);
+  Batch hb = fixture_batch(ref, row_of, model->family() == "llama");
   Batch b = hb.to(Device::CUDA);
   Tensor logits = model->logits(b).to(Device::CPU).to(DType::F32);
   const Tensor& ref_logits = ref.get("logits");
@@ -109,6 +115,18 @@ TEST(CudaEsm2, MatchesHuggingFaceFp32) {
 TEST(CudaEsm2, MatchesHuggingFaceBf16Mixed) {
   check_fixture("esm2_tiny", Precision::Bf16Mixed, 2.0, 2e-2, 0.99);
   check_fixture("esm2_t6shape", Precision::Bf16Mixed, 2.0, 2e-2, 0.99);
+}
+
+// Llama (GQA with 2 groups, llama3 rope scaling; tied and untied). Recipe tolerances in bf16:
+// loss atol 5e-3 (+ rtol 1e-2 of a ~7 loss), logits atol 1.5.
+TEST(CudaLlama, MatchesHuggingFaceFp32) {
+  check_fixture("llama_tiny", Precision::F32, 1e-3, 1e-4, 0.99999);
+  check_fixture("llama_tied", Precision::F32, 1e-3, 1e-4, 0.99999);
+}
+
+TEST(CudaLlama, MatchesHuggingFaceBf16Mixed) {
+  check_fixture("llama_tiny", Precision::Bf16Mixed, 1.5, 5e-3 + 1e-2 * 7.7, 0.99);
+  check_fixture("llama_tied", Precision::Bf16Mixed, 1.5, 5e-3 + 1e-2 * 7.7, 0.99);
 }
 
 // 200 steps on real proteins from one init and one data stream: the GPU (bf16-mixed) and
