@@ -122,6 +122,7 @@ TEST(CudaGemm, OddShapesF32) {
   run_case({37, 24, 40, true, false, DType::F32}, 120);
   run_case({1, 3, 5, true, true, DType::F32}, 130);
   run_case({129, 65, 33, true, true, DType::F32}, 140);
+  run_case({37, 24, 37, true, true, DType::F32}, 150);
 }
 
 TEST(CudaGemm, OddShapesBF16) {
@@ -130,6 +131,16 @@ TEST(CudaGemm, OddShapesBF16) {
   run_case({37, 24, 40, false, true, DType::BF16}, 210);
   run_case({37, 24, 40, true, false, DType::BF16}, 220);
   run_case({129, 65, 33, true, true, DType::BF16}, 230);
+  run_case({37, 24, 37, true, true, DType::BF16}, 240);
+}
+
+// Many rows, few columns: the dw GEMM (and its fused bias gradient) reduces over a long k,
+// where cuBLASLt likes split-K. dbias starts nonzero and must be accumulated into.
+TEST(CudaGemm, LongReductionWithBias) {
+  REQUIRE_GPU();
+  run_case({8192, 64, 40, true, false, DType::F32}, 250);
+  run_case({8192, 64, 40, true, false, DType::BF16}, 260);
+  run_case({6000, 48, 37, true, true, DType::BF16}, 270);
 }
 
 TEST(CudaGemm, MisalignedViews) {
@@ -137,6 +148,8 @@ TEST(CudaGemm, MisalignedViews) {
   run_case({37, 24, 40, true, true, DType::F32, true}, 300);
   run_case({37, 24, 40, true, true, DType::BF16, true}, 310);
   run_case({64, 64, 64, true, true, DType::BF16, true}, 320);
+  run_case({300, 64, 40, true, true, DType::BF16, true}, 330);
+  run_case({300, 64, 37, true, true, DType::F32, true}, 340);
 }
 
 TEST(CudaGemm, LargeF32) {
@@ -198,6 +211,38 @@ TEST(CudaGemm, RepeatableAndAccumulates) {
   Tensor twice_a = a.clone();
   for (int64_t i = 0; i < a.numel(); ++i) twice_a.f32()[i] *= 2.0f;
   EXPECT_LT(rel_err(b2, twice_a), 1e-6);
+
+  // dbias: once through the dw GEMM (fused bias gradient where available), once without dw
+  // (the column-sum kernel); twice must be twice once, and the two routes must agree.
+  Tensor no_dw;
+  Tensor db_alone = Tensor::zeros({160}, DType::F32, Device::CUDA);
+  ops::cuda::linear_backward(dx, no_dw, db_alone, dout, x, w);
+  const Tensor d_alone = host_f32(db_alone), d_twice = host_f32(db_twice);
+  Tensor twice_d = d_alone.clone();
+  for (int64_t i = 0; i < d_alone.numel(); ++i) twice_d.f32()[i] *= 2.0f;
+  EXPECT_LT(rel_err(d_twice, twice_d), 1e-6);
+}
+
+// dw + dbias (the fused bias-gradient GEMM where cuBLASLt has one) are bit-identical from one
+// call to the next, including long reductions where split-K is likely.
+TEST(CudaGemm, BiasGradRepeatable) {
+  REQUIRE_GPU();
+  const int64_t shapes[][3] = {{8192, 64, 40}, {4096, 1280, 1280}};
+  for (const auto& sh : shapes) {
+    const int64_t N = sh[0], I = sh[1], O = sh[2];
+    const Tensor x = upload(testkit::randn({N, I}, 850), DType::BF16);
+    const Tensor w = upload(testkit::randn({O, I}, 851), DType::BF16);
+    const Tensor dout = upload(testkit::randn({N, O}, 852), DType::BF16);
+    Tensor dx, dw[2], db[2];
+    for (int r = 0; r < 2; ++r) {
+      dw[r] = Tensor::zeros({O, I}, DType::F32, Device::CUDA);
+      db[r] = Tensor::zeros({O}, DType::F32, Device::CUDA);
+      ops::cuda::linear_backward(dx, dw[r], db[r], dout, x, w);
+    }
+    const Tensor w0 = host_f32(dw[0]), w1 = host_f32(dw[1]), b0 = host_f32(db[0]), b1 = host_f32(db[1]);
+    for (int64_t i = 0; i < w0.numel(); ++i) ASSERT_EQ(w0.f32()[i], w1.f32()[i]) << "N=" << N << " dw " << i;
+    for (int64_t i = 0; i < b0.numel(); ++i) ASSERT_EQ(b0.f32()[i], b1.f32()[i]) << "N=" << N << " dbias " << i;
+  }
 }
 
 TEST(CudaGemm, EmptyDimensions) {

@@ -8,16 +8,31 @@
 //             m = I, n = N, k = O;
 //   dw        dw[O,I] += dout[N,O]ᵀ·x[N,I] -> dwᵀ (I x O) += (xᵀ: I x N) · op_T(doutᵀ: O x N)
 //             m = I, n = O, k = N, beta = 1, C = D = dw (always F32).
-// dbias[O] += column sums of dout, by a deterministic two-stage kernel (fp32 partials per
-// block of rows, summed per column in double in a fixed order).
+//   dbias     dbias[o] += Σ_n dout[n,o]: in the dw GEMM, op(B) = dout (k x n = N x O), so the
+//             column sums are cuBLASLt's BGRADB epilogue (reduce op(B) over k, one value per
+//             column of D, i.e. per o). cuBLASLt writes (never adds) the bias gradient, in
+//             D's type (F32), so it goes to an F32 scratch [O] that one small kernel adds into
+//             dbias. Fallback, when dw is not wanted, an operand is not 16-byte aligned, or
+//             cuBLASLt has no algorithm for / rejects the epilogue: the plain dw GEMM and a
+//             deterministic two-stage column-sum kernel (fp32 partials per block of rows,
+//             summed per column in double in a fixed order).
 //
 // Compute type is always CUBLAS_COMPUTE_32F: fp32 GEMMs stay exact fp32 (no TF32) so they
 // can be held tightly against the CPU; bf16 GEMMs accumulate in fp32. Each distinct GEMM
 // (shape, leading dimensions, dtypes, epilogue, pointer alignments) gets its descriptors and
 // its heuristic algorithm once; later calls reuse them from a small map.
+//
+// Environment (read once per process):
+//   BIOFM_GEMM_FUSED_BGRAD=0     never use the BGRADB epilogue (always the column-sum kernel);
+//   BIOFM_GEMM_INPLACE_SPLITK=1  restrict split-K algorithms to in-place reduction (no
+//                                separate split-K reduction kernel); an experiment, off by
+//                                default: it may make the heuristic pick slower kernels.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -34,6 +49,20 @@ using namespace ::biofm::cuda_core;
 namespace {
 
 cudaDataType_t cuda_type(DType t) { return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+// Environment variable `name` set to `value` (unset or empty reads as not set).
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, value) == 0;
+}
+bool fused_bgrad_enabled() {
+  static const bool on = !env_is("BIOFM_GEMM_FUSED_BGRAD", "0");
+  return on;
+}
+bool inplace_splitk_only() {
+  static const bool on = env_is("BIOFM_GEMM_INPLACE_SPLITK", "1");
+  return on;
+}
 
 // Largest power of two (up to 256) that divides the address: cuBLASLt picks kernels that
 // assume at most this alignment.
@@ -86,39 +115,48 @@ struct GemmPlan {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
-  bool found = false;  // the heuristic returned an algorithm
+  bool found = false;  // the heuristic returned an algorithm (and cuBLASLt accepted it)
 };
 
 class PlanCache {
  public:
-  // Runs D = alpha·op(A)·op(B) + beta·C (+ bias) with C = D. Returns false (nothing queued)
-  // when cuBLASLt has no algorithm for this GEMM, so that the caller can take another route.
+  // Runs D = alpha·op(A)·op(B) + beta·C (+ bias, or bias gradient into `bias`) with C = D.
+  // Returns false (nothing queued) when cuBLASLt has no algorithm for this GEMM, so that the
+  // caller can take another route. With `optional` (a fused epilogue the caller can do
+  // without), every heuristic failure and a cublasLtMatmul that rejects the configuration
+  // (NOT_SUPPORTED / INVALID_VALUE: checked before anything is launched) also return false,
+  // and the key is remembered as unavailable.
   bool run(const GemmKey& key, const void* A, const void* B, void* D, float alpha, float beta,
-           const void* bias) {
+           const void* bias, bool optional = false) {
     std::lock_guard<std::mutex> lock(mu_);
-    GemmPlan& plan = get(key, bias);
+    GemmPlan& plan = get(key, bias, optional);
     if (!plan.found) return false;
     if (key.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
       GEMM_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                 sizeof(bias)),
                  key);
-    GEMM_CHECK(cublasLtMatmul(cuda_ctx::cublaslt(), plan.desc, &alpha, A, plan.a, B, plan.b, &beta, D,
-                              plan.c, D, plan.c, &plan.algo, cuda_ctx::cublaslt_workspace(),
-                              cuda_ctx::cublaslt_workspace_size(), cuda_ctx::stream()),
-               key);
+    const cublasStatus_t st =
+        cublasLtMatmul(cuda_ctx::cublaslt(), plan.desc, &alpha, A, plan.a, B, plan.b, &beta, D, plan.c, D,
+                       plan.c, &plan.algo, cuda_ctx::cublaslt_workspace(), cuda_ctx::cublaslt_workspace_size(),
+                       cuda_ctx::stream());
+    if (optional && (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE)) {
+      plan.found = false;
+      return false;
+    }
+    GEMM_CHECK(st, key);
     return true;
   }
 
  private:
-  GemmPlan& get(const GemmKey& key, const void* bias) {
+  GemmPlan& get(const GemmKey& key, const void* bias, bool optional) {
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
     auto plan = std::make_unique<GemmPlan>();
-    build(*plan, key, bias);
+    build(*plan, key, bias, optional);
     return *plans_.emplace(key, std::move(plan)).first->second;
   }
 
-  static void build(GemmPlan& p, const GemmKey& key, const void* bias) {
+  static void build(GemmPlan& p, const GemmKey& key, const void* bias, bool optional) {
     GEMM_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), key);
     const cublasOperation_t ta_op = cublasOperation_t(key.ta), tb_op = cublasOperation_t(key.tb);
     GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta_op, sizeof(ta_op)), key);
@@ -156,6 +194,13 @@ class PlanCache {
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     for (int i = 0; i < 4; ++i)
       GEMM_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &aligns[i], sizeof(uint32_t)), key);
+    if (inplace_splitk_only()) {
+      // Split-K parts summed in the output buffer (or no split-K): no separate reduction kernel.
+      const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_INPLACE;
+      GEMM_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask,
+                                                      sizeof(mask)),
+                 key);
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cuda_ctx::cublaslt(), p.desc, p.a, p.b, p.c, p.c,
@@ -164,7 +209,7 @@ class PlanCache {
     if (st == CUBLAS_STATUS_SUCCESS && count > 0) {
       p.algo = result.algo;
       p.found = true;
-    } else if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) {
+    } else if (!optional && st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) {
       fail("cuBLASLt heuristic query failed (status ", int(st), ") for ", describe(key));
     }
   }
@@ -224,6 +269,33 @@ void gemm(GemmKey key, const Tensor& A, const Tensor& B, const Tensor& D, float 
     fail("cuBLASLt has no algorithm for ", describe(key));
   if (copy_d)
     BIOFM_CUDA_CHECK(cudaMemcpyAsync(D.raw(), d.raw(), D.nbytes(), cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
+}
+
+// dw += doutᵀ·x and dbias += Σ_n dout in one GEMM through the BGRADB epilogue; `key` is the
+// plain dw GEMM's. Returns false, with nothing queued, where that route is unavailable: turned
+// off, an operand not 16-byte aligned (views at odd offsets), or no algorithm / a rejection
+// from cuBLASLt (noted once on stderr). The caller then runs the plain GEMM and the column sums.
+bool dw_dbias_fused(GemmKey key, const Tensor& x, const Tensor& dout, const Tensor& dw, Tensor& dbias) {
+  if (!fused_bgrad_enabled()) return false;
+  if (key.align_a < 16 || key.align_b < 16 || key.align_c < 16) return false;
+  // cuBLASLt writes the bias gradient (in D's type, F32); our contract accumulates.
+  const Tensor grad = Tensor::empty(dbias.shape(), DType::F32, Device::CUDA);
+  // The plan's heuristic saw the first scratch's alignment; every caching-allocator block is its
+  // own cudaMalloc, so 256 bytes always holds (checked, not assumed).
+  if (alignment_of(grad.raw()) < 256) return false;
+  key.epilogue = CUBLASLT_EPILOGUE_BGRADB;  // reduce op(B) = dout[N,O] over k = N: one value per o
+  key.bias_type = CUDA_R_32F;
+  if (!plan_cache().run(key, x.raw(), dout.raw(), dw.raw(), 1.0f, 1.0f, grad.raw(), /*optional=*/true)) {
+    static std::atomic<bool> noted{false};
+    if (!noted.exchange(true))
+      std::fprintf(stderr,
+                   "biofm gemm: no cuBLASLt BGRADB (fused bias gradient) algorithm for %s; using the separate "
+                   "column-sum kernel there (noted once)\n",
+                   describe(key).c_str());
+    return false;
+  }
+  cuda::add_inplace(dbias, grad);
+  return true;
 }
 
 // ---- Kernels ----
@@ -430,12 +502,14 @@ void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, 
     }
   }
   if (N == 0) return;
+  bool dbias_done = false;
   if (dw.defined() && O > 0 && I > 0) {
     const GemmKey key = make_key(CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, I, O, I, dt, DType::F32, x.raw(),
                                  dout.raw(), dw.raw());
-    gemm(key, x, dout, dw, 1.0f);
+    if (dbias.defined()) dbias_done = dw_dbias_fused(key, x, dout, dw, dbias);
+    if (!dbias_done) gemm(key, x, dout, dw, 1.0f);
   }
-  if (dbias.defined() && O > 0) {
+  if (dbias.defined() && O > 0 && !dbias_done) {
     if (dt == DType::BF16)
       launch_colsum(as<__nv_bfloat16>(dout), N, O, dbias.f32());
     else
