@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "biofm/core/device_memory.h"
 #include "biofm/core/error.h"
 
 namespace biofm {
@@ -75,6 +76,22 @@ long long Args::get_int(const std::string& flag, long long fallback) const {
   } catch (const std::exception&) {
     fail("biofm ", command_, ": ", flag, " expects an integer, got '", it->second, "'");
   }
+}
+
+Device parse_device(const std::string& s) {
+  if (s == "cpu") return Device::CPU;
+  if (s == "cuda") {
+    if (!cuda_available()) fail("--device cuda: no CUDA backend or GPU available");
+    return Device::CUDA;
+  }
+  fail("--device must be cpu or cuda, got '", s, "'");
+}
+
+ReaderOptions reader_options(const Args& a) {
+  ReaderOptions ro;
+  ro.format = a.get("--format", "auto");
+  ro.column = a.get("--column", "sequence");
+  return ro;
 }
 
 }  // namespace biofm

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "biofm/core/dtype.h"
+#include "biofm/data/reader.h"
+
 namespace biofm {
 
 class Args {
@@ -28,5 +31,10 @@ class Args {
 
 // Levenshtein distance, for "did you mean" suggestions.
 size_t edit_distance(const std::string& a, const std::string& b);
+
+// --device cpu|cuda (cuda only when a GPU is usable).
+Device parse_device(const std::string& s);
+// --format and --column, for commands that read sequence files.
+ReaderOptions reader_options(const Args& a);
 
 }  // namespace biofm

@@ -79,7 +79,10 @@ int cmd_bench(int argc, char** argv) {
   const Device device = cfg.device == "cuda" ? Device::CUDA : Device::CPU;
   if (device == Device::CUDA && !cuda_available()) fail("biofm bench: no CUDA device available");
 
-  SequenceDataset data = SequenceDataset::load(cfg.dataset.path, ReaderOptions{cfg.dataset.format, cfg.dataset.column});
+  ReaderOptions ro;
+  ro.format = cfg.dataset.format;
+  ro.column = cfg.dataset.column;
+  SequenceDataset data = SequenceDataset::load(cfg.dataset.path, ro);
   auto source = make_batch_source(cfg, data);
   auto model = make_model(cfg, device);
   const AdamWConfig ac = adamw_config(cfg);

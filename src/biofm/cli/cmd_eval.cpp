@@ -39,21 +39,6 @@ namespace biofm {
 
 namespace {
 
-Device parse_device(const std::string& s) {
-  if (s == "cpu") return Device::CPU;
-  if (s == "cuda") {
-    if (!cuda_available()) fail("--device cuda: no CUDA backend or GPU available");
-    return Device::CUDA;
-  }
-  fail("--device must be cpu or cuda, got '", s, "'");
-}
-
-ReaderOptions reader_options(const Args& a) {
-  ReaderOptions ro;
-  ro.format = a.get("--format", "auto");
-  ro.column = a.get("--column", "sequence");
-  return ro;
-}
 
 void emit(const Args& a, const nlohmann::json& r) {
   std::string text = r.dump(2) + "\n";
