@@ -54,11 +54,12 @@ void check_prompt(const LlamaModel& model, const std::vector<int32_t>& prompt, c
   if (o.top_k < 0) fail("generate: top_k must be >= 0, got ", o.top_k);
 }
 
-// Appends the token picked from the last row of `logits` [n,V]; true when generation stops.
+// Appends the token picked from the last row of `logits` [n,V] (only that row comes to the
+// host); true when generation stops.
 bool take_step(const LlamaModel& model, const Tensor& logits, const GenerateOptions& o, GenerateResult& r) {
-  Tensor host = logits.to(Device::CPU).to(DType::F32);
-  const int64_t n = host.size(0), V = host.size(1);
-  const int32_t tok = sample_next_token(host.f32() + (n - 1) * V, V, o, uint64_t(r.tokens.size()));
+  Tensor host = logits.narrow0(logits.size(0) - 1, 1).to(Device::CPU).to(DType::F32);
+  const int64_t V = host.size(1);
+  const int32_t tok = sample_next_token(host.f32(), V, o, uint64_t(r.tokens.size()));
   r.tokens.push_back(tok);
   if (o.stop_at_eos && tok == model.config().eos_token_id) {
     r.stopped_at_eos = true;

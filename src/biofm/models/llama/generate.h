@@ -2,9 +2,11 @@
 //
 // Cached path: the prompt runs once through the model, filling a per-layer key/value cache
 // (LlamaModel::forward_cached); every further step feeds only the newest token and computes
-// only its row. Uncached reference path: every step runs the full forward over the whole
-// prefix and reads the last row. Both pick tokens with the same sampler, so for the same
-// options they produce the same tokens (up to fp32 rounding of near-tied logits).
+// only its row, attending to the cache through ops::attention_decode (CPU or CUDA; the cache
+// lives on the model's device in its activation dtype). Uncached reference path: every step
+// runs the full forward over the whole prefix and reads the last row. Both pick tokens with
+// the same sampler, so for the same options they produce the same tokens (up to fp32
+// rounding of near-tied logits).
 //
 // Sampling: temperature 0 = greedy (argmax, lowest id on ties); else softmax(logits / T)
 // restricted to the top_k largest logits (top_k 0 = all), drawn by inverse CDF with the

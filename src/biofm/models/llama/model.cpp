@@ -26,57 +26,6 @@ std::string layer_name(int l, const std::string& rest) {
 
 Tensor f32(const Shape& s, Device d) { return Tensor::empty(s, DType::F32, d); }
 
-// Attention of n new query rows (absolute positions p0 .. p0+n-1) over the cached keys and
-// values rows [0, p0+n) of one sequence, causal: row i sees keys 0 .. p0+i. q [n,Hq,D],
-// k/v cache [capacity,Hkv,D], out [n,Hq,D]; fp32 math.
-//
-// This is the one piece of incremental decoding that the op declarations do not cover (the
-// attention op takes queries and keys of the same rows); it runs on the host. A CUDA decode
-// path needs an `attention_decode` op with these semantics.
-void attention_over_cache(Tensor& out, const Tensor& q, const Tensor& kc, const Tensor& vc, int64_t p0,
-                          float scale) {
-  if (q.device() != Device::CPU || kc.device() != Device::CPU)
-    fail("cached decoding runs on the CPU backend only (no decode-attention op for ",
-         device_name(q.device()), " yet); generate without the cache (--no-cache) on this device");
-  if (q.dtype() != DType::F32 || kc.dtype() != DType::F32)
-    fail("cached decoding needs fp32 activations on the CPU");
-  const int64_t n = q.size(0), Hq = q.size(1), D = q.size(2), Hkv = kc.size(1);
-  const int64_t group = Hq / Hkv;
-  const float* Q = q.f32();
-  const float* K = kc.f32();
-  const float* V = vc.f32();
-  float* O = out.f32();
-  std::vector<float> s(size_t(p0 + n));
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t nk = p0 + i + 1;
-    for (int64_t h = 0; h < Hq; ++h) {
-      const int64_t g = h / group;
-      const float* qi = Q + (i * Hq + h) * D;
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < nk; ++j) {
-        const float* kj = K + (j * Hkv + g) * D;
-        float dot = 0;
-        for (int64_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
-        s[size_t(j)] = dot * scale;
-        mx = std::max(mx, s[size_t(j)]);
-      }
-      double sum = 0;
-      for (int64_t j = 0; j < nk; ++j) {
-        s[size_t(j)] = std::exp(s[size_t(j)] - mx);
-        sum += s[size_t(j)];
-      }
-      const float inv = float(1.0 / sum);
-      float* o = O + (i * Hq + h) * D;
-      std::fill(o, o + D, 0.0f);
-      for (int64_t j = 0; j < nk; ++j) {
-        const float p = s[size_t(j)] * inv;
-        const float* vj = V + (j * Hkv + g) * D;
-        for (int64_t d = 0; d < D; ++d) o[d] += p * vj[d];
-      }
-    }
-  }
-}
-
 LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels, bool count_correct) {
   LossSums s;
   Tensor tl = token_loss.to(Device::CPU).to(DType::F32), lab = labels.to(Device::CPU);
@@ -216,7 +165,10 @@ void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs
     vdst.copy_from(a.v);
   }
   if (cache && cache->length > 0) {
-    attention_over_cache(a.attn, a.q, cache->k[size_t(l)], cache->v[size_t(l)], cache->length, scale);
+    // Decoding: the new rows (positions length .. length+T-1) against the cache rows
+    // [0, length+T), which now include their own keys/values.
+    ops::attention_decode(a.attn, a.q, cache->k[size_t(l)], cache->v[size_t(l)], cache->length + T,
+                          cache->length, scale);
   } else {
     a.lse = f32({T, nh}, dev);
     ops::AttentionShape as{scale, true, b.max_seqlen};

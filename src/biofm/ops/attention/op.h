@@ -7,6 +7,14 @@
 // cu_seqlens[0] must be 0 and cu_seqlens[B] <= N; rows from cu_seqlens[B] to N are padding.
 // lse of padding rows is 0; an undefined lse in forward means "not wanted" (inference only:
 // backward needs it). Backward recomputes the probabilities from q, k and lse.
+//
+// attention_decode: the incremental-decoding form (one sequence, forward only). The n_new
+// query rows q[n_new, Hq, D] sit at absolute positions q_start_pos .. q_start_pos+n_new-1 and
+// attend causally to a key/value cache k_cache, v_cache [capacity, Hkv, D] whose rows
+// [0, cache_len) are filled (the new tokens' keys/values already appended): query row i sees
+// cache rows 0 .. q_start_pos+i. Needs q_start_pos >= 0 and q_start_pos + n_new <= cache_len
+// <= capacity. out [n_new, Hq, D]. q, caches and out share one dtype (F32 or BF16); the math
+// is fp32. Same GQA rule; the CUDA version is asynchronous (no host sync).
 #pragma once
 #include "biofm/ops/dispatch.h"
 
@@ -25,6 +33,8 @@ void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& 
 void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
+void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      int64_t cache_len, int64_t q_start_pos, float scale);
 
 namespace cpu {
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -32,6 +42,8 @@ void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& 
 void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
+void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      int64_t cache_len, int64_t q_start_pos, float scale);
 }  // namespace cpu
 namespace cuda {
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -39,6 +51,8 @@ void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& 
 void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
+void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      int64_t cache_len, int64_t q_start_pos, float scale);
 }  // namespace cuda
 
 inline void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
@@ -52,6 +66,12 @@ inline void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor&
                                const Tensor& seq_lens, const AttentionShape& a) {
   BIOFM_DISPATCH(q.device(), attention_backward, dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens,
                  seq_lens, a);
+}
+inline void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache,
+                             const Tensor& v_cache, int64_t cache_len, int64_t q_start_pos,
+                             float scale) {
+  BIOFM_DISPATCH(q.device(), attention_decode, out, q, k_cache, v_cache, cache_len, q_start_pos,
+                 scale);
 }
 
 }  // namespace biofm::ops
