@@ -99,7 +99,7 @@ void check_fixture(const std::string& name, Precision precision, double logit_at
     EXPECT_GT(cos, grad_cos_min) << model->params().spec(p).name;
   }
   std::printf("[cuda %s %s] max|dlogits| %.3e  |dloss| %.3e  worst grad cosine %.6f\n", name.c_str(),
-              precision == Precision::F32 ? "fp32" : "bf16-mixed", worst, std::fabs(loss - ref_loss), worst_cos);
+              precision_name(precision), worst, std::fabs(loss - ref_loss), worst_cos);
   EXPECT_LT(worst, logit_atol);
   EXPECT_NEAR(loss, ref_loss, loss_atol);
 }
@@ -117,6 +117,50 @@ TEST(CudaEsm2, MatchesHuggingFaceBf16Mixed) {
   check_fixture("esm2_t6shape", Precision::Bf16Mixed, 2.0, 2e-2, 0.99);
 }
 
+// Pure bf16 parameters: the fixture's weights rounded to bf16 on load, the same bf16 compute.
+TEST(CudaEsm2, MatchesHuggingFaceBf16) {
+  check_fixture("esm2_tiny", Precision::Bf16, 2.0, 2e-2, 0.99);
+  check_fixture("esm2_t6shape", Precision::Bf16, 2.0, 2e-2, 0.99);
+}
+
+// Bf16 parameters are what Bf16Mixed's compute copy holds (the masters rounded to nearest
+// even), and both feed the same kernels: loss and gradients agree.
+TEST(CudaBf16, ForwardBackwardEqualsBf16Mixed) {
+  for (const char* name : {"esm2_tiny", "llama_tiny"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = src(std::string("tests/fixtures/") + name);
+    auto mixed = load_model_dir(dir, Device::CUDA, Precision::Bf16Mixed);
+    auto pure = load_model_dir(dir, Device::CUDA, Precision::Bf16);
+    ASSERT_EQ(pure->params().dtype(), DType::BF16);
+    ASSERT_FALSE(pure->params().compute_flat().defined());
+    const Tensor wm = mixed->params().compute_flat().to(Device::CPU), wp = pure->params().flat().to(Device::CPU);
+    ASSERT_EQ(wm.numel(), wp.numel());
+    for (int64_t i = 0; i < wm.numel(); ++i) ASSERT_EQ(wm.bf()[i], wp.bf()[i]) << "weight element " << i;
+    SafetensorsFile ref = read_safetensors(dir + "/reference.safetensors");
+    std::vector<int64_t> row_of;
+    Batch hb = fixture_batch(ref, row_of, mixed->family() == "llama");
+    Batch b = hb.to(Device::CUDA);
+    double loss[2];
+    Tensor grads[2];
+    LanguageModel* models[2] = {mixed.get(), pure.get()};
+    for (int k = 0; k < 2; ++k) {
+      Tensor acc = Tensor::zeros({1}, DType::F32, Device::CUDA);
+      models[k]->params().zero_grad();
+      models[k]->forward_backward(b, 1.0f / float(hb.num_label_tokens), acc);
+      loss[k] = double(acc.to(Device::CPU).f32()[0]);
+      grads[k] = models[k]->params().grad_flat().to(Device::CPU);
+    }
+    EXPECT_NEAR(loss[1], loss[0], 1e-6 * std::fabs(loss[0]));
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < grads[0].numel(); ++i) {
+      const double d = double(grads[1].f32()[i]) - grads[0].f32()[i];
+      num += d * d;
+      den += double(grads[0].f32()[i]) * grads[0].f32()[i];
+    }
+    EXPECT_LT(std::sqrt(num / den), 1e-5);
+  }
+}
+
 // Llama (GQA with 2 groups, llama3 rope scaling; tied and untied). Recipe tolerances in bf16:
 // loss atol 5e-3 (+ rtol 1e-2 of a ~7 loss), logits atol 1.5.
 TEST(CudaLlama, MatchesHuggingFaceFp32) {
@@ -129,9 +173,15 @@ TEST(CudaLlama, MatchesHuggingFaceBf16Mixed) {
   check_fixture("llama_tied", Precision::Bf16Mixed, 1.5, 5e-3 + 1e-2 * 7.7, 0.99);
 }
 
-// 200 steps on real proteins from one init and one data stream: the GPU (bf16-mixed) and
-// CPU (fp32) loss curves agree within 2% (averaged over windows of 20 steps).
-TEST(CudaEsm2, TrainingCurveMatchesCpu) {
+TEST(CudaLlama, MatchesHuggingFaceBf16) {
+  check_fixture("llama_tiny", Precision::Bf16, 1.5, 5e-3 + 1e-2 * 7.7, 0.99);
+  check_fixture("llama_tied", Precision::Bf16, 1.5, 5e-3 + 1e-2 * 7.7, 0.99);
+}
+
+// 200 steps on real proteins from one init and one data stream: the GPU (bf16-mixed, or pure
+// bf16) and CPU (fp32) loss curves agree within rel_tol (averaged over windows of 20 steps).
+static void check_training_curve(Precision gpu_precision, double rel_tol) {
+  SCOPED_TRACE(precision_name(gpu_precision));
   Esm2Config c;
   c.hidden_size = 128;
   c.num_hidden_layers = 4;
@@ -163,14 +213,20 @@ TEST(CudaEsm2, TrainingCurveMatchesCpu) {
     }
     return losses;
   };
-  std::vector<double> gpu = run(Device::CUDA, Precision::Bf16Mixed);
+  std::vector<double> gpu = run(Device::CUDA, gpu_precision);
   std::vector<double> cpu = run(Device::CPU, Precision::F32);
   for (int w = 0; w < steps / 20; ++w) {
     double a = 0, b = 0;
     for (int i = w * 20; i < (w + 1) * 20; ++i) a += gpu[size_t(i)], b += cpu[size_t(i)];
-    std::printf("[curve] steps %3d-%3d  gpu %.4f  cpu %.4f  rel %.4f\n", w * 20 + 1, (w + 1) * 20, a / 20, b / 20,
-                std::fabs(a - b) / b);
-    EXPECT_LT(std::fabs(a - b) / b, 0.02) << "window " << w;
+    std::printf("[curve %s] steps %3d-%3d  gpu %.4f  cpu %.4f  rel %.4f\n", precision_name(gpu_precision),
+                w * 20 + 1, (w + 1) * 20, a / 20, b / 20, std::fabs(a - b) / b);
+    EXPECT_LT(std::fabs(a - b) / b, rel_tol) << "window " << w;
   }
   EXPECT_LT(gpu.back(), gpu.front() - 0.3) << "loss did not fall";
 }
+
+TEST(CudaEsm2, TrainingCurveMatchesCpu) { check_training_curve(Precision::Bf16Mixed, 0.02); }
+
+// Pure bf16 parameters lose updates below half a bf16 ulp; at this lr (2e-3, weights ~0.02)
+// the curve should still track fp32 closely. 3% is a first bound, not yet measured.
+TEST(CudaEsm2, TrainingCurveBf16MatchesCpu) { check_training_curve(Precision::Bf16, 0.03); }

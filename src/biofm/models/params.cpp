@@ -5,7 +5,9 @@
 
 namespace biofm {
 
-ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device) : specs_(std::move(specs)) {
+ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype) : specs_(std::move(specs)) {
+  if (dtype != DType::F32 && dtype != DType::BF16)
+    fail("parameter store dtype must be F32 or BF16, got ", dtype_name(dtype));
   for (size_t i = 0; i < specs_.size(); ++i) {
     if (by_name_.count(specs_[i].name)) fail("duplicate parameter name ", specs_[i].name);
     by_name_[specs_[i].name] = i;
@@ -13,7 +15,7 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device) : specs_(std
     // Keep every parameter 16-element aligned (64 bytes in fp32) for vector loads.
     total_ += (shape_numel(specs_[i].shape) + 15) / 16 * 16;
   }
-  flat_ = Tensor::zeros({total_}, DType::F32, device);
+  flat_ = Tensor::zeros({total_}, dtype, device);
   grad_flat_ = Tensor::zeros({total_}, DType::F32, device);
 }
 
@@ -47,11 +49,17 @@ void ParamStore::init(uint64_t seed) {
       for (int64_t j = 0; j < row; ++j) w[s.zero_row * row + j] = 0.0f;
     }
   }
-  flat_.copy_from(host);
+  set_from_host_f32(host);
+}
+
+void ParamStore::set_from_host_f32(const Tensor& host) {
+  flat_.copy_from(host.to(flat_.dtype()));  // BF16 store: rounded to nearest even on the host
   refresh_compute_copy();
 }
 
 void ParamStore::enable_compute_copy() {
+  if (flat_.dtype() != DType::F32)
+    fail("a bf16 compute copy needs fp32 master parameters (this store is ", dtype_name(flat_.dtype()), ")");
   if (!compute_.defined()) compute_ = Tensor::empty({total_}, DType::BF16, flat_.device());
   refresh_compute_copy();
 }
@@ -99,8 +107,7 @@ void ParamStore::load(const SafetensorsFile& f,
   }
   for (size_t i = 0; i < specs_.size(); ++i)
     if (!seen[i]) fail(f.source, ": missing parameter '", specs_[i].name, "'");
-  flat_.copy_from(host);
-  refresh_compute_copy();
+  set_from_host_f32(host);
 }
 
 std::map<std::string, Tensor> ParamStore::export_tensors(DType dtype) const {

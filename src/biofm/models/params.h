@@ -4,6 +4,10 @@
 // weight-decay flag). The store lays them out back to back in one flat buffer, with the
 // gradients in a second buffer of the same layout, so that init, import/export, the
 // optimizer, gradient norms and (later) sharding are generic over the table.
+//
+// The master buffer is F32 (fp32 and bf16-mixed precision, the latter adding a BF16 compute
+// copy) or BF16 (pure bf16 precision: no fp32 copy exists; param(), weight() and flat() are
+// all BF16). Gradients are F32 in every case.
 #pragma once
 #include <functional>
 #include <map>
@@ -29,7 +33,8 @@ struct ParamSpec {
 class ParamStore {
  public:
   ParamStore() = default;
-  ParamStore(std::vector<ParamSpec> specs, Device device);
+  // dtype: the master buffer's dtype, F32 or BF16 (see above).
+  ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype = DType::F32);
 
   size_t size() const { return specs_.size(); }
   const ParamSpec& spec(size_t i) const { return specs_[i]; }
@@ -38,10 +43,10 @@ class ParamStore {
   int64_t offset(size_t i) const { return offsets_[i]; }
   size_t index(const std::string& name) const;  // throws naming the parameter if absent
 
-  // Master (F32) parameter i.
+  // Master parameter i (the store's dtype: F32, or BF16 for pure bf16 parameters).
   Tensor param(size_t i) const { return flat_.flat_slice(offsets_[i], specs_[i].shape); }
   // The parameter as forward/backward read it: the BF16 compute copy when one is enabled,
-  // else the master parameter.
+  // else the master parameter (itself BF16 in a BF16 store).
   Tensor weight(size_t i) const {
     return compute_.defined() ? compute_.flat_slice(offsets_[i], specs_[i].shape) : param(i);
   }
@@ -49,11 +54,11 @@ class ParamStore {
   Tensor grad(size_t i) const { return grad_flat_.flat_slice(offsets_[i], specs_[i].shape); }
   Tensor param(const std::string& name) const { return param(index(name)); }
   Tensor grad(const std::string& name) const { return grad(index(name)); }
-  // Keeps a BF16 copy of all parameters for compute (mixed precision).
+  // Keeps a BF16 copy of all parameters for compute (mixed precision; F32 store only).
   void enable_compute_copy();
   // Re-derives the compute copy from the masters (after init, load or resume).
   void refresh_compute_copy();
-  Tensor& compute_flat() { return compute_; }
+  Tensor& compute_flat() { return compute_; }  // undefined without a compute copy
   // [start, end) element ranges of the parameters that take weight decay, as I64 [R,2]
   // on the store's device (adjacent ranges merged).
   Tensor decay_ranges() const;
@@ -63,17 +68,20 @@ class ParamStore {
   const Tensor& flat() const { return flat_; }
   const Tensor& grad_flat() const { return grad_flat_; }
   Device device() const { return flat_.device(); }
+  DType dtype() const { return flat_.dtype(); }  // of the master buffer
 
   void zero_grad() { grad_flat_.zero_(); }
-  // Deterministic init from (seed, parameter index, element index).
+  // Deterministic init from (seed, parameter index, element index), computed in fp32 on the
+  // host and rounded once (nearest even) for a BF16 store.
   void init(uint64_t seed);
 
   // Loads every parameter from Hugging Face tensors (any float dtype). Names for which
   // `ignorable` returns true may be absent from the table; any other unknown name, a
-  // missing parameter or a wrong shape throws, naming the tensor and the source.
+  // missing parameter or a wrong shape throws, naming the tensor and the source. A BF16
+  // store rounds F32 values to bf16 (exact for values that came from bf16).
   void load(const SafetensorsFile& f, const std::function<bool(const std::string&)>& ignorable,
             const std::function<std::string(const std::string&)>& rename = nullptr);
-  // Parameters by name, converted to `dtype` on the CPU.
+  // Parameters by name, converted to `dtype` on the CPU (BF16 → F32 is exact).
   std::map<std::string, Tensor> export_tensors(DType dtype) const;
 
  private:
@@ -81,6 +89,9 @@ class ParamStore {
   std::vector<int64_t> offsets_;
   std::map<std::string, size_t> by_name_;
   int64_t total_ = 0;
+  // Sets the master buffer (and the compute copy) from an F32 host buffer of total_ elements.
+  void set_from_host_f32(const Tensor& host);
+
   Tensor flat_, grad_flat_, compute_;
 };
 

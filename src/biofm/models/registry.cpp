@@ -12,8 +12,8 @@ namespace biofm {
 Precision precision_for(const TrainConfig& cfg, Device device) {
   if (device == Device::CPU || cfg.precision == "fp32") return Precision::F32;
   if (cfg.precision == "bf16-mixed") return Precision::Bf16Mixed;
-  fail("precision '", cfg.precision,
-       "' (pure bf16 parameters) is not implemented; use bf16-mixed (fp32 master weights, bf16 compute) or fp32");
+  if (cfg.precision == "bf16") return Precision::Bf16;
+  fail("precision '", cfg.precision, "' is not one of fp32, bf16-mixed, bf16");
 }
 
 std::string model_type_of_dir(const std::string& dir) {

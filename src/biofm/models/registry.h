@@ -8,7 +8,8 @@
 
 namespace biofm {
 
-// fp32 on the CPU; the config's precision on CUDA ("bf16-mixed" → Bf16Mixed).
+// fp32 on the CPU; the config's precision on CUDA ("fp32" → F32, "bf16-mixed" → Bf16Mixed,
+// "bf16" → Bf16: pure bf16 parameters).
 Precision precision_for(const TrainConfig& cfg, Device device);
 
 // The model the config describes: loaded from model.init_from, else randomly initialised

@@ -123,7 +123,8 @@ Registry build_registry() {
   BIND(clip_grad_norm, .range = ge(0), .aliases = {"max_grad_norm", "grad_clip"},
        .help = "global grad-norm clip; 0 disables");
   BIND(precision, .choices = {"fp32", "bf16", "bf16-mixed"}, .aliases = {"dtype", "mixed_precision"},
-       .help = "fp32 | bf16 | bf16-mixed (fp32 master weights, bf16 compute)");
+       .help = "fp32 | bf16-mixed (fp32 master weights, bf16 compute) | bf16 (pure bf16 weights, "
+               "fp32 grads and AdamW state; CUDA only)");
   BIND(num_threads, .range = ge(0), .help = "CPU threads; 0 = all cores");
   BIND(output_dir, .aliases = {"out_dir", "run_dir"}, .help = "run directory");
   BIND(recompute, .aliases = {"activation_checkpointing", "gradient_checkpointing"},

@@ -115,7 +115,7 @@ struct TrainConfig {
   int64_t num_train_steps = 1000;
   int grad_acc_steps = 1;
   double clip_grad_norm = 1.0;  // 0 disables clipping
-  std::string precision = "fp32";  // fp32 | bf16 | bf16-mixed (fp32 master, bf16 compute)
+  std::string precision = "fp32";  // fp32 | bf16-mixed (fp32 master, bf16 compute) | bf16 (pure bf16 params)
   int num_threads = 0;                    // CPU threads; 0 = all cores
   std::string output_dir = "runs/default";
   bool recompute = false;  // activation recompute in backward

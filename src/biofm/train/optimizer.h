@@ -1,6 +1,8 @@
 // AdamW over a flat parameter store: per-parameter weight-decay flags from the model's
 // parameter table, global gradient norm and clipping, all without host synchronisation
 // (the clip coefficient stays on the device; the host reads the norm only to log it).
+// The moments are F32 whatever the store's dtype; a BF16 store (pure bf16 precision) is
+// updated in fp32 and rounded back to bf16 (see ops::adamw_flat).
 #pragma once
 #include <map>
 #include <string>

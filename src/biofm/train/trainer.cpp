@@ -131,10 +131,10 @@ TrainSummary run_training(const TrainConfig& cfg) {
   write_file_atomic(out_dir + "/config.yaml", to_yaml(cfg));
 
   const ModelDims dims = model->dims();
-  std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s%s | data %s: %llu sequences\n",
+  std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s) | data %s: %llu sequences\n",
               model->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
               double(dims.parameters) / 1e6, device_name(device),
-              precision_for(cfg, device) == Precision::Bf16Mixed ? " (bf16-mixed)" : " (fp32)",
+              precision_name(precision_for(cfg, device)),
               cfg.dataset.path.c_str(), (unsigned long long)train_set.size());
   std::fflush(stdout);
 

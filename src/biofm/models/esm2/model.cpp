@@ -57,11 +57,13 @@ std::vector<ParamSpec> Esm2Model::param_table(const Esm2Config& c) {
 }
 
 Esm2Model::Esm2Model(const Esm2Config& config, Device device, Precision precision)
-    : cfg_(config), params_(param_table(config), device) {
+    : cfg_(config), params_(param_table(config), device, master_dtype(precision)) {
   cfg_.validate();
-  if (precision == Precision::Bf16Mixed) {
-    if (device == Device::CPU) fail("bf16-mixed precision needs the CUDA backend (the CPU backend computes in fp32)");
-    params_.enable_compute_copy();
+  if (precision != Precision::F32) {
+    if (device == Device::CPU)
+      fail(precision_name(precision), " precision needs the CUDA backend (the CPU backend computes in fp32)");
+    // bf16-mixed: fp32 masters plus a bf16 compute copy; bf16: the masters are bf16 already.
+    if (precision == Precision::Bf16Mixed) params_.enable_compute_copy();
     act_dtype_ = DType::BF16;
   }
   const int half = cfg_.head_dim() / 2;

@@ -80,10 +80,13 @@ std::vector<ParamSpec> LlamaModel::param_table(const LlamaConfig& c, bool no_dec
 }
 
 LlamaModel::LlamaModel(const LlamaConfig& config, Device device, Precision precision, bool no_decay_1d_emb)
-    : cfg_((config.validate(), config)), params_(param_table(config, no_decay_1d_emb), device) {
-  if (precision == Precision::Bf16Mixed) {
-    if (device == Device::CPU) fail("bf16-mixed precision needs the CUDA backend (the CPU backend computes in fp32)");
-    params_.enable_compute_copy();
+    : cfg_((config.validate(), config)),
+      params_(param_table(config, no_decay_1d_emb), device, master_dtype(precision)) {
+  if (precision != Precision::F32) {
+    if (device == Device::CPU)
+      fail(precision_name(precision), " precision needs the CUDA backend (the CPU backend computes in fp32)");
+    // bf16-mixed: fp32 masters plus a bf16 compute copy; bf16: the masters are bf16 already.
+    if (precision == Precision::Bf16Mixed) params_.enable_compute_copy();
     act_dtype_ = DType::BF16;
   }
   const std::vector<float> f = cfg_.inv_freq();

@@ -50,9 +50,10 @@ struct Chunk {
   bool decay;
 };
 
+constexpr int64_t kBlock = 8192;  // elements per chunk
+
 // [0, n) cut into chunks of at most kBlock elements, each inside or outside every decay range.
 std::vector<Chunk> chunks_for(int64_t n, const std::vector<std::pair<int64_t, int64_t>>& ranges) {
-  constexpr int64_t kBlock = 8192;
   std::vector<Chunk> out;
   auto add = [&](int64_t a, int64_t b, bool decay) {
     for (int64_t s = a; s < b; s += kBlock) out.push_back({s, std::min(b, s + kBlock) - s, decay});
@@ -67,15 +68,25 @@ std::vector<Chunk> chunks_for(int64_t n, const std::vector<std::pair<int64_t, in
   return out;
 }
 
-void run_adamw(float* p, const float* g, float* m, float* v, bf16* copy, int64_t n,
+// Exactly one of p (F32 parameters) and pb (BF16 parameters) is non-null. BF16 parameters
+// are widened chunk by chunk into an fp32 buffer and updated by the very same adamw_rows as
+// the F32 path, whose bf16 `copy` output writes them back rounded to nearest even: the bf16
+// result is by construction the F32 path's result rounded.
+void run_adamw(float* p, bf16* pb, const float* g, float* m, float* v, bf16* copy, int64_t n,
                const std::vector<Chunk>& chunks, const AdamWScalars& with_wd,
                const AdamWScalars& no_wd) {
 #pragma omp parallel for schedule(static) num_threads(threads_for(n))
   for (size_t c = 0; c < chunks.size(); ++c) {
     const Chunk& ch = chunks[c];
     const int64_t a = ch.start;
-    adamw_rows(p + a, g + a, m + a, v + a, ch.len, ch.decay ? with_wd : no_wd,
-               copy ? copy + a : nullptr);
+    const AdamWScalars& s = ch.decay ? with_wd : no_wd;
+    if (pb) {
+      float buf[kBlock];
+      for (int64_t i = 0; i < ch.len; ++i) buf[i] = bf16_to_f32(pb[a + i]);
+      adamw_rows(buf, g + a, m + a, v + a, ch.len, s, pb + a);
+    } else {
+      adamw_rows(p + a, g + a, m + a, v + a, ch.len, s, copy ? copy + a : nullptr);
+    }
   }
 }
 
@@ -90,7 +101,7 @@ void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const A
   if (h.step < 1) fail(op, ": step must be >= 1 (1-based), got ", h.step);
   const AdamWScalars s = adamw_scalars(h, h.weight_decay);
   const int64_t n = param.numel();
-  run_adamw(param.f32(), grad.f32(), m.f32(), v.f32(), nullptr, n, chunks_for(n, {{0, n}}), s, s);
+  run_adamw(param.f32(), nullptr, grad.f32(), m.f32(), v.f32(), nullptr, n, chunks_for(n, {{0, n}}), s, s);
 }
 
 void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm) {
@@ -117,13 +128,16 @@ void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, fl
 void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m, Tensor& v,
                 const Tensor& decay_ranges, const Tensor& clip_coef, const AdamWHyper& h) {
   const char* op = "adamw_flat";
-  require_f32(param, op, "param");
+  const bool bf16_params = param.defined() && param.dtype() == DType::BF16;
+  require(param, bf16_params ? DType::BF16 : DType::F32, op, "param");  // F32 or BF16
   const int64_t n = param.numel();
   const Shape flat{n};
   if (param.dim() != 1) fail(op, ": param must be a flat [n] buffer, got ", param.describe());
   require_f32_shape(grad, flat, op, "grad");
   require_f32_shape(m, flat, op, "m");
   require_f32_shape(v, flat, op, "v");
+  if (bf16_params && compute_copy.defined())
+    fail(op, ": BF16 parameters take no compute copy (got ", compute_copy.describe(), ")");
   if (compute_copy.defined()) {
     require(compute_copy, DType::BF16, op, "compute_copy");
     if (compute_copy.numel() != n)
@@ -150,8 +164,8 @@ void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor&
   }
   AdamWScalars with_wd = adamw_scalars(h, h.weight_decay), no_wd = adamw_scalars(h, 0.0f);
   with_wd.grad_scale = no_wd.grad_scale = clip_coef.f32()[0];
-  run_adamw(param.f32(), grad.f32(), m.f32(), v.f32(),
-            compute_copy.defined() ? compute_copy.bf() : nullptr, n, chunks_for(n, ranges),
+  run_adamw(bf16_params ? nullptr : param.f32(), bf16_params ? param.bf() : nullptr, grad.f32(), m.f32(),
+            v.f32(), compute_copy.defined() ? compute_copy.bf() : nullptr, n, chunks_for(n, ranges),
             with_wd, no_wd);
 }
 

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <type_traits>
 
 #include "biofm/core/cuda_helpers_cuda.h"
 #include "biofm/ops/optim/op.h"
@@ -87,8 +88,12 @@ struct AdamStepFn {
 };
 
 // Leaves everything untouched when clip_coef[0] is not finite (see grad_norm_clip_coef).
+// P: the parameters' type. float, or __nv_bfloat16 for pure bf16 parameters: read and
+// widened to fp32, updated by the same adamw_elem, written back rounded to nearest even
+// (then copy is null).
+template <class P>
 struct AdamFlatFn {
-  float* p;
+  P* p;
   const float* g;
   float* m;
   float* v;
@@ -116,7 +121,8 @@ struct AdamFlatFn {
     const float clip = __ldg(clip_coef);
     if (!isfinite(clip)) return;  // non-finite gradients: the whole step is skipped
     int64_t r = range_at(i);
-    Pack<float, V> pp = load_pack<V>(p + i), mm = load_pack<V>(m + i), vv = load_pack<V>(v + i);
+    Pack<P, V> pp = load_pack<V>(p + i);
+    Pack<float, V> mm = load_pack<V>(m + i), vv = load_pack<V>(v + i);
     const Pack<float, V> gg = load_pack<V>(g + i);
     Pack<__nv_bfloat16, V> cc;
 #pragma unroll
@@ -124,15 +130,29 @@ struct AdamFlatFn {
       const int64_t e = i + j;
       while (r + 1 < R && __ldg(ranges + 2 * (r + 1)) <= e) ++r;
       const bool decays = r >= 0 && e < __ldg(ranges + 2 * r + 1);
-      adamw_elem(pp.v[j], mm.v[j], vv.v[j], __fmul_rn(gg.v[j], clip), decays ? s.decay : 1.0f, s);
-      cc.v[j] = __float2bfloat16_rn(pp.v[j]);
+      float pf = to_f32(pp.v[j]);
+      adamw_elem(pf, mm.v[j], vv.v[j], __fmul_rn(gg.v[j], clip), decays ? s.decay : 1.0f, s);
+      pp.v[j] = from_f32<P>(pf);
+      cc.v[j] = __float2bfloat16_rn(pf);
     }
     store_pack<V>(p + i, pp);
     store_pack<V>(m + i, mm);
     store_pack<V>(v + i, vv);
-    if (copy) store_pack<V>(copy + i, cc);
+    if constexpr (std::is_same_v<P, float>) {
+      if (copy) store_pack<V>(copy + i, cc);
+    }
   }
 };
+
+template <class P>
+void launch_adamw_flat(const AdamFlatFn<P>& fn, int64_t n) {
+  const bool vec = aligned(fn.p, 4 * sizeof(P)) && aligned(fn.g, 16) && aligned(fn.m, 16) &&
+                   aligned(fn.v, 16) && (!fn.copy || aligned(fn.copy, 8));
+  if (vec)
+    launch_vec_loop<4>(n, fn);
+  else
+    launch_vec_loop<1>(n, fn);
+}
 
 struct ScaleFn {
   float* g;
@@ -234,7 +254,8 @@ void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, fl
 void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m, Tensor& v,
                 const Tensor& decay_ranges, const Tensor& clip_coef, const AdamWHyper& h) {
   const char* op = "adamw_flat";
-  require_cuda(param, DType::F32, op, "param");
+  const bool bf16_params = param.defined() && param.dtype() == DType::BF16;
+  require_cuda(param, bf16_params ? DType::BF16 : DType::F32, op, "param");  // F32 or BF16
   const int64_t n = param.numel();
   require_flat_f32(grad, n, op, "grad");
   require_flat_f32(m, n, op, "m");
@@ -249,27 +270,25 @@ void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor&
       fail(op, ": decay_ranges must be [R, 2], got ", decay_ranges.describe());
     R = decay_ranges.size(0);
   }
+  if (bf16_params && compute_copy.defined())
+    fail(op, ": BF16 parameters take no compute copy (got ", compute_copy.describe(), ")");
   if (compute_copy.defined()) {
     require_cuda(compute_copy, DType::BF16, op, "compute_copy");
     if (compute_copy.numel() != n)
       fail(op, ": compute_copy must hold ", n, " elements, got ", compute_copy.describe());
   }
   const AdamScalars s = adam_scalars(h, op);
-  AdamFlatFn fn{param.f32(),
-                grad.f32(),
-                m.f32(),
-                v.f32(),
-                compute_copy.defined() ? static_cast<__nv_bfloat16*>(compute_copy.raw()) : nullptr,
-                R ? decay_ranges.i64() : nullptr,
-                R,
-                clip_coef.f32(),
-                s};
-  const bool vec = aligned(fn.p, 16) && aligned(fn.g, 16) && aligned(fn.m, 16) && aligned(fn.v, 16) &&
-                   (!fn.copy || aligned(fn.copy, 8));
-  if (vec)
-    launch_vec_loop<4>(n, fn);
-  else
-    launch_vec_loop<1>(n, fn);
+  const int64_t* ranges = R ? decay_ranges.i64() : nullptr;
+  if (bf16_params) {
+    launch_adamw_flat(AdamFlatFn<__nv_bfloat16>{static_cast<__nv_bfloat16*>(param.raw()), grad.f32(), m.f32(),
+                                                v.f32(), nullptr, ranges, R, clip_coef.f32(), s},
+                      n);
+    return;
+  }
+  launch_adamw_flat(AdamFlatFn<float>{param.f32(), grad.f32(), m.f32(), v.f32(),
+                                      compute_copy.defined() ? static_cast<__nv_bfloat16*>(compute_copy.raw()) : nullptr,
+                                      ranges, R, clip_coef.f32(), s},
+                    n);
 }
 
 }  // namespace biofm::ops::cuda

@@ -55,8 +55,12 @@ void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, fl
 // AdamW over the flat buffers (a no-op when clip_coef[0] is not finite):
 // g = grad · clip_coef[0]; weight decay h.weight_decay applies
 // to elements inside decay_ranges (I64 [R,2], sorted [start, end) element ranges, on the
-// param's device), none elsewhere. param, m, v, grad: F32 flat. If compute_copy is defined
-// (BF16, same numel) it receives the updated params rounded to bf16 in the same pass.
+// param's device), none elsewhere. m, v, grad: F32 flat. param: F32 flat; if compute_copy
+// is defined (BF16, same numel) it receives the updated params rounded to bf16 in the same
+// pass. param may instead be BF16 (pure bf16 parameters, no fp32 master; compute_copy must
+// then be undefined): each element is widened to fp32, updated by exactly the F32 path's
+// arithmetic and written back rounded to nearest even, so the result equals the F32 path
+// run on the widened values followed by rounding to bf16.
 void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m, Tensor& v,
                 const Tensor& decay_ranges, const Tensor& clip_coef, const AdamWHyper& h);
 
