@@ -39,6 +39,10 @@ inline const char* precision_name(Precision p) {
   return p == Precision::F32 ? "fp32" : p == Precision::Bf16Mixed ? "bf16-mixed" : "bf16";
 }
 
+// Host-side sums over a batch: Σ token_loss and count over labels != -100, and (if asked)
+// how many argmax(logits) equal the label. Reads the tensors to the host.
+LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels, bool count_correct);
+
 class LanguageModel {
  public:
   virtual ~LanguageModel() = default;

@@ -176,7 +176,10 @@ void Esm2Model::forward_trunk(const Batch& b, Acts& acts, bool keep) {
     LayerActs& a = acts.layers[keep ? size_t(l) : 0];
     Tensor x_out;
     layer_forward(l, b, x, a, x_out);
-    if (keep && recompute_) a = LayerActs{x};  // backward recomputes the rest
+    if (keep && recompute_) {  // backward recomputes the rest from the layer input
+      a = LayerActs{};
+      a.x_in = x;
+    }
     x = x_out;
   }
   HeadActs& h = acts.head;
@@ -222,36 +225,6 @@ Tensor Esm2Model::logits(const Batch& b) {
   return forward_head(acts);
 }
 
-namespace {
-
-LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels,
-                    bool count_correct) {
-  LossSums s;
-  Tensor tl = token_loss.to(Device::CPU).to(DType::F32), lab = labels.to(Device::CPU);
-  const int64_t T = tl.numel();
-  for (int64_t i = 0; i < T; ++i) {
-    if (lab.i32()[i] == ops::kIgnoreIndex) continue;
-    s.loss_sum += tl.f32()[i];
-    s.num_tokens += 1;
-  }
-  if (count_correct) {
-    Tensor lg = logits.to(Device::CPU).to(DType::F32);
-    const int64_t V = lg.size(1);
-    for (int64_t i = 0; i < T; ++i) {
-      int32_t y = lab.i32()[i];
-      if (y == ops::kIgnoreIndex) continue;
-      const float* row = lg.f32() + i * V;
-      int64_t best = 0;
-      for (int64_t v = 1; v < V; ++v)
-        if (row[v] > row[best]) best = v;
-      s.num_correct += best == y;
-    }
-  }
-  return s;
-}
-
-}  // namespace
-
 LossSums Esm2Model::evaluate(const Batch& b, bool count_correct) {
   Tensor lg = logits(b);
   Tensor token_loss = f32({b.num_rows()}, device());
@@ -276,7 +249,6 @@ void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) 
   }
   const int64_t T = dx.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, hd = cfg_.head_dim();
-  const Device dev = dx.device();
   auto P = [&](const std::string& rest) { return params_.weight(layer_name(l, rest)); };
   auto G = [&](const std::string& rest) { return params_.grad(layer_name(l, rest)); };
   Tensor none;

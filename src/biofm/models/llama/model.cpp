@@ -26,30 +26,6 @@ std::string layer_name(int l, const std::string& rest) {
 
 Tensor f32(const Shape& s, Device d) { return Tensor::empty(s, DType::F32, d); }
 
-LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels, bool count_correct) {
-  LossSums s;
-  Tensor tl = token_loss.to(Device::CPU).to(DType::F32), lab = labels.to(Device::CPU);
-  const int64_t T = tl.numel();
-  for (int64_t i = 0; i < T; ++i) {
-    if (lab.i32()[i] == ops::kIgnoreIndex) continue;
-    s.loss_sum += tl.f32()[i];
-    s.num_tokens += 1;
-  }
-  if (count_correct) {
-    Tensor lg = logits.to(Device::CPU).to(DType::F32);
-    const int64_t V = lg.size(1);
-    for (int64_t i = 0; i < T; ++i) {
-      int32_t y = lab.i32()[i];
-      if (y == ops::kIgnoreIndex) continue;
-      const float* row = lg.f32() + i * V;
-      int64_t best = 0;
-      for (int64_t v = 1; v < V; ++v)
-        if (row[v] > row[best]) best = v;
-      s.num_correct += best == y;
-    }
-  }
-  return s;
-}
 
 }  // namespace
 
