@@ -12,52 +12,13 @@
 #include "biofm/models/registry.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
+#include "hf_fixture.h"
 
 using namespace biofm;
 
 namespace {
 
 std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
-
-// The fixture's padded batch as packed THD rows; keeps (b, s) → row for comparisons.
-// Causal fixtures hold Hugging Face's unshifted labels; ours are shifted (label at t is the
-// target of position t, -100 at each sequence's last token).
-Batch fixture_batch(const SafetensorsFile& ref, std::vector<int64_t>& row_of, bool shift_labels) {
-  const Tensor& ids = ref.get("input_ids");
-  const Tensor& mask = ref.get("attention_mask");
-  const Tensor& labels = ref.get("labels");
-  const int64_t B = ids.size(0), S = ids.size(1);
-  std::vector<int32_t> out_ids, out_labels, pos, cu{0}, lens;
-  row_of.assign(size_t(B * S), -1);
-  int32_t maxlen = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    int32_t len = 0;
-    for (int64_t s = 0; s < S; ++s) len += mask.i32()[b * S + s];
-    for (int64_t s = 0; s < len; ++s) {
-      row_of[size_t(b * S + s)] = int64_t(out_ids.size());
-      out_ids.push_back(ids.i32()[b * S + s]);
-      if (shift_labels)
-        out_labels.push_back(s + 1 < len ? labels.i32()[b * S + s + 1] : -100);
-      else
-        out_labels.push_back(labels.i32()[b * S + s]);
-      pos.push_back(int32_t(s));
-    }
-    lens.push_back(len);
-    maxlen = std::max(maxlen, len);
-    cu.push_back(int32_t(out_ids.size()));
-  }
-  Batch batch;
-  const int64_t T = int64_t(out_ids.size());
-  batch.input_ids = Tensor::from_i32({T}, out_ids);
-  batch.labels = Tensor::from_i32({T}, out_labels);
-  batch.positions = Tensor::from_i32({T}, pos);
-  batch.cu_seqlens = Tensor::from_i32({B + 1}, cu);
-  batch.seq_lens = Tensor::from_i32({B}, lens);
-  batch.max_seqlen = maxlen;
-  for (int32_t l : lens) batch.num_real_tokens += l;
-  for (int32_t y : out_labels) batch.num_label_tokens += y != -100;
-  return batch;
-}
 
 void check_fixture(const std::string& name, Precision precision, double logit_atol, double loss_atol,
                    double grad_cos_min) {
@@ -66,7 +27,7 @@ void check_fixture(const std::string& name, Precision precision, double logit_at
   auto model = load_model_dir(dir, Device::CUDA, precision);
   SafetensorsFile ref = read_safetensors(dir + "/reference.safetensors");
   std::vector<int64_t> row_of;
-  Batch hb = fixture_batch(ref, row_of, model->family() == "llama");
+  Batch hb = testkit::hf_fixture_batch(ref, /*packed=*/true, model->family() == "llama", row_of);
   Batch b = hb.to(Device::CUDA);
   Tensor logits = model->logits(b).to(Device::CPU).to(DType::F32);
   const Tensor& ref_logits = ref.get("logits");
@@ -138,7 +99,7 @@ TEST(CudaBf16, ForwardBackwardEqualsBf16Mixed) {
     for (int64_t i = 0; i < wm.numel(); ++i) ASSERT_EQ(wm.bf()[i], wp.bf()[i]) << "weight element " << i;
     SafetensorsFile ref = read_safetensors(dir + "/reference.safetensors");
     std::vector<int64_t> row_of;
-    Batch hb = fixture_batch(ref, row_of, mixed->family() == "llama");
+    Batch hb = testkit::hf_fixture_batch(ref, /*packed=*/true, mixed->family() == "llama", row_of);
     Batch b = hb.to(Device::CUDA);
     double loss[2];
     Tensor grads[2];

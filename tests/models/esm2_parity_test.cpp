@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "biofm/io/safetensors.h"
+#include "hf_fixture.h"
 #include "biofm/models/esm2/model.h"
 
 using namespace biofm;
@@ -17,56 +18,13 @@ std::string fixture_dir(const std::string& name) {
   return std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/" + name;
 }
 
-// The padded [B,S] reference batch as our Batch: BSHD layout (padding slots kept) or
-// packed THD (padding removed). `row_of` maps (b, s) to the row in our layout (-1: dropped).
-Batch to_batch(const SafetensorsFile& ref, bool packed, std::vector<int64_t>& row_of) {
-  const Tensor& ids = ref.get("input_ids");
-  const Tensor& mask = ref.get("attention_mask");
-  const Tensor& labels = ref.get("labels");
-  const int64_t B = ids.size(0), S = ids.size(1);
-  std::vector<int32_t> out_ids, out_labels, out_pos, cu{0}, lens;
-  row_of.assign(size_t(B * S), -1);
-  int32_t maxlen = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    int32_t len = 0;
-    for (int64_t s = 0; s < S; ++s) len += mask.i32()[b * S + s];
-    lens.push_back(len);
-    maxlen = std::max(maxlen, len);
-    int64_t slots = packed ? len : S;
-    for (int64_t s = 0; s < slots; ++s) {
-      row_of[size_t(b * S + s)] = int64_t(out_ids.size());
-      out_ids.push_back(ids.i32()[b * S + s]);
-      out_labels.push_back(s < len ? labels.i32()[b * S + s] : -100);
-      out_pos.push_back(s < len ? int32_t(s) : 0);
-    }
-    cu.push_back(int32_t(out_ids.size()));
-  }
-  Batch batch;
-  const int64_t T = int64_t(out_ids.size());
-  batch.input_ids = Tensor::from_i32({T}, out_ids);
-  batch.labels = Tensor::from_i32({T}, out_labels);
-  batch.positions = Tensor::from_i32({T}, out_pos);
-  batch.cu_seqlens = Tensor::from_i32({B + 1}, cu);
-  batch.seq_lens = Tensor::from_i32({B}, lens);
-  batch.max_seqlen = maxlen;
-  for (int32_t l : lens) batch.num_real_tokens += l;
-  for (int32_t y : out_labels) batch.num_label_tokens += y != -100;
-  return batch;
-}
-
-double max_abs(const Tensor& t) {
-  double m = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, double(std::fabs(t.f32()[i])));
-  return m;
-}
-
 void check_case(const std::string& name, bool packed) {
   SCOPED_TRACE(name + (packed ? " (packed THD)" : " (padded BSHD)"));
   auto model_ptr = Esm2Model::from_hf_dir(fixture_dir(name), Device::CPU);
   Esm2Model& model = *model_ptr;
   SafetensorsFile ref = read_safetensors(fixture_dir(name) + "/reference.safetensors");
   std::vector<int64_t> row_of;
-  Batch batch = to_batch(ref, packed, row_of);
+  Batch batch = testkit::hf_fixture_batch(ref, packed, /*shift_labels=*/false, row_of);
   const Tensor& ref_logits = ref.get("logits");
   const Tensor& mask = ref.get("attention_mask");
   const int64_t V = ref_logits.size(2);
@@ -107,7 +65,7 @@ void check_case(const std::string& name, bool packed) {
     ASSERT_EQ(g.shape(), g_ref.shape()) << pname;
     double diff = 0;
     for (int64_t i = 0; i < g.numel(); ++i) diff = std::max(diff, double(std::fabs(g.f32()[i] - g_ref.f32()[i])));
-    const double rel = diff / std::max(max_abs(g_ref), 1e-6);
+    const double rel = diff / std::max(testkit::max_abs(g_ref), 1e-6);
     worst_grad = std::max(worst_grad, rel);
     EXPECT_LE(rel, 1e-3) << "gradient of " << pname;
   }

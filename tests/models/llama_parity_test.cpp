@@ -13,6 +13,7 @@
 #include "biofm/data/dataset.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
+#include "hf_fixture.h"
 #include "biofm/models/llama/config.h"
 #include "biofm/models/llama/model.h"
 #include "biofm/models/llama/tokenizer_files.h"
@@ -25,51 +26,6 @@ namespace {
 
 std::string fixture_dir(const std::string& name) {
   return std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/" + name;
-}
-
-// The padded [B,S] reference batch as our Batch: BSHD layout (padding slots kept) or packed
-// THD (padding removed). HF labels are unshifted (HF shifts inside the loss); ours are
-// shifted: our label at t = HF label at t+1, -100 at each sequence's last real token.
-// `row_of` maps (b, s) to the row in our layout (-1: dropped).
-Batch to_batch(const SafetensorsFile& ref, bool packed, std::vector<int64_t>& row_of) {
-  const Tensor& ids = ref.get("input_ids");
-  const Tensor& mask = ref.get("attention_mask");
-  const Tensor& labels = ref.get("labels");
-  const int64_t B = ids.size(0), S = ids.size(1);
-  std::vector<int32_t> out_ids, out_labels, out_pos, cu{0}, lens;
-  row_of.assign(size_t(B * S), -1);
-  int32_t maxlen = 0;
-  for (int64_t b = 0; b < B; ++b) {
-    int32_t len = 0;
-    for (int64_t s = 0; s < S; ++s) len += mask.i32()[b * S + s];
-    lens.push_back(len);
-    maxlen = std::max(maxlen, len);
-    const int64_t slots = packed ? len : S;
-    for (int64_t s = 0; s < slots; ++s) {
-      row_of[size_t(b * S + s)] = int64_t(out_ids.size());
-      out_ids.push_back(ids.i32()[b * S + s]);
-      out_labels.push_back(s + 1 < len ? labels.i32()[b * S + s + 1] : -100);
-      out_pos.push_back(s < len ? int32_t(s) : 0);
-    }
-    cu.push_back(int32_t(out_ids.size()));
-  }
-  Batch batch;
-  const int64_t T = int64_t(out_ids.size());
-  batch.input_ids = Tensor::from_i32({T}, out_ids);
-  batch.labels = Tensor::from_i32({T}, out_labels);
-  batch.positions = Tensor::from_i32({T}, out_pos);
-  batch.cu_seqlens = Tensor::from_i32({B + 1}, cu);
-  batch.seq_lens = Tensor::from_i32({B}, lens);
-  batch.max_seqlen = maxlen;
-  for (int32_t l : lens) batch.num_real_tokens += l;
-  for (int32_t y : out_labels) batch.num_label_tokens += y != -100;
-  return batch;
-}
-
-double max_abs(const Tensor& t) {
-  double m = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, double(std::fabs(t.f32()[i])));
-  return m;
 }
 
 double max_diff(const Tensor& a, const Tensor& b) {
@@ -99,7 +55,7 @@ void check_case(const std::string& name, bool packed, bool recompute = false) {
   model.set_recompute(recompute);
   SafetensorsFile ref = read_safetensors(fixture_dir(name) + "/reference.safetensors");
   std::vector<int64_t> row_of;
-  Batch batch = to_batch(ref, packed, row_of);
+  Batch batch = testkit::hf_fixture_batch(ref, packed, /*shift_labels=*/true, row_of);
   const Tensor& mask = ref.get("attention_mask");
 
   const double d_logits = worst_rows(model.logits(batch), ref.get("logits"), mask, row_of);
@@ -126,7 +82,7 @@ void check_case(const std::string& name, bool packed, bool recompute = false) {
     const Tensor& g_ref = ref.get("grad." + pname);
     Tensor g = model.params().grad(p);
     ASSERT_EQ(g.shape(), g_ref.shape()) << pname;
-    const double rel = max_diff(g, g_ref) / std::max(max_abs(g_ref), 1e-6);
+    const double rel = max_diff(g, g_ref) / std::max(testkit::max_abs(g_ref), 1e-6);
     worst_grad = std::max(worst_grad, rel);
     EXPECT_LE(rel, 1e-3) << "gradient of " << pname;
     ++checked;
@@ -200,7 +156,7 @@ TEST(ModelsLlamaConfig, BothConfigShapesParseAlike) {
     auto mb = LlamaModel::from_hf_dir(legacy, Device::CPU);
     SafetensorsFile ref = read_safetensors(d + "/reference.safetensors");
     std::vector<int64_t> row_of;
-    Batch batch = to_batch(ref, true, row_of);
+    Batch batch = testkit::hf_fixture_batch(ref, true, /*shift_labels=*/true, row_of);
     EXPECT_EQ(max_diff(ma->logits(batch), mb->logits(batch)), 0.0);
   }
 }
@@ -287,7 +243,7 @@ TEST(ModelsLlama, TiedEmbeddingGradientSumsBothUses) {
   untied.params().load(f, nullptr);
   SafetensorsFile ref = read_safetensors(fixture_dir("llama_tied") + "/reference.safetensors");
   std::vector<int64_t> row_of;
-  Batch batch = to_batch(ref, true, row_of);
+  Batch batch = testkit::hf_fixture_batch(ref, true, /*shift_labels=*/true, row_of);
   for (LlamaModel* m : {tied.get(), &untied}) {
     m->params().zero_grad();
     Tensor acc = Tensor::zeros({1}, DType::F32);
@@ -298,9 +254,9 @@ TEST(ModelsLlama, TiedEmbeddingGradientSumsBothUses) {
   Tensor g_head = untied.params().grad("lm_head.weight");
   Tensor sum = g_emb.clone();
   for (int64_t i = 0; i < sum.numel(); ++i) sum.f32()[i] += g_head.f32()[i];
-  EXPECT_LT(max_diff(g_tied, sum), 1e-6 * std::max(1.0, max_abs(sum)));
-  EXPECT_GT(max_abs(g_emb), 1e-4);   // both parts matter
-  EXPECT_GT(max_abs(g_head), 1e-4);
+  EXPECT_LT(max_diff(g_tied, sum), 1e-6 * std::max(1.0, testkit::max_abs(sum)));
+  EXPECT_GT(testkit::max_abs(g_emb), 1e-4);   // both parts matter
+  EXPECT_GT(testkit::max_abs(g_head), 1e-4);
   EXPECT_EQ(tied->params().size() + 1, untied.params().size());
 }
 
