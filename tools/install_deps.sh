@@ -15,7 +15,9 @@ if ((${#missing[@]})); then
 fi
 # The CUDA build uses cuDNN's header-only frontend, which ships on PyPI.
 if command -v nvcc >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
+  # (--break-system-packages is for Debian's own python3, which refuses plain pip installs)
   python3 -c "import cudnn" >/dev/null 2>&1 || \
     python3 -m pip install -q nvidia-cudnn-frontend >/dev/null 2>&1 || \
-    echo "note: could not pip install nvidia-cudnn-frontend; the CUDA attention path needs its headers"
+    python3 -m pip install -q --break-system-packages nvidia-cudnn-frontend >/dev/null 2>&1 || \
+    echo "note: could not pip install nvidia-cudnn-frontend; configure with -DBIOFM_CUDA=OFF for a CPU-only build"
 fi
