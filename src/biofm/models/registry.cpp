@@ -94,7 +94,7 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device)
     model->set_recompute(cfg.recompute);
     return model;
   }
-  fail("model.family '", cfg.model.family, "' is not implemented yet (supported: esm2, llama)");
+  fail("unknown model.family '", cfg.model.family, "' (supported: esm2, llama)");
 }
 
 }  // namespace biofm

@@ -9,9 +9,27 @@ namespace biofm {
 
 namespace {
 
-class MlmSource : public BatchSource {
+std::string describe(const MlmBatcher& b, const SequenceDataset& d) {
+  MlmStats s = b.stats();
+  std::ostringstream os;
+  os << s.sequences << " sequences seen (" << s.truncated << " truncated to " << b.options().max_seq_length
+     << " tokens, " << s.unknown_tokens << " unknown residues), " << d.stats().skipped_empty
+     << " empty records skipped, epoch " << b.epoch();
+  return os.str();
+}
+
+std::string describe(const CausalLmBatcher& b, const SequenceDataset& d) {
+  std::ostringstream os;
+  os << b.stats().windows << " windows seen, " << d.stats().skipped_empty << " empty records skipped, epoch "
+     << b.epoch();
+  return os.str();
+}
+
+// Any batcher with the next/cursor/eval interface (MlmBatcher, CausalLmBatcher).
+template <class Batcher, class Options>
+class BatcherSource : public BatchSource {
  public:
-  MlmSource(const SequenceDataset& d, const MlmOptions& o) : data_(d), b_(d, o) {}
+  BatcherSource(const SequenceDataset& d, const Options& o) : data_(d), b_(d, o) {}
   Batch next() override { return b_.next(); }
   uint64_t cursor() const override { return b_.cursor(); }
   void set_cursor(uint64_t c) override { b_.set_cursor(c); }
@@ -19,41 +37,11 @@ class MlmSource : public BatchSource {
   uint64_t samples_per_epoch() const override { return b_.num_samples(); }
   bool next_eval(Batch& b) override { return b_.next_eval(b); }
   void reset_eval() override { b_.reset_eval(); }
-  std::string summary() const override {
-    MlmStats s = b_.stats();
-    std::ostringstream os;
-    os << s.sequences << " sequences seen (" << s.truncated << " truncated to "
-       << b_.options().max_seq_length << " tokens, " << s.unknown_tokens << " unknown residues), "
-       << data_.stats().skipped_empty << " empty records skipped, epoch " << b_.epoch();
-    return os.str();
-  }
+  std::string summary() const override { return describe(b_, data_); }
 
  private:
   const SequenceDataset& data_;
-  MlmBatcher b_;
-};
-
-class CausalSource : public BatchSource {
- public:
-  CausalSource(const SequenceDataset& d, const CausalLmOptions& o) : data_(d), b_(d, o) {}
-  Batch next() override { return b_.next(); }
-  uint64_t cursor() const override { return b_.cursor(); }
-  void set_cursor(uint64_t c) override { b_.set_cursor(c); }
-  uint64_t epoch() const override { return b_.epoch(); }
-  uint64_t samples_per_epoch() const override { return b_.num_samples(); }
-  bool next_eval(Batch& b) override { return b_.next_eval(b); }
-  void reset_eval() override { b_.reset_eval(); }
-  std::string summary() const override {
-    CausalLmStats s = b_.stats();
-    std::ostringstream os;
-    os << s.windows << " windows seen, " << data_.stats().skipped_empty
-       << " empty records skipped, epoch " << b_.epoch();
-    return os.str();
-  }
-
- private:
-  const SequenceDataset& data_;
-  CausalLmBatcher b_;
+  Batcher b_;
 };
 
 }  // namespace
@@ -71,7 +59,7 @@ std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const Seq
     o.pad_to_multiple_of = d.pad_to_multiple_of;
     o.shuffle = d.shuffle;
     validate(o);
-    return std::make_unique<MlmSource>(data, o);
+    return std::make_unique<BatcherSource<MlmBatcher, MlmOptions>>(data, o);
   }
   if (cfg.model.family == "llama") {
     CausalLmOptions o;
@@ -85,7 +73,7 @@ std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const Seq
     o.shuffle = d.shuffle;
     o.uppercase_labels = d.uppercase_labels;
     validate(o);
-    return std::make_unique<CausalSource>(data, o);
+    return std::make_unique<BatcherSource<CausalLmBatcher, CausalLmOptions>>(data, o);
   }
   fail("model.family '", cfg.model.family, "' has no data pipeline");
 }
