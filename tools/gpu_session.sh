@@ -1,28 +1,60 @@
 #!/usr/bin/env bash
-# One GPU-machine session: build info, CUDA tests, ESM-2 throughput and the HF peer run.
+# One GPU-machine session: CUDA tests, throughput benchmarks and the Hugging Face peer runs.
 # Usage (on the device, from the repo root): tools/gpu_session.sh BIN_DIR OUT_DIR [what...]
-#   what: tests bench peer  (default: all)
+#   what: tests esm esm3b llama peer peer_llama peer_compiled export og2_7b   (default: tests esm llama)
+# Data (env): DATA (proteins, default .carry/data/uniprot_20k.fasta.gz) and DNA_LONG (long DNA
+# records for 8192-token windows; default: lambda phage + Shigella plasmids from .carry/data).
 set -uo pipefail
 BIN=$1; OUT=$2; shift 2
-WHAT=${*:-tests bench peer}
+WHAT=${*:-tests esm llama}
 DATA=${DATA:-.carry/data/uniprot_20k.fasta.gz}
+DNA_LONG=${DNA_LONG:-/tmp/dna_long.fasta}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
+if [ ! -s "$DNA_LONG" ]; then
+  zcat .carry/data/lambda_phage.fa.gz .carry/data/shigella_plasmids.fasta.gz > "$DNA_LONG"
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 "$BIN/biofm" info | tee -a "$OUT/gpu.txt"
+bench() {  # bench NAME ARGS...: one `biofm bench` run, JSON + last line kept
+  local name=$1; shift
+  "$BIN/biofm" bench "$@" --json "$OUT/$name.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt"
+}
 for w in $WHAT; do
+  echo "== $w $(date +%T)" | tee -a "$OUT/bench.txt"
   case $w in
     tests)
-      "$BIN/biofm_cuda_tests" 2>&1 | tee "$OUT/cuda_tests.log" | grep -E "^\[  (PASSED|FAILED)|FAILED|\[cuda|\[curve" ;;
-    bench)
-      for shape in 35M 650M; do
-        "$BIN/biofm" bench --model esm2 --shape $shape --data "$DATA" --tokens-per-batch 16384 \
-          --steps 20 --warmup 8 --json "$OUT/ours_esm2_$shape.json" 2>&1 | tail -1
-      done
-      "$BIN/biofm" bench --model esm2 --shape 3B --data "$DATA" --tokens-per-batch 16384 --recompute \
-        --steps 10 --warmup 5 --json "$OUT/ours_esm2_3B.json" 2>&1 | tail -1 ;;
+      "$BIN/biofm_cuda_tests" 2>&1 | tee "$OUT/cuda_tests.log" | grep -E "^\[  (PASSED|FAILED)|FAILED|\[curve" ;;
+    esm)
+      bench ours_esm2_35M --model esm2 --shape 35M --data "$DATA" --tokens-per-batch 16384 --steps 20 --warmup 8
+      bench ours_esm2_650M --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 --steps 20 --warmup 8 ;;
+    esm3b)
+      bench ours_esm2_3B_recompute_all --model esm2 --shape 3B --data "$DATA" --tokens-per-batch 16384 --recompute \
+        --steps 8 --warmup 4
+      bench ours_esm2_3B_recompute_${RECOMPUTE_3B:-12} --model esm2 --shape 3B --data "$DATA" --tokens-per-batch 16384 \
+        --recompute --recompute-layers "${RECOMPUTE_3B:-12}" --steps 8 --warmup 4 ;;
+    llama)
+      bench ours_llama_1B_8k --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 8192 --max-seq-length 8192 \
+        --steps 20 --warmup 5
+      bench ours_llama_1B_16k --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 16384 --max-seq-length 8192 \
+        --steps 12 --warmup 4 ;;
     peer)
       python3 bench/hf_peer_bench.py --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 \
-        --max-seq-length 1024 --steps 15 --warmup 5 --json "$OUT/hf_esm2_650M_eager.json" 2>&1 | tail -1 ;;
+        --max-seq-length 1024 --steps 15 --warmup 5 --json "$OUT/hf_esm2_650M_eager.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt" ;;
+    peer_compiled)
+      python3 bench/hf_peer_bench.py --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 \
+        --max-seq-length 1024 --steps 15 --warmup 6 --compile --json "$OUT/hf_esm2_650M_compiled.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt" ;;
+    peer_llama)
+      python3 bench/hf_peer_bench.py --model llama --shape 1B --data "$DNA_LONG" --seq-length 8192 --micro-batch 1 \
+        --steps 12 --warmup 4 --json "$OUT/hf_llama_1B_8k.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt" ;;
+    export)
+      # A Llama trained here for 30 steps, exported, then loaded by the GPU machine's transformers.
+      "$BIN/biofm" train --config-name llama3_sanity device=cuda num_train_steps=30 output_dir=/tmp/llama_export_run \
+        dataset.val_every_n_steps=0 > "$OUT/export_train.log" 2>&1
+      python3 tools/check_llama_export.py --model /tmp/llama_export_run/final_model --fasta data/dna_val.fasta \
+        --biofm "$BIN/biofm" 2>&1 | tee "$OUT/llama_export_check.txt" | tail -8 ;;
+    og2_7b)
+      bench ours_og2_7b --model llama --shape 7B --data "$DNA_LONG" --tokens-per-batch 8192 --max-seq-length 8192 \
+        --recompute --steps ${STEPS_7B:-6} --warmup 3 ;;
   esac
 done

@@ -121,3 +121,31 @@ TEST(CudaActivation, MisalignedViews) {
         close(std::string("gelu misaligned ") + dtname(dt), to_host_f32(y), y_ref, tol(dt)));
   }
 }
+
+// Packed SwiGLU (gate | up rows of one [N, 2F] GEMM output) against the CPU reference;
+// F = 8192 (Llama 1B), 11008 and an odd F (scalar path).
+TEST(CudaActivation, SwigluPackedMatchesCpu) {
+  BIOFM_REQUIRE_GPU();
+  uint64_t seed = 700;
+  for (const auto& s : std::vector<std::pair<int64_t, int64_t>>{{64, 8192}, {7, 11008}, {33, 37}}) {
+    for (DType dt : {DType::F32, DType::BF16}) {
+      seed += 3;
+      const int64_t N = s.first, F = s.second;
+      Tensor gu0 = round_to(randn({N, 2 * F}, seed, 3.0f), dt);
+      Tensor d0 = round_to(randn({N, F}, seed + 1), dt);
+      Tensor y_ref = Tensor::empty({N, F}, DType::F32), dgu_ref = Tensor::empty({N, 2 * F}, DType::F32);
+      ops::cpu::swiglu_forward_packed(y_ref, gu0);
+      ops::cpu::swiglu_backward_packed(dgu_ref, d0, gu0);
+      Tensor gu = to_device(gu0, dt), d = to_device(d0, dt);
+      Tensor y = Tensor::empty({N, F}, dt, Device::CUDA), dgu = Tensor::empty({N, 2 * F}, dt, Device::CUDA);
+      poison(y);
+      poison(dgu);
+      ops::cuda::swiglu_forward_packed(y, gu);
+      ops::cuda::swiglu_backward_packed(dgu, d, gu);
+      const std::string L = std::string("swiglu packed ") + dtname(dt) + " [" + std::to_string(N) + ", " +
+                            std::to_string(F) + "]";
+      EXPECT_TRUE(close(L + " forward", to_host_f32(y), y_ref, tol(dt)));
+      EXPECT_TRUE(close(L + " dgate_up", to_host_f32(dgu), dgu_ref, tol(dt)));
+    }
+  }
+}

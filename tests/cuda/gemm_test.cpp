@@ -95,11 +95,19 @@ void run_case(const Case& c, uint64_t seed) {
   Tensor dw_g = dw0.to(Device::CUDA), db_g = c.bias ? db0.to(Device::CUDA) : Tensor();
   ops::cuda::linear_backward(dx_g, dw_g, db_g, doutg, xg, wg);
 
+  // The residual operand (C of the GEMM, or the add fallback for misaligned views).
+  const Tensor res = in_precision(testkit::randn({c.N, c.O}, seed + 7), dt);
+  Tensor out_rc = Tensor::empty({c.N, c.O}, DType::F32);
+  ops::cpu::linear_forward(out_rc, x, w, b, res);
+  Tensor out_rg = nan_gpu({c.N, c.O}, dt);
+  ops::cuda::linear_forward(out_rg, xg, wg, bg, upload_at(res, dt, off));
+
   const std::string what = std::string(dtype_name(dt)) + " N=" + std::to_string(c.N) + " I=" +
                            std::to_string(c.I) + " O=" + std::to_string(c.O) +
                            (c.bias ? " bias" : "") + (c.misaligned ? " misaligned" : "");
   const double e_out = rel_err(host_f32(out_g), out_c);
   EXPECT_LT(e_out, tol) << what << ": out";
+  EXPECT_LT(rel_err(host_f32(out_rg), out_rc), tol) << what << ": out with residual";
   if (c.want_dx) {
     EXPECT_LT(rel_err(host_f32(dx_g), dx_c), tol) << what << ": dx";
   }

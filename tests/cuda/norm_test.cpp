@@ -189,6 +189,26 @@ TEST(CudaNorm, RmsNormForwardBackwardMatchCpu) {
       EXPECT_TRUE(close(L + " dw only", to_host_f32(dw), dw_ref, tp));
       ops::cuda::rmsnorm_backward(dout, none, dout, x, w, rstd);
       EXPECT_TRUE(close(L + " dx in place", to_host_f32(dout), dx_ref, tol(dt.act)));
+
+      // The residual gradient folded into dx (separate, and aliasing dx), RMSNorm and LayerNorm.
+      const Tensor res0 = round_to(randn({c.rows, c.C}, seed + 9), dt.act);
+      Tensor dxr_ref = Tensor::empty({c.rows, c.C}, DType::F32);
+      ops::cpu::rmsnorm_backward(dxr_ref, none, in.dout, in.x, in.w, rstd_ref, res0);
+      Tensor dout2 = to_device(in.dout, dt.act);
+      poison(dx);
+      ops::cuda::rmsnorm_backward(dx, none, dout2, x, w, rstd, to_device(res0, dt.act));
+      EXPECT_TRUE(close(L + " dx + dres", to_host_f32(dx), dxr_ref, tol(dt.act)));
+      Tensor alias = to_device(res0, dt.act);
+      ops::cuda::rmsnorm_backward(alias, none, dout2, x, w, rstd, alias);
+      EXPECT_TRUE(close(L + " dx + dres aliased", to_host_f32(alias), dxr_ref, tol(dt.act)));
+      Tensor mean_l = Tensor::empty({c.rows}, DType::F32), rstd_l = Tensor::empty({c.rows}, DType::F32);
+      Tensor out_l = Tensor::empty({c.rows, c.C}, DType::F32);
+      ops::cpu::layernorm_forward(out_l, mean_l, rstd_l, in.x, in.w, in.b, eps);
+      ops::cpu::layernorm_backward(dxr_ref, none, none, in.dout, in.x, in.w, mean_l, rstd_l, res0);
+      poison(dx);
+      ops::cuda::layernorm_backward(dx, none, none, dout2, x, w, mean_l.to(Device::CUDA), rstd_l.to(Device::CUDA),
+                                    to_device(res0, dt.act));
+      EXPECT_TRUE(close(L + " layernorm dx + dres", to_host_f32(dx), dxr_ref, tol(dt.act)));
     }
   }
 }

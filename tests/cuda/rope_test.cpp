@@ -86,3 +86,43 @@ TEST(CudaRope, MisalignedViewUsesScalarPath) {
   ops::cuda::rope_apply(x, pos_h.to(Device::CUDA), f.to(Device::CUDA), false);
   EXPECT_TRUE(close("rope misaligned", to_host_f32(x), ref, 1e-5));
 }
+
+// The fused-QKV split and its gradient pack, against the CPU reference: ESM-2 (no GQA), the
+// Llama 1B/7B GQA shapes, and odd head dims (scalar path).
+TEST(CudaRope, QkvUnpackAndPackMatchCpu) {
+  BIOFM_REQUIRE_GPU();
+  struct Case {
+    int64_t N, Hq, Hkv, D;
+  };
+  const std::vector<Case> cases = {{37, 20, 20, 64}, {1000, 32, 8, 64}, {257, 32, 8, 128}, {19, 4, 2, 6}};
+  uint64_t seed = 500;
+  for (const auto& c : cases) {
+    for (DType dt : {DType::F32, DType::BF16}) {
+      seed += 7;
+      const int64_t R = (c.Hq + 2 * c.Hkv) * c.D;
+      Tensor packed0 = round_to(randn({c.N, R}, seed), dt);
+      Tensor dq0 = round_to(randn({c.N, c.Hq, c.D}, seed + 1), dt);
+      Tensor dk0 = round_to(randn({c.N, c.Hkv, c.D}, seed + 2), dt);
+      Tensor dv0 = round_to(randn({c.N, c.Hkv, c.D}, seed + 3), dt);
+      Tensor pos_h = Tensor::from_i32({c.N}, packed_positions(c.N, 301));
+      Tensor f = inv_freq_for(c.D, 1e4);
+      Tensor q_ref = Tensor::empty({c.N, c.Hq, c.D}, DType::F32), k_ref = Tensor::empty({c.N, c.Hkv, c.D}, DType::F32),
+             v_ref = Tensor::empty({c.N, c.Hkv, c.D}, DType::F32), dp_ref = Tensor::empty({c.N, R}, DType::F32);
+      ops::cpu::rope_unpack_qkv(q_ref, k_ref, v_ref, packed0, pos_h, f);
+      ops::cpu::rope_pack_qkv_grad(dp_ref, dq0, dk0, dv0, pos_h, f);
+
+      Tensor pos = pos_h.to(Device::CUDA), fd = f.to(Device::CUDA);
+      Tensor q = Tensor::empty({c.N, c.Hq, c.D}, dt, Device::CUDA), k = Tensor::empty({c.N, c.Hkv, c.D}, dt, Device::CUDA),
+             v = Tensor::empty({c.N, c.Hkv, c.D}, dt, Device::CUDA), dp = Tensor::empty({c.N, R}, dt, Device::CUDA);
+      poison(dp);
+      ops::cuda::rope_unpack_qkv(q, k, v, to_device(packed0, dt), pos, fd);
+      ops::cuda::rope_pack_qkv_grad(dp, to_device(dq0, dt), to_device(dk0, dt), to_device(dv0, dt), pos, fd);
+      const std::string L = std::string("rope qkv ") + dtname(dt) + " Hq " + std::to_string(c.Hq) + " Hkv " +
+                            std::to_string(c.Hkv) + " D " + std::to_string(c.D);
+      EXPECT_TRUE(close(L + " q", to_host_f32(q), q_ref, tol(dt)));
+      EXPECT_TRUE(close(L + " k", to_host_f32(k), k_ref, tol(dt)));
+      EXPECT_TRUE(close(L + " v", to_host_f32(v), v_ref, tol(dt)));
+      EXPECT_TRUE(close(L + " dpacked", to_host_f32(dp), dp_ref, tol(dt)));
+    }
+  }
+}

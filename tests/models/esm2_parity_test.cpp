@@ -18,10 +18,12 @@ std::string fixture_dir(const std::string& name) {
   return std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/" + name;
 }
 
-void check_case(const std::string& name, bool packed) {
-  SCOPED_TRACE(name + (packed ? " (packed THD)" : " (padded BSHD)"));
+// recompute_layers: 0 none, -1 all, k the first k layers.
+void check_case(const std::string& name, bool packed, int recompute_layers = 0) {
+  SCOPED_TRACE(name + (packed ? " (packed THD)" : " (padded BSHD)") + " recompute " + std::to_string(recompute_layers));
   auto model_ptr = Esm2Model::from_hf_dir(fixture_dir(name), Device::CPU);
   Esm2Model& model = *model_ptr;
+  model.set_recompute(recompute_layers != 0, recompute_layers);
   SafetensorsFile ref = read_safetensors(fixture_dir(name) + "/reference.safetensors");
   std::vector<int64_t> row_of;
   Batch batch = testkit::hf_fixture_batch(ref, packed, /*shift_labels=*/false, row_of);
@@ -78,6 +80,8 @@ void check_case(const std::string& name, bool packed) {
 
 TEST(ModelsEsm2Parity, TinyPadded) { check_case("esm2_tiny", false); }
 TEST(ModelsEsm2Parity, TinyPacked) { check_case("esm2_tiny", true); }
+TEST(ModelsEsm2Parity, TinyPackedRecompute) { check_case("esm2_tiny", true, -1); }
+TEST(ModelsEsm2Parity, TinyPackedRecomputeFirstLayerOnly) { check_case("esm2_tiny", true, 1); }
 TEST(ModelsEsm2Parity, T6ShapePadded) { check_case("esm2_t6shape", false); }
 TEST(ModelsEsm2Parity, T6ShapePacked) { check_case("esm2_t6shape", true); }
 

@@ -148,3 +148,19 @@ TEST(ParamsBf16, CpuBackendRefusesBf16Models) {
   EXPECT_EQ(master_dtype(Precision::Bf16Mixed), DType::F32);
   EXPECT_STREQ(precision_name(Precision::Bf16), "bf16");
 }
+
+// weight_concat / grad_concat: adjacent parameters as one stacked view of the same memory.
+TEST(Params, ConcatIsAViewOfAdjacentParameters) {
+  std::vector<ParamSpec> specs = {{"a", {2, 3}}, {"b", {1, 3}}, {"c", {4}}, {"d", {2, 3}}};
+  specs[0].fuse_with_next = specs[1].fuse_with_next = true;
+  ParamStore ps(specs, Device::CPU);
+  ps.init(1);
+  Tensor ab = ps.weight_concat({"a", "b"});
+  EXPECT_EQ(ab.shape(), (Shape{3, 3}));
+  EXPECT_EQ(ab.f32(), ps.param("a").f32());
+  EXPECT_EQ(ab.f32() + 6, ps.param("b").f32());
+  EXPECT_EQ(ps.grad_concat({"a", "b"}).f32(), ps.grad("a").f32());
+  EXPECT_THROW(ps.weight_concat({"a", "d"}), Error);  // not adjacent
+  EXPECT_THROW(ps.weight_concat({"c", "d"}), Error);  // not marked as a fused group
+  EXPECT_THROW(ps.weight_concat({"b", "c"}), Error);  // trailing shapes differ
+}

@@ -92,3 +92,31 @@ TEST(OpsActivation, BadShapesThrow) {
   Tensor dg = Tensor::empty({4, 5}, DType::F32), du = Tensor::empty({4, 5}, DType::F32);
   EXPECT_THROW(ops::swiglu_backward(dg, du, up, x, x), Error);
 }
+
+// The packed form (gate | up per row of one [N, 2F] tensor, as the fused gate/up GEMM
+// writes it) computes exactly what the separate form does.
+TEST(OpsActivation, SwigluPackedMatchesSeparate) {
+  const int64_t N = 5, F = 9;
+  Tensor gu = randn({N, 2 * F}, 8, 2.0f), R = randn({N, F}, 9);
+  Tensor gate = Tensor::empty({N, F}, DType::F32), up = Tensor::empty({N, F}, DType::F32);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < F; ++j) {
+      gate.f32()[n * F + j] = gu.f32()[n * 2 * F + j];
+      up.f32()[n * F + j] = gu.f32()[n * 2 * F + F + j];
+    }
+  Tensor out = Tensor::empty({N, F}, DType::F32), ref = Tensor::empty({N, F}, DType::F32);
+  ops::swiglu_forward_packed(out, gu);
+  ops::swiglu_forward(ref, gate, up);
+  EXPECT_TRUE(tensors_close(out, ref, 0.0));
+  Tensor dgu = Tensor::empty({N, 2 * F}, DType::F32);
+  Tensor dg = Tensor::empty({N, F}, DType::F32), du = Tensor::empty({N, F}, DType::F32);
+  ops::swiglu_backward_packed(dgu, R, gu);
+  ops::swiglu_backward(dg, du, R, gate, up);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t j = 0; j < F; ++j) {
+      EXPECT_EQ(dgu.f32()[n * 2 * F + j], dg.f32()[n * F + j]);
+      EXPECT_EQ(dgu.f32()[n * 2 * F + F + j], du.f32()[n * F + j]);
+    }
+  Tensor bad = Tensor::empty({N, 2 * F + 1}, DType::F32);
+  EXPECT_THROW(ops::swiglu_forward_packed(out, bad), Error);
+}

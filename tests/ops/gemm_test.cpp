@@ -37,6 +37,22 @@ TEST(OpsGemm, LinearForwardMatchesNaive) {
   EXPECT_TRUE(tensors_close(out3, naive_linear(x, w, b), 1e-5, 1e-5));
 }
 
+// The residual operand: out = x·Wᵀ + b + residual (the block's residual add in the GEMM).
+TEST(OpsGemm, LinearForwardWithResidual) {
+  Tensor x = randn({9, 13}, 1), w = randn({6, 13}, 2), b = randn({6}, 3), r = randn({9, 6}, 4);
+  Tensor out = Tensor::empty({9, 6}, DType::F32), none;
+  ops::linear_forward(out, x, w, b, r);
+  Tensor ref = naive_linear(x, w, b);
+  for (int64_t i = 0; i < ref.numel(); ++i) ref.f32()[i] += r.f32()[i];
+  EXPECT_TRUE(tensors_close(out, ref, 1e-5, 1e-5));
+  ops::linear_forward(out, x, w, none, r);
+  Tensor ref2 = naive_linear(x, w, none);
+  for (int64_t i = 0; i < ref2.numel(); ++i) ref2.f32()[i] += r.f32()[i];
+  EXPECT_TRUE(tensors_close(out, ref2, 1e-5, 1e-5));
+  Tensor bad = randn({9, 5}, 5);
+  EXPECT_THROW(ops::linear_forward(out, x, w, b, bad), Error);
+}
+
 TEST(OpsGemm, LinearGradFD) {
   const int64_t N = 5, I = 7, O = 4;
   Tensor x = randn({N, I}, 11), w = randn({O, I}, 12), b = randn({O}, 13), R = randn({N, O}, 14);

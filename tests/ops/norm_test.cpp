@@ -114,6 +114,26 @@ TEST(OpsNorm, RmsNormGradFD) {
   EXPECT_TRUE(tensors_close(dx2, dx, 0.0));
 }
 
+// dres folds a pre-norm block's residual gradient into the norm's dx pass: dx = norm' + dres,
+// also when dres aliases dx.
+TEST(OpsNorm, BackwardAddsResidualGradient) {
+  const int64_t N = 7, C = 12;
+  Tensor x = randn({N, C}, 51), w = randn({C}, 52), b = randn({C}, 53), R = randn({N, C}, 54), res = randn({N, C}, 55);
+  Tensor out = Tensor::empty({N, C}, DType::F32), mean = Tensor::empty({N}, DType::F32), rstd = Tensor::empty({N}, DType::F32), none;
+  ops::layernorm_forward(out, mean, rstd, x, w, b, 1e-5f);
+  Tensor dx = Tensor::empty({N, C}, DType::F32), dx_res = Tensor::empty({N, C}, DType::F32);
+  ops::layernorm_backward(dx, none, none, R, x, w, mean, rstd);
+  ops::layernorm_backward(dx_res, none, none, R, x, w, mean, rstd, res);
+  for (int64_t i = 0; i < N * C; ++i) EXPECT_NEAR(dx_res.f32()[i], dx.f32()[i] + res.f32()[i], 1e-6);
+  ops::rmsnorm_forward(out, rstd, x, w, 1e-5f);
+  Tensor alias = res.clone();
+  ops::rmsnorm_backward(dx, none, R, x, w, rstd);
+  ops::rmsnorm_backward(alias, none, R, x, w, rstd, alias);
+  for (int64_t i = 0; i < N * C; ++i) EXPECT_NEAR(alias.f32()[i], dx.f32()[i] + res.f32()[i], 1e-6);
+  Tensor bad = randn({N, C + 1}, 56);
+  EXPECT_THROW(ops::rmsnorm_backward(dx, none, R, x, w, rstd, bad), Error);
+}
+
 TEST(OpsNorm, BadShapesThrow) {
   Tensor x = randn({4, 8}, 1), w = randn({8}, 2), b = randn({8}, 3);
   Tensor out = Tensor::empty({4, 8}, DType::F32), mean = Tensor::empty({4}, DType::F32),

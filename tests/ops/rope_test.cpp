@@ -85,3 +85,34 @@ TEST(OpsRope, BadShapesThrow) {
   Tensor flat = randn({4, 16}, 3);
   EXPECT_THROW(ops::rope_apply(flat, pos, f, false), Error);
 }
+
+// The fused-QKV split: unpacking a packed row equals slicing it and rotating q and k with
+// rope_apply; packing the gradients applies the inverse rotation, so pack ∘ unpack = identity
+// (rotations are orthogonal). GQA shape: 4 query heads, 2 key/value heads.
+TEST(OpsRope, UnpackQkvMatchesSliceAndRotateAndPackInvertsIt) {
+  const int64_t N = 5, Hq = 4, Hkv = 2, D = 8, R = (Hq + 2 * Hkv) * D;
+  Tensor packed = randn({N, R}, 7);
+  Tensor pos = Tensor::from_i32({N}, {0, 3, 1, 0, 17});
+  Tensor f = inv_freq_for(D);
+  Tensor q = Tensor::empty({N, Hq, D}, DType::F32), k = Tensor::empty({N, Hkv, D}, DType::F32), v = Tensor::empty({N, Hkv, D}, DType::F32);
+  ops::rope_unpack_qkv(q, k, v, packed, pos, f);
+
+  Tensor qr = Tensor::empty({N, Hq, D}, DType::F32), kr = Tensor::empty({N, Hkv, D}, DType::F32), vr = Tensor::empty({N, Hkv, D}, DType::F32);
+  for (int64_t n = 0; n < N; ++n) {
+    const float* row = packed.f32() + n * R;
+    std::copy(row, row + Hq * D, qr.f32() + n * Hq * D);
+    std::copy(row + Hq * D, row + (Hq + Hkv) * D, kr.f32() + n * Hkv * D);
+    std::copy(row + (Hq + Hkv) * D, row + R, vr.f32() + n * Hkv * D);
+  }
+  ops::rope_apply(qr, pos, f, false);
+  ops::rope_apply(kr, pos, f, false);
+  EXPECT_TRUE(tensors_close(q, qr, 0, 0));
+  EXPECT_TRUE(tensors_close(k, kr, 0, 0));
+  EXPECT_TRUE(tensors_close(v, vr, 0, 0));
+
+  Tensor back = Tensor::empty({N, R}, DType::F32);
+  ops::rope_pack_qkv_grad(back, q, k, v, pos, f);
+  EXPECT_TRUE(tensors_close(back, packed, 1e-5, 1e-5));
+  Tensor bad = Tensor::empty({N, R - D}, DType::F32);
+  EXPECT_THROW(ops::rope_pack_qkv_grad(bad, q, k, v, pos, f), Error);
+}

@@ -44,13 +44,15 @@ void device_sync(Device d) {
 int cmd_bench(int argc, char** argv) {
   Args a(argc, argv, 2,
          {"--model", "--shape", "--config-name", "--config-dir", "--data", "--tokens-per-batch", "--max-seq-length",
-          "--steps", "--warmup", "--packing", "--precision", "--device", "--json", "--micro-batch"},
+          "--steps", "--warmup", "--packing", "--precision", "--device", "--json", "--micro-batch",
+          "--recompute-layers", "--grad-acc"},
          {"--recompute", "--help"}, "bench");
   if (a.has("--help")) {
     std::puts(
         "usage: biofm bench --model esm2|llama --shape 8M|35M|150M|650M|3B|15B|1B|7B --data FILE\n"
         "       [--tokens-per-batch 16384] [--max-seq-length 1024] [--packing thd|bshd] [--micro-batch 8]\n"
-        "       [--steps 30] [--warmup 10] [--precision bf16-mixed] [--device cuda] [--recompute] [--json OUT]\n"
+        "       [--steps 30] [--warmup 10] [--precision bf16-mixed] [--device cuda] [--recompute] [--recompute-layers N]\n"
+        "       [--grad-acc 1] [--json OUT]\n"
         "   or: biofm bench --config-name NAME [...] (any training config)\n"
         "Times training steps (forward, backward, AdamW) from random init on real sequences.");
     return 0;
@@ -71,6 +73,8 @@ int cmd_bench(int argc, char** argv) {
   if (a.has("--packing")) ov.push_back("dataset.packing=" + a.get("--packing"));
   if (a.has("--micro-batch")) ov.push_back("dataset.micro_batch_size=" + a.get("--micro-batch"));
   if (a.has("--recompute")) ov.push_back("recompute=true");
+  if (a.has("--recompute-layers")) ov.push_back("recompute_layers=" + a.get("--recompute-layers"));
+  if (a.has("--grad-acc")) ov.push_back("grad_acc_steps=" + a.get("--grad-acc"));
   ov.push_back("dataset.val_path=");
   ov.push_back("dataset.val_every_n_steps=0");
   const std::string config_dir = a.get("--config-dir", std::filesystem::is_directory("configs") ? "configs" : BIOFM_SOURCE_CONFIG_DIR);
@@ -105,16 +109,19 @@ int cmd_bench(int argc, char** argv) {
       device_memory_reset_peak();
       t0 = std::chrono::steady_clock::now();
     }
-    Batch hb = prefetch.next();
     model->params().zero_grad();
     loss_acc.zero_();
-    model->forward_backward(upload_batch(hb, device), 1.0f / float(std::max<int64_t>(1, hb.num_label_tokens)), loss_acc);
-    opt.step(ac.lr);
-    if (s >= warmup) {
-      rows += hb.num_rows();
-      real += hb.num_real_tokens;
-      flops_seed += seed_formula_flops(dims, hb);
+    for (int m = 0; m < cfg.grad_acc_steps; ++m) {  // micro batches of one optimizer step
+      Batch hb = prefetch.next();
+      model->forward_backward(upload_batch(hb, device), 1.0f / float(std::max<int64_t>(1, hb.num_label_tokens)),
+                              loss_acc);
+      if (s >= warmup) {
+        rows += hb.num_rows();
+        real += hb.num_real_tokens;
+        flops_seed += seed_formula_flops(dims, hb);
+      }
     }
+    opt.step(ac.lr);
   }
   device_sync(device);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -127,6 +134,8 @@ int cmd_bench(int argc, char** argv) {
       {"packing", cfg.dataset.packing},
       {"recompute", cfg.recompute},
       {"tokens_per_batch", cfg.dataset.max_tokens_per_batch},
+      {"grad_acc_steps", cfg.grad_acc_steps},
+      {"recompute_layers", cfg.recompute_layers},
       {"steps", steps},
       {"step_time_s", secs / double(steps)},
       {"real_tokens_per_sec", double(real) / secs},

@@ -50,8 +50,9 @@ class LanguageModel {
   virtual ModelDims dims() const = 0;
   virtual ParamStore& params() = 0;
   virtual Device device() const = 0;
-  // Activation recompute: keep each layer's input only and recompute the layer in backward.
-  virtual void set_recompute(bool on) = 0;
+  // Activation recompute: keep each layer's input only and recompute the layer in backward;
+  // layers >= 0 limits it to the first `layers` layers (the rest keep their activations).
+  virtual void set_recompute(bool on, int layers = -1) = 0;
 
   // Forward + backward: gradients of (Σ token losses) · grad_scale accumulate into the
   // gradient buffer; Σ token losses is added to loss_acc[1] (F32 on the model's device),

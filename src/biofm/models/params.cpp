@@ -1,5 +1,7 @@
 #include "biofm/models/params.h"
 
+#include <algorithm>
+
 #include "biofm/core/rng.h"
 #include "biofm/ops/elementwise/op.h"
 
@@ -12,8 +14,10 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype)
     if (by_name_.count(specs_[i].name)) fail("duplicate parameter name ", specs_[i].name);
     by_name_[specs_[i].name] = i;
     offsets_.push_back(total_);
-    // Keep every parameter 16-element aligned (64 bytes in fp32) for vector loads.
-    total_ += (shape_numel(specs_[i].shape) + 15) / 16 * 16;
+    // Keep every parameter 16-element aligned (64 bytes in fp32) for vector loads, except
+    // inside a fused group, whose members must stay back to back (weight_concat).
+    const int64_t n = shape_numel(specs_[i].shape);
+    total_ += specs_[i].fuse_with_next ? n : (n + 15) / 16 * 16;
   }
   flat_ = Tensor::zeros({total_}, dtype, device);
   grad_flat_ = Tensor::zeros({total_}, DType::F32, device);
@@ -73,7 +77,7 @@ Tensor ParamStore::decay_ranges() const {
   for (size_t i = 0; i < specs_.size(); ++i) {
     if (!specs_[i].decay) continue;
     // Ranges extend over the alignment padding (always zero) so neighbours merge.
-    int64_t start = offsets_[i], end = offsets_[i] + (shape_numel(specs_[i].shape) + 15) / 16 * 16;
+    int64_t start = offsets_[i], end = i + 1 < specs_.size() ? offsets_[i + 1] : total_;
     if (!r.empty() && r.back() == start)
       r.back() = end;
     else
@@ -116,6 +120,23 @@ std::map<std::string, Tensor> ParamStore::export_tensors(DType dtype) const {
   for (size_t i = 0; i < specs_.size(); ++i)
     out[specs_[i].name] = host.flat_slice(offsets_[i], specs_[i].shape).clone().to(dtype);
   return out;
+}
+
+Tensor ParamStore::concat(const Tensor& flat, const std::vector<std::string>& names) const {
+  if (names.empty()) fail("ParamStore::concat: no parameters named");
+  const size_t first = index(names[0]);
+  Shape shape = specs_[first].shape;
+  if (shape.empty()) fail("ParamStore::concat: '", names[0], "' is a scalar");
+  for (size_t j = 1; j < names.size(); ++j) {
+    const size_t i = index(names[j]);
+    const Shape& s = specs_[i].shape;
+    if (i != first + j || !specs_[i - 1].fuse_with_next || s.size() != shape.size() ||
+        !std::equal(s.begin() + 1, s.end(), shape.begin() + 1))
+      fail("ParamStore::concat: '", names[j], "' ", shape_str(s), " does not directly follow '", names[j - 1],
+           "' (marked fuse_with_next) with the same trailing shape");
+    shape[0] += s[0];
+  }
+  return flat.flat_slice(offsets_[first], shape);
 }
 
 }  // namespace biofm

@@ -28,6 +28,7 @@ struct ParamSpec {
   float std = 0.02f;     // for Init::Normal
   bool decay = true;     // weight decay applies
   int64_t zero_row = -1; // row left at zero after init (embedding padding_idx)
+  bool fuse_with_next = false;  // the next parameter follows without padding (weight_concat)
 };
 
 class ParamStore {
@@ -54,6 +55,14 @@ class ParamStore {
   Tensor grad(size_t i) const { return grad_flat_.flat_slice(offsets_[i], specs_[i].shape); }
   Tensor param(const std::string& name) const { return param(index(name)); }
   Tensor grad(const std::string& name) const { return grad(index(name)); }
+  // Parameters that are consecutive in the table, each but the last marked fuse_with_next,
+  // and agree in all but the first dimension,
+  // as one tensor stacked along it (a view, no copy): e.g. q/k/v weights as one [Q+K+V, H]
+  // matrix for a fused projection. Throws if they are not adjacent.
+  Tensor weight_concat(const std::vector<std::string>& names) const {
+    return concat(compute_.defined() ? compute_ : flat_, names);
+  }
+  Tensor grad_concat(const std::vector<std::string>& names) const { return concat(grad_flat_, names); }
   // Keeps a BF16 copy of all parameters for compute (mixed precision; F32 store only).
   void enable_compute_copy();
   // Re-derives the compute copy from the masters (after init, load or resume).
@@ -89,6 +98,7 @@ class ParamStore {
   std::vector<int64_t> offsets_;
   std::map<std::string, size_t> by_name_;
   int64_t total_ = 0;
+  Tensor concat(const Tensor& flat, const std::vector<std::string>& names) const;
   // Sets the master buffer (and the compute copy) from an F32 host buffer of total_ elements.
   void set_from_host_f32(const Tensor& host);
 

@@ -47,7 +47,7 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device)
     if (m->family() != cfg.model.family)
       fail("model.init_from '", cfg.model.init_from, "' holds a ", m->family(), " model but model.family is ",
            cfg.model.family);
-    m->set_recompute(cfg.recompute);
+    m->set_recompute(cfg.recompute, cfg.recompute_layers);
     return m;
   }
   if (cfg.model.family == "esm2") {
@@ -64,7 +64,7 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device)
     c.token_dropout = m.token_dropout;
     auto model = std::make_unique<Esm2Model>(c, device, p);
     model->params().init(uint64_t(cfg.seed));
-    model->set_recompute(cfg.recompute);
+    model->set_recompute(cfg.recompute, cfg.recompute_layers);
     return model;
   }
   if (cfg.model.family == "llama") {
@@ -91,7 +91,7 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device)
     c.scaled_init = m.scaled_init;
     auto model = std::make_unique<LlamaModel>(c, device, p, cfg.optimizer.no_decay_on_1d_and_embeddings);
     model->params().init(uint64_t(cfg.seed));
-    model->set_recompute(cfg.recompute);
+    model->set_recompute(cfg.recompute, cfg.recompute_layers);
     return model;
   }
   fail("unknown model.family '", cfg.model.family, "' (supported: esm2, llama)");

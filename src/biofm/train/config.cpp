@@ -129,6 +129,9 @@ Registry build_registry() {
   BIND(output_dir, .aliases = {"out_dir", "run_dir"}, .help = "run directory");
   BIND(recompute, .aliases = {"activation_checkpointing", "gradient_checkpointing"},
        .help = "recompute activations in backward");
+  BIND(recompute_layers, .range = ge(-1), .aliases = {"activation_checkpointing_layers"},
+       .help = "with recompute: recompute only the first N layers and keep the activations of the rest "
+               "(trades memory for speed); -1 = all layers");
 
   // model
   BIND(model.family, .choices = {"esm2", "llama"});

@@ -119,6 +119,7 @@ struct TrainConfig {
   int num_threads = 0;                    // CPU threads; 0 = all cores
   std::string output_dir = "runs/default";
   bool recompute = false;  // activation recompute in backward
+  int recompute_layers = -1;  // with recompute: how many layers (the first ones) recompute; -1 = all
 
   Model model;
   Dataset dataset;

@@ -24,6 +24,14 @@ std::string layer_name(int l, const std::string& rest) {
 
 Tensor f32(const Shape& s, Device d) { return Tensor::empty(s, DType::F32, d); }
 
+// The q, k, v projection parameters of layer l ("weight" or "bias"), adjacent in the table.
+std::vector<std::string> qkv_names(int l, const char* what) {
+  std::vector<std::string> n;
+  for (const char* w : {"query", "key", "value"})
+    n.push_back(layer_name(l, std::string("attention.self.") + w + "." + what));
+  return n;
+}
+
 }  // namespace
 
 std::vector<ParamSpec> Esm2Model::param_table(const Esm2Config& c) {
@@ -40,9 +48,14 @@ std::vector<ParamSpec> Esm2Model::param_table(const Esm2Config& c) {
   };
   t.push_back({"esm.embeddings.word_embeddings.weight", {V, H}, Init::Normal, sd, true, c.pad_token_id});
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    linear(layer_name(l, "attention.self.query"), H, H);
-    linear(layer_name(l, "attention.self.key"), H, H);
-    linear(layer_name(l, "attention.self.value"), H, H);
+    // q, k, v weights back to back, then their biases: the fused QKV projection reads each
+    // triple as one [3H, H] matrix and one [3H] vector (ParamStore::weight_concat).
+    for (const char* w : {"query", "key", "value"})
+      t.push_back({layer_name(l, std::string("attention.self.") + w + ".weight"), {H, H}, Init::Normal, sd, true,
+                   -1, /*fuse_with_next=*/w[0] != 'v'});
+    for (const char* w : {"query", "key", "value"})
+      t.push_back({layer_name(l, std::string("attention.self.") + w + ".bias"), {H}, Init::Zeros, 0, true, -1,
+                   /*fuse_with_next=*/w[0] != 'v'});
     linear(layer_name(l, "attention.output.dense"), H, H);
     norm(layer_name(l, "attention.LayerNorm"), H);
     linear(layer_name(l, "intermediate.dense"), F, H);
@@ -109,7 +122,7 @@ void Esm2Model::save_hf_dir(const std::string& dir) const {
   write_esm2_tokenizer_files(dir, cfg_.max_position_embeddings);
 }
 
-void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor& x_out) {
+void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out) {
   const int64_t T = x.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, hd = cfg_.head_dim();
   const Device dev = x.device();
@@ -121,17 +134,15 @@ void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs&
   a.ln1_rstd = f32({T}, dev);
   ops::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, P("attention.LayerNorm.weight"),
                          P("attention.LayerNorm.bias"), cfg_.layer_norm_eps);
-  a.q = act({T, H});
-  a.k = act({T, H});
-  a.v = act({T, H});
-  ops::linear_forward(a.q, a.ln1, P("attention.self.query.weight"), P("attention.self.query.bias"));
-  ops::linear_forward(a.k, a.ln1, P("attention.self.key.weight"), P("attention.self.key.bias"));
-  ops::linear_forward(a.v, a.ln1, P("attention.self.value.weight"), P("attention.self.value.bias"));
-  a.q = a.q.view({T, nh, hd});
-  a.k = a.k.view({T, nh, hd});
-  a.v = a.v.view({T, nh, hd});
-  ops::rope_apply(a.q, b.positions, inv_freq_, false);
-  ops::rope_apply(a.k, b.positions, inv_freq_, false);
+  {
+    Tensor qkv = act({T, 3 * H});  // one GEMM for q | k | v, then rope while splitting
+    ops::linear_forward(qkv, a.ln1, params_.weight_concat(qkv_names(l, "weight")),
+                        params_.weight_concat(qkv_names(l, "bias")));
+    a.q = act({T, nh, hd});
+    a.k = act({T, nh, hd});
+    a.v = act({T, nh, hd});
+    ops::rope_unpack_qkv(a.q, a.k, a.v, qkv, b.positions, inv_freq_);
+  }
   a.attn = act({T, nh, hd});
   a.lse = f32({T, nh}, dev);
   ops::AttentionShape as{1.0f / std::sqrt(float(hd)), false, b.max_seqlen};
@@ -139,8 +150,7 @@ void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs&
 
   a.x_mid = act({T, H});
   ops::linear_forward(a.x_mid, a.attn.view({T, H}), P("attention.output.dense.weight"),
-                      P("attention.output.dense.bias"));
-  ops::add_inplace(a.x_mid, x);
+                      P("attention.output.dense.bias"), /*residual=*/x);
 
   a.ln2 = act({T, H});
   a.ln2_mean = f32({T}, dev);
@@ -151,9 +161,9 @@ void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs&
   ops::linear_forward(a.fc1, a.ln2, P("intermediate.dense.weight"), P("intermediate.dense.bias"));
   a.act = act({T, F});
   ops::gelu_forward(a.act, a.fc1, ops::GeluKind::Erf);
-  x_out = act({T, H});
-  ops::linear_forward(x_out, a.act, P("output.dense.weight"), P("output.dense.bias"));
-  ops::add_inplace(x_out, a.x_mid);
+  if (!x_out) return;  // recompute in backward: the layer output is not needed
+  *x_out = act({T, H});
+  ops::linear_forward(*x_out, a.act, P("output.dense.weight"), P("output.dense.bias"), /*residual=*/a.x_mid);
 }
 
 void Esm2Model::forward_trunk(const Batch& b, Acts& acts, bool keep) {
@@ -175,8 +185,8 @@ void Esm2Model::forward_trunk(const Batch& b, Acts& acts, bool keep) {
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
     LayerActs& a = acts.layers[keep ? size_t(l) : 0];
     Tensor x_out;
-    layer_forward(l, b, x, a, x_out);
-    if (keep && recompute_) {  // backward recomputes the rest from the layer input
+    layer_forward(l, b, x, a, &x_out);
+    if (keep && l < recompute_layers_) {  // backward recomputes the rest from the layer input
       a = LayerActs{};
       a.x_in = x;
     }
@@ -243,10 +253,7 @@ Tensor Esm2Model::token_losses(const Batch& b) {
 
 void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) {
   // dx: gradient w.r.t. this layer's output on entry, w.r.t. its input on exit.
-  if (!a.ln1.defined()) {  // recompute mode: only the layer input was kept
-    Tensor x_out;
-    layer_forward(l, b, a.x_in, a, x_out);
-  }
+  if (!a.ln1.defined()) layer_forward(l, b, a.x_in, a, nullptr);  // recompute: only the input was kept
   const int64_t T = dx.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, hd = cfg_.head_dim();
   auto P = [&](const std::string& rest) { return params_.weight(layer_name(l, rest)); };
@@ -264,8 +271,7 @@ void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) 
   Tensor dmid = act({T, H});
   Tensor gln2w = G("LayerNorm.weight"), gln2b = G("LayerNorm.bias");
   ops::layernorm_backward(dmid, gln2w, gln2b, dln2, a.x_mid, P("LayerNorm.weight"), a.ln2_mean,
-                          a.ln2_rstd);
-  ops::add_inplace(dmid, dx);  // residual
+                          a.ln2_rstd, /*dres=*/dx);
 
   // Attention: x_mid = x_in + Wo·Attn(rope(Wq·LN1), rope(Wk·LN1), Wv·LN1) + bo
   Tensor dattn = act({T, H});
@@ -275,21 +281,15 @@ void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) 
   ops::AttentionShape as{1.0f / std::sqrt(float(hd)), false, b.max_seqlen};
   ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse,
                           b.cu_seqlens, b.seq_lens, as);
-  ops::rope_apply(dq, b.positions, inv_freq_, true);
-  ops::rope_apply(dk, b.positions, inv_freq_, true);
-  Tensor dln1 = act({T, H}), dtmp = act({T, H});
-  Tensor gq = G("attention.self.query.weight"), gqb = G("attention.self.query.bias");
-  Tensor gk = G("attention.self.key.weight"), gkb = G("attention.self.key.bias");
-  Tensor gv = G("attention.self.value.weight"), gvb = G("attention.self.value.bias");
-  ops::linear_backward(dln1, gq, gqb, dq.view({T, H}), a.ln1, P("attention.self.query.weight"));
-  ops::linear_backward(dtmp, gk, gkb, dk.view({T, H}), a.ln1, P("attention.self.key.weight"));
-  ops::add_inplace(dln1, dtmp);
-  ops::linear_backward(dtmp, gv, gvb, dv.view({T, H}), a.ln1, P("attention.self.value.weight"));
-  ops::add_inplace(dln1, dtmp);
+  Tensor dqkv = act({T, 3 * H});
+  ops::rope_pack_qkv_grad(dqkv, dq, dk, dv, b.positions, inv_freq_);
+  dq = dk = dv = Tensor();
+  Tensor dln1 = act({T, H});
+  Tensor gqkv = params_.grad_concat(qkv_names(l, "weight")), gqkv_b = params_.grad_concat(qkv_names(l, "bias"));
+  ops::linear_backward(dln1, gqkv, gqkv_b, dqkv, a.ln1, params_.weight_concat(qkv_names(l, "weight")));
   Tensor gln1w = G("attention.LayerNorm.weight"), gln1b = G("attention.LayerNorm.bias");
   ops::layernorm_backward(dx, gln1w, gln1b, dln1, a.x_in, P("attention.LayerNorm.weight"),
-                          a.ln1_mean, a.ln1_rstd);
-  ops::add_inplace(dx, dmid);  // residual
+                          a.ln1_mean, a.ln1_rstd, /*dres=*/dmid);
 }
 
 void Esm2Model::forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) {

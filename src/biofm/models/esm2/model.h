@@ -6,6 +6,7 @@
 // attention output and logsumexp); backward walks the layers in reverse, calling each
 // op's backward in turn. Parameter gradients accumulate into the flat gradient buffer.
 #pragma once
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,9 @@ class Esm2Model : public LanguageModel {
   ParamStore& params() override { return params_; }
   const ParamStore& params() const { return params_; }
   Device device() const override { return params_.device(); }
-  void set_recompute(bool on) override { recompute_ = on; }
+  void set_recompute(bool on, int layers = -1) override {
+    recompute_layers_ = !on ? 0 : layers < 0 ? std::numeric_limits<int>::max() : layers;
+  }
 
   // Final hidden states [T,H] (after emb_layer_norm_after). Keeps no activations.
   Tensor hidden_states(const Batch& b);
@@ -63,13 +66,14 @@ class Esm2Model : public LanguageModel {
   Tensor act(const Shape& s) const { return Tensor::empty(s, act_dtype_, device()); }
   // LM head on acts.head.final_out; returns logits [T,V].
   Tensor forward_head(Acts& acts);
-  void layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor& x_out);
+  // x_out null: the layer output is not wanted (recompute), its last GEMM is skipped.
+  void layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out);
   void layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx);
 
   Esm2Config cfg_;
   ParamStore params_;
   DType act_dtype_ = DType::F32;
-  bool recompute_ = false;
+  int recompute_layers_ = 0;  // the first this many layers recompute in backward
   Tensor inv_freq_;  // [head_dim/2]
 };
 

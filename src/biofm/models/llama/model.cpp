@@ -26,6 +26,17 @@ std::string layer_name(int l, const std::string& rest) {
 
 Tensor f32(const Shape& s, Device d) { return Tensor::empty(s, DType::F32, d); }
 
+// Attention projections of layer l, e.g. {"q", "k", "v"} → self_attn.q_proj.weight, ...
+// (adjacent in the table, so ParamStore::weight_concat stacks them for one fused GEMM).
+std::vector<std::string> proj_names(int l, std::initializer_list<const char*> which) {
+  std::vector<std::string> n;
+  for (const char* w : which) n.push_back(layer_name(l, std::string("self_attn.") + w + "_proj.weight"));
+  return n;
+}
+std::vector<std::string> mlp_names(int l) {
+  return {layer_name(l, "mlp.gate_proj.weight"), layer_name(l, "mlp.up_proj.weight")};
+}
+
 
 }  // namespace
 
@@ -40,11 +51,12 @@ std::vector<ParamSpec> LlamaModel::param_table(const LlamaConfig& c, bool no_dec
   // Hugging Face's named_parameters() order.
   t.push_back({"model.embed_tokens.weight", {V, H}, Init::Normal, emb_sd, decay_emb, pad_row});
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    t.push_back({layer_name(l, "self_attn.q_proj.weight"), {Q, H}, Init::Normal, sd, true});
-    t.push_back({layer_name(l, "self_attn.k_proj.weight"), {K, H}, Init::Normal, sd, true});
+    // q/k/v and gate/up back to back: one GEMM each (ParamStore::weight_concat).
+    t.push_back({layer_name(l, "self_attn.q_proj.weight"), {Q, H}, Init::Normal, sd, true, -1, true});
+    t.push_back({layer_name(l, "self_attn.k_proj.weight"), {K, H}, Init::Normal, sd, true, -1, true});
     t.push_back({layer_name(l, "self_attn.v_proj.weight"), {K, H}, Init::Normal, sd, true});
     t.push_back({layer_name(l, "self_attn.o_proj.weight"), {H, Q}, Init::Normal, out_sd, true});
-    t.push_back({layer_name(l, "mlp.gate_proj.weight"), {F, H}, Init::Normal, sd, true});
+    t.push_back({layer_name(l, "mlp.gate_proj.weight"), {F, H}, Init::Normal, sd, true, -1, true});
     t.push_back({layer_name(l, "mlp.up_proj.weight"), {F, H}, Init::Normal, sd, true});
     t.push_back({layer_name(l, "mlp.down_proj.weight"), {H, F}, Init::Normal, out_sd, true});
     t.push_back({layer_name(l, "input_layernorm.weight"), {H}, Init::Ones, 0, decay_1d});
@@ -110,7 +122,7 @@ void LlamaModel::save_hf_dir(const std::string& dir) const {
   write_nucleotide_tokenizer_files(dir, cfg_.max_position_embeddings);
 }
 
-void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor& x_out,
+void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out,
                                LlamaKvCache* cache) {
   const int64_t T = x.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, nkv = cfg_.num_key_value_heads, hd = cfg_.head_size();
@@ -124,17 +136,14 @@ void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs
   a.n1 = act({T, H});
   a.rstd1 = f32({T}, dev);
   ops::rmsnorm_forward(a.n1, a.rstd1, x, P("input_layernorm.weight"), eps);
-  a.q = act({T, Q});
-  a.k = act({T, K});
-  a.v = act({T, K});
-  ops::linear_forward(a.q, a.n1, P("self_attn.q_proj.weight"), none);
-  ops::linear_forward(a.k, a.n1, P("self_attn.k_proj.weight"), none);
-  ops::linear_forward(a.v, a.n1, P("self_attn.v_proj.weight"), none);
-  a.q = a.q.view({T, nh, hd});
-  a.k = a.k.view({T, nkv, hd});
-  a.v = a.v.view({T, nkv, hd});
-  ops::rope_apply(a.q, b.positions, inv_freq_, false);
-  ops::rope_apply(a.k, b.positions, inv_freq_, false);
+  {
+    Tensor qkv = act({T, Q + 2 * K});  // one GEMM for q | k | v, then rope while splitting
+    ops::linear_forward(qkv, a.n1, params_.weight_concat(proj_names(l, {"q", "k", "v"})), none);
+    a.q = act({T, nh, hd});
+    a.k = act({T, nkv, hd});
+    a.v = act({T, nkv, hd});
+    ops::rope_unpack_qkv(a.q, a.k, a.v, qkv, b.positions, inv_freq_);
+  }
   a.attn = act({T, nh, hd});
   const float scale = 1.0f / std::sqrt(float(hd));
   if (cache) {
@@ -155,21 +164,18 @@ void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs
   }
 
   a.x_mid = act({T, H});
-  ops::linear_forward(a.x_mid, a.attn.view({T, Q}), P("self_attn.o_proj.weight"), none);
-  ops::add_inplace(a.x_mid, x);
+  ops::linear_forward(a.x_mid, a.attn.view({T, Q}), P("self_attn.o_proj.weight"), none, /*residual=*/x);
 
   a.n2 = act({T, H});
   a.rstd2 = f32({T}, dev);
   ops::rmsnorm_forward(a.n2, a.rstd2, a.x_mid, P("post_attention_layernorm.weight"), eps);
-  a.gate = act({T, F});
-  a.up = act({T, F});
-  ops::linear_forward(a.gate, a.n2, P("mlp.gate_proj.weight"), none);
-  ops::linear_forward(a.up, a.n2, P("mlp.up_proj.weight"), none);
+  a.gate_up = act({T, 2 * F});  // one GEMM for gate | up
+  ops::linear_forward(a.gate_up, a.n2, params_.weight_concat(mlp_names(l)), none);
   a.h = act({T, F});
-  ops::swiglu_forward(a.h, a.gate, a.up);
-  x_out = act({T, H});
-  ops::linear_forward(x_out, a.h, P("mlp.down_proj.weight"), none);
-  ops::add_inplace(x_out, a.x_mid);
+  ops::swiglu_forward_packed(a.h, a.gate_up);
+  if (!x_out) return;  // recompute in backward: the layer output is not needed
+  *x_out = act({T, H});
+  ops::linear_forward(*x_out, a.h, P("mlp.down_proj.weight"), none, /*residual=*/a.x_mid);
 }
 
 void LlamaModel::forward_trunk(const Batch& b, Acts& acts, bool keep, LlamaKvCache* cache) {
@@ -183,8 +189,8 @@ void LlamaModel::forward_trunk(const Batch& b, Acts& acts, bool keep, LlamaKvCac
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
     LayerActs& a = acts.layers[keep ? size_t(l) : 0];
     Tensor x_out;
-    layer_forward(l, b, x, a, x_out, cache);
-    if (keep && recompute_) {  // backward recomputes the rest
+    layer_forward(l, b, x, a, &x_out, cache);
+    if (keep && l < recompute_layers_) {  // backward recomputes the rest
       a = LayerActs{};
       a.x_in = x;
     }
@@ -233,10 +239,7 @@ Tensor LlamaModel::token_losses(const Batch& b) {
 
 void LlamaModel::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) {
   // dx: gradient w.r.t. this layer's output on entry, w.r.t. its input on exit.
-  if (!a.n1.defined()) {  // recompute mode: only the layer input was kept
-    Tensor x_out;
-    layer_forward(l, b, a.x_in, a, x_out);
-  }
+  if (!a.n1.defined()) layer_forward(l, b, a.x_in, a, nullptr);  // recompute: only the input was kept
   const int64_t T = dx.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, nkv = cfg_.num_key_value_heads, hd = cfg_.head_size();
   const int64_t Q = cfg_.q_size(), K = cfg_.kv_size();
@@ -248,18 +251,17 @@ void LlamaModel::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx)
   Tensor dh = act({T, F});
   Tensor g_down = G("mlp.down_proj.weight");
   ops::linear_backward(dh, g_down, none, dx, a.h, P("mlp.down_proj.weight"));
-  Tensor dgate = act({T, F}), dup = act({T, F});
-  ops::swiglu_backward(dgate, dup, dh, a.gate, a.up);
+  Tensor dgate_up = act({T, 2 * F});
+  ops::swiglu_backward_packed(dgate_up, dh, a.gate_up);
   dh = Tensor();
-  Tensor dn2 = act({T, H}), dtmp = act({T, H});
-  Tensor g_gate = G("mlp.gate_proj.weight"), g_up = G("mlp.up_proj.weight");
-  ops::linear_backward(dn2, g_gate, none, dgate, a.n2, P("mlp.gate_proj.weight"));
-  ops::linear_backward(dtmp, g_up, none, dup, a.n2, P("mlp.up_proj.weight"));
-  ops::add_inplace(dn2, dtmp);
+  Tensor dn2 = act({T, H});
+  Tensor g_gate_up = params_.grad_concat(mlp_names(l));
+  ops::linear_backward(dn2, g_gate_up, none, dgate_up, a.n2, params_.weight_concat(mlp_names(l)));
+  dgate_up = Tensor();
   Tensor dmid = act({T, H});
   Tensor g_post = G("post_attention_layernorm.weight");
-  ops::rmsnorm_backward(dmid, g_post, dn2, a.x_mid, P("post_attention_layernorm.weight"), a.rstd2);
-  ops::add_inplace(dmid, dx);  // residual
+  ops::rmsnorm_backward(dmid, g_post, dn2, a.x_mid, P("post_attention_layernorm.weight"), a.rstd2,
+                        /*dres=*/dx);
 
   // Attention: x_mid = x_in + W_o·Attn(rope(W_q·n1), rope(W_k·n1), W_v·n1), n1 = RMSNorm1(x_in)
   Tensor dattn = act({T, Q});
@@ -269,18 +271,15 @@ void LlamaModel::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx)
   ops::AttentionShape as{1.0f / std::sqrt(float(hd)), true, b.max_seqlen};
   ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
                           b.seq_lens, as);
-  ops::rope_apply(dq, b.positions, inv_freq_, true);
-  ops::rope_apply(dk, b.positions, inv_freq_, true);
+  Tensor dqkv = act({T, Q + 2 * K});
+  ops::rope_pack_qkv_grad(dqkv, dq, dk, dv, b.positions, inv_freq_);
+  dq = dk = dv = Tensor();
   Tensor dn1 = act({T, H});
-  Tensor g_q = G("self_attn.q_proj.weight"), g_k = G("self_attn.k_proj.weight"), g_v = G("self_attn.v_proj.weight");
-  ops::linear_backward(dn1, g_q, none, dq.view({T, Q}), a.n1, P("self_attn.q_proj.weight"));
-  ops::linear_backward(dtmp, g_k, none, dk.view({T, K}), a.n1, P("self_attn.k_proj.weight"));
-  ops::add_inplace(dn1, dtmp);
-  ops::linear_backward(dtmp, g_v, none, dv.view({T, K}), a.n1, P("self_attn.v_proj.weight"));
-  ops::add_inplace(dn1, dtmp);
+  const std::vector<std::string> qkv = proj_names(l, {"q", "k", "v"});
+  Tensor g_qkv = params_.grad_concat(qkv);
+  ops::linear_backward(dn1, g_qkv, none, dqkv, a.n1, params_.weight_concat(qkv));
   Tensor g_in = G("input_layernorm.weight");
-  ops::rmsnorm_backward(dx, g_in, dn1, a.x_in, P("input_layernorm.weight"), a.rstd1);
-  ops::add_inplace(dx, dmid);  // residual
+  ops::rmsnorm_backward(dx, g_in, dn1, a.x_in, P("input_layernorm.weight"), a.rstd1, /*dres=*/dmid);
 }
 
 void LlamaModel::forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) {

@@ -9,6 +9,7 @@
 // Precision and activation recompute work as in Esm2Model. For generation the model also
 // runs incrementally over a key/value cache (forward_cached), computing only the new rows.
 #pragma once
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,7 +52,9 @@ class LlamaModel : public LanguageModel {
   ParamStore& params() override { return params_; }
   const ParamStore& params() const { return params_; }
   Device device() const override { return params_.device(); }
-  void set_recompute(bool on) override { recompute_ = on; }
+  void set_recompute(bool on, int layers = -1) override {
+    recompute_layers_ = !on ? 0 : layers < 0 ? std::numeric_limits<int>::max() : layers;
+  }
   DType act_dtype() const { return act_dtype_; }
 
   // Final hidden states [T,H] (after model.norm). Keeps no activations.
@@ -74,7 +77,7 @@ class LlamaModel : public LanguageModel {
  private:
   struct LayerActs {
     Tensor x_in, n1, rstd1, q, k, v, attn, lse;
-    Tensor x_mid, n2, rstd2, gate, up, h;
+    Tensor x_mid, n2, rstd2, gate_up, h;  // gate_up [T, 2F]: gate | up per row
   };
   struct Acts {
     std::vector<LayerActs> layers;
@@ -86,14 +89,15 @@ class LlamaModel : public LanguageModel {
   // activations (only the layer inputs when recompute is on). cache: incremental decoding.
   void forward_trunk(const Batch& b, Acts& acts, bool keep, LlamaKvCache* cache = nullptr);
   Tensor forward_head(const Acts& acts);  // logits [T,V]
-  void layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor& x_out,
+  // x_out null: the layer output is not wanted (recompute), its last GEMM is skipped.
+  void layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out,
                      LlamaKvCache* cache = nullptr);
   void layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx);
 
   LlamaConfig cfg_;
   ParamStore params_;
   DType act_dtype_ = DType::F32;
-  bool recompute_ = false;
+  int recompute_layers_ = 0;  // the first this many layers recompute in backward
   Tensor inv_freq_;  // [head_dim/2] F32 on the device
   std::string embed_name_ = "model.embed_tokens.weight", lm_head_name_ = "lm_head.weight";
 };

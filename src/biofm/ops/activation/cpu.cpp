@@ -84,4 +84,39 @@ for_blocks(n, [&](int64_t a, int64_t b) {
   });
 }
 
+namespace {
+int64_t packed_width(const Tensor& out, const Tensor& gate_up, const char* op) {
+  require_f32(gate_up, op, "gate_up");
+  require_f32(out, op, "out");
+  const int64_t F = out.dim() ? out.size(-1) : 0;
+  if (F == 0 || rows_of(gate_up, 2 * F, op, "gate_up") * F != out.numel())
+    fail(op, ": gate_up ", gate_up.describe(), " must be [N, 2F] for out/dout ", out.describe());
+  return F;
+}
+}  // namespace
+
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up) {
+  const int64_t F = packed_width(out, gate_up, "swiglu_forward_packed");
+  const float* g = gate_up.f32();
+  float* y = out.f32();
+  const int64_t N = out.numel() / F;
+#pragma omp parallel for schedule(static) num_threads(threads_for(out.numel()))
+  for (int64_t n = 0; n < N; ++n) swiglu_rows(y + n * F, g + n * 2 * F, g + n * 2 * F + F, F);
+}
+
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up) {
+  const char* op = "swiglu_backward_packed";
+  const int64_t F = packed_width(dout, gate_up, op);
+  require_f32(dgate_up, op, "dgate_up");
+  if (dgate_up.shape() != gate_up.shape())
+    fail(op, ": dgate_up ", dgate_up.describe(), " must match gate_up ", gate_up.describe());
+  const float* g = gate_up.f32();
+  const float* d = dout.f32();
+  float* dg = dgate_up.f32();
+  const int64_t N = dout.numel() / F;
+#pragma omp parallel for schedule(static) num_threads(threads_for(dout.numel()))
+  for (int64_t n = 0; n < N; ++n)
+    swiglu_grad_rows(dg + n * 2 * F, dg + n * 2 * F + F, d + n * F, g + n * 2 * F, g + n * 2 * F + F, F);
+}
+
 }  // namespace biofm::ops::cpu

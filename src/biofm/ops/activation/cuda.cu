@@ -93,16 +93,26 @@ struct GeluBackward {
   }
 };
 
+// SwiGLU over out[N, F] with gate/up rows `ld` elements apart (ld = F: separate tensors;
+// ld = 2F: one packed [N, 2F] tensor, gate | up per row). A V-chunk never crosses a row
+// (F % V == 0 whenever V > 1).
+struct RowMap {
+  int64_t F, ld;
+  __device__ __forceinline__ int64_t operator()(int64_t i) const { return i + (i / F) * (ld - F); }
+};
+
 template <class T>
 struct SwigluForward {
   T* y;
   const T* gate;
   const T* up;
+  RowMap in;
   template <int V>
   __device__ __forceinline__ void run(int64_t i) const {
     float g[V], u[V];
-    load_vec<V>(g, gate + i);
-    load_vec<V>(u, up + i);
+    const int64_t k = in(i);
+    load_vec<V>(g, gate + k);
+    load_vec<V>(u, up + k);
 #pragma unroll
     for (int j = 0; j < V; ++j) g[j] = g[j] * sigmoid(g[j]) * u[j];
     store_vec<V>(y + i, g);
@@ -116,20 +126,22 @@ struct SwigluBackward {
   const T* dout;
   const T* gate;
   const T* up;
+  RowMap in;  // for gate, up, dgate and dup
   template <int V>
   __device__ __forceinline__ void run(int64_t i) const {
     float d[V], g[V], u[V], dg[V], du[V];
+    const int64_t k = in(i);
     load_vec<V>(d, dout + i);
-    load_vec<V>(g, gate + i);
-    load_vec<V>(u, up + i);
+    load_vec<V>(g, gate + k);
+    load_vec<V>(u, up + k);
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       const float s = sigmoid(g[j]);
       dg[j] = d[j] * u[j] * s * (1.0f + g[j] * (1.0f - s));
       du[j] = d[j] * g[j] * s;
     }
-    if (dgate) store_vec<V>(dgate + i, dg);
-    if (dup) store_vec<V>(dup + i, du);
+    if (dgate) store_vec<V>(dgate + k, dg);
+    if (dup) store_vec<V>(dup + k, du);
   }
 };
 
@@ -180,7 +192,7 @@ void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up) {
     launch_elementwise(
         gate.numel(), vec8,
         SwigluForward<T>{static_cast<T*>(out.raw()), static_cast<const T*>(gate.raw()),
-                         static_cast<const T*>(up.raw())});
+                         static_cast<const T*>(up.raw()), RowMap{gate.numel(), gate.numel()}});
   });
 }
 
@@ -202,7 +214,46 @@ void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tenso
         SwigluBackward<T>{dgate.defined() ? static_cast<T*>(dgate.raw()) : nullptr,
                           dup.defined() ? static_cast<T*>(dup.raw()) : nullptr,
                           static_cast<const T*>(dout.raw()), static_cast<const T*>(gate.raw()),
-                          static_cast<const T*>(up.raw())});
+                          static_cast<const T*>(up.raw()), RowMap{gate.numel(), gate.numel()}});
+  });
+}
+
+namespace {
+// F of out[N, F] against gate_up[N, 2F].
+int64_t packed_width(const Tensor& out, const Tensor& gate_up, const char* op) {
+  const int64_t F = out.dim() ? out.size(-1) : 0;
+  if (F == 0 || rows_of(gate_up, 2 * F, op, "gate_up") * F != out.numel() || gate_up.dtype() != out.dtype())
+    fail(op, ": gate_up ", gate_up.describe(), " must be [N, 2F] for out/dout ", out.describe());
+  return F;
+}
+}  // namespace
+
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up) {
+  const char* op = "swiglu_forward_packed";
+  require_float(gate_up, op, "gate_up");
+  require_float(out, op, "out");
+  const int64_t F = packed_width(out, gate_up, op);
+  const bool vec8 = F % 8 == 0 && aligned16(gate_up) && aligned16(out);
+  dispatch_float(gate_up.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    const T* g = static_cast<const T*>(gate_up.raw());
+    launch_elementwise(out.numel(), vec8, SwigluForward<T>{static_cast<T*>(out.raw()), g, g + F, RowMap{F, 2 * F}});
+  });
+}
+
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up) {
+  const char* op = "swiglu_backward_packed";
+  require_float(gate_up, op, "gate_up");
+  require_float(dout, op, "dout");
+  require_like(dgate_up, gate_up, op, "dgate_up", "gate_up");
+  const int64_t F = packed_width(dout, gate_up, op);
+  const bool vec8 = F % 8 == 0 && aligned16(gate_up) && aligned16(dout) && aligned16(dgate_up);
+  dispatch_float(gate_up.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    const T* g = static_cast<const T*>(gate_up.raw());
+    T* dg = static_cast<T*>(dgate_up.raw());
+    launch_elementwise(dout.numel(), vec8,
+                       SwigluBackward<T>{dg, dg + F, static_cast<const T*>(dout.raw()), g, g + F, RowMap{F, 2 * F}});
   });
 }
 

@@ -15,6 +15,10 @@ void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kin
 void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
 void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
                      const Tensor& up);
+// The same on one packed gate_up[N, 2F] (rows gate | up: the output of one GEMM against the
+// stacked gate/up weights); dgate_up is overwritten.
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up);
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up);
 
 namespace cpu {
 void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
@@ -22,6 +26,8 @@ void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kin
 void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
 void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
                      const Tensor& up);
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up);
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up);
 }  // namespace cpu
 namespace cuda {
 void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
@@ -29,6 +35,8 @@ void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kin
 void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
 void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
                      const Tensor& up);
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up);
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up);
 }  // namespace cuda
 
 inline void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
@@ -43,6 +51,12 @@ inline void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up) {
 inline void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
                             const Tensor& up) {
   BIOFM_DISPATCH(gate.device(), swiglu_backward, dgate, dup, dout, gate, up);
+}
+inline void swiglu_forward_packed(Tensor& out, const Tensor& gate_up) {
+  BIOFM_DISPATCH(gate_up.device(), swiglu_forward_packed, out, gate_up);
+}
+inline void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up) {
+  BIOFM_DISPATCH(gate_up.device(), swiglu_backward_packed, dgate_up, dout, gate_up);
 }
 
 }  // namespace biofm::ops

@@ -22,7 +22,8 @@ namespace cpu {
 using namespace cpu_detail;
 
 // x is read as [N, I] (leading dimensions flattened), out as [N, O].
-void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias) {
+void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                    const Tensor& residual) {
   const char* op = "linear_forward";
   require_f32(x, op, "x");
   require_f32(w, op, "w");
@@ -33,14 +34,21 @@ void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor&
   if (rows_of(out, O, op, "out") != N)
     fail(op, ": out ", out.describe(), " does not match x ", x.describe(), " and w ", w.describe());
   if (bias.defined()) require_f32_shape(bias, {O}, op, "bias");
+  if (residual.defined()) {
+    require_f32(residual, op, "residual");
+    if (residual.numel() != out.numel())
+      fail(op, ": residual ", residual.describe(), " does not match out ", out.describe());
+  }
   if (N == 0 || O == 0) return;
   float* y = out.f32();
   float beta = 0.0f;
-  if (bias.defined()) {
-    const float* b = bias.f32();
+  if (bias.defined() || residual.defined()) {
+    // out starts as bias + residual; the GEMM accumulates onto it.
+    const float* b = bias.defined() ? bias.f32() : nullptr;
+    const float* r = residual.defined() ? residual.f32() : nullptr;
 #pragma omp parallel for schedule(static) num_threads(threads_for(N * O))
     for (int64_t n = 0; n < N; ++n)
-      for (int64_t o = 0; o < O; ++o) y[n * O + o] = b[o];
+      for (int64_t o = 0; o < O; ++o) y[n * O + o] = (b ? b[o] : 0.0f) + (r ? r[n * O + o] : 0.0f);
     beta = 1.0f;
   } else if (I == 0) {
     out.zero_();

@@ -126,8 +126,9 @@ class PlanCache {
   // without), every heuristic failure and a cublasLtMatmul that rejects the configuration
   // (NOT_SUPPORTED / INVALID_VALUE: checked before anything is launched) also return false,
   // and the key is remembered as unavailable.
+  // C (same layout as D) defaults to D itself.
   bool run(const GemmKey& key, const void* A, const void* B, void* D, float alpha, float beta,
-           const void* bias, bool optional = false) {
+           const void* bias, bool optional = false, const void* C = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     GemmPlan& plan = get(key, bias, optional);
     if (!plan.found) return false;
@@ -136,7 +137,7 @@ class PlanCache {
                                                 sizeof(bias)),
                  key);
     const cublasStatus_t st =
-        cublasLtMatmul(cuda_ctx::cublaslt(), plan.desc, &alpha, A, plan.a, B, plan.b, &beta, D, plan.c, D,
+        cublasLtMatmul(cuda_ctx::cublaslt(), plan.desc, &alpha, A, plan.a, B, plan.b, &beta, C ? C : D, plan.c, D,
                        plan.c, &plan.algo, cuda_ctx::cublaslt_workspace(), cuda_ctx::cublaslt_workspace_size(),
                        cuda_ctx::stream());
     if (optional && (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE)) {
@@ -436,7 +437,8 @@ void check_weight(const Tensor& w, const char* op) {
 
 }  // namespace
 
-void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tensor& bias_in) {
+void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tensor& bias_in,
+                    const Tensor& residual) {
   const char* op = "linear_forward";
   require_cuda_float(x, op, "x");
   check_weight(w_in, op);
@@ -449,11 +451,29 @@ void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tens
     require_cuda_float(bias_in, op, "bias");
     if (bias_in.shape() != Shape{O}) fail(op, ": bias must have shape [", O, "], got ", bias_in.describe());
   }
+  if (residual.defined()) {
+    require_cuda(residual, x.dtype(), op, "residual");
+    if (residual.numel() != out.numel())
+      fail(op, ": residual ", residual.describe(), " does not match out ", out.describe());
+  }
   if (N == 0 || O == 0) return;  // (I == 0 reads as N == 0 rows, as on the CPU)
   const DType dt = x.dtype();
   const Tensor w = in_dtype(w_in, dt);
   const Tensor bias = in_dtype(bias_in, dt);
   GemmKey key = make_key(CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, I, I, O, dt, dt, w.raw(), x.raw(), out.raw());
+  if (residual.defined()) {
+    // The residual add as the GEMM's C operand: out = x·Wᵀ + bias + residual in one pass.
+    if (alignment_of(residual.raw()) >= key.align_c && (!bias.defined() || aligned(bias.raw(), 16))) {
+      key.epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+      if (plan_cache().run(key, w.raw(), x.raw(), out.raw(), 1.0f, 1.0f, bias.defined() ? bias.raw() : nullptr,
+                           /*optional=*/true, residual.raw()))
+        return;
+      key.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    }
+    linear_forward(out, x, w, bias, Tensor());
+    add_inplace(out, residual);
+    return;
+  }
   if (bias.defined() && aligned(bias.raw(), 16)) {
     key.epilogue = CUBLASLT_EPILOGUE_BIAS;
     if (plan_cache().run(key, w.raw(), x.raw(), out.raw(), 1.0f, 0.0f, bias.raw())) return;

@@ -50,8 +50,19 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
   }
 }
 
+namespace {
+// The residual gradient added to dx, or null; it needs dx and x's shape.
+const float* residual_grad(const Tensor& dres, const Tensor& dx, const Tensor& x, const char* op) {
+  if (!dres.defined()) return nullptr;
+  require_f32(dres, op, "dres");
+  if (!dx.defined()) fail(op, ": dres given without dx");
+  if (dres.shape() != x.shape()) fail(op, ": dres ", dres.describe(), " must match x ", x.describe());
+  return dres.f32();
+}
+}  // namespace
+
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres) {
   const char* op = "layernorm_backward";
   require_f32(x, op, "x");
   require_f32(w, op, "w");
@@ -66,6 +77,7 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, 
     require_f32(dx, op, "dx");
     if (dx.shape() != x.shape()) fail(op, ": dx ", dx.describe(), " must match x ", x.describe());
   }
+  const float* rres = residual_grad(dres, dx, x, op);
   if (dw.defined()) require_f32_shape(dw, {C}, op, "dw");
   if (db.defined()) require_f32_shape(db, {C}, op, "db");
   const float* xp = x.f32();
@@ -102,7 +114,7 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, 
         float* dr = dxp + n * C;  // may alias dout: each element is read before it is written
         for (int64_t c = 0; c < C; ++c) {
           const float xh = (xr[c] - m) * r;
-          dr[c] = r * (gr[c] * wp[c] - a1 - xh * a2);
+          dr[c] = r * (gr[c] * wp[c] - a1 - xh * a2) + (rres ? rres[n * C + c] : 0.0f);
         }
       }
     }
@@ -138,7 +150,7 @@ void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w
 }
 
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd) {
+                      const Tensor& rstd, const Tensor& dres) {
   const char* op = "rmsnorm_backward";
   require_f32(x, op, "x");
   require_f32(w, op, "w");
@@ -152,6 +164,7 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
     require_f32(dx, op, "dx");
     if (dx.shape() != x.shape()) fail(op, ": dx ", dx.describe(), " must match x ", x.describe());
   }
+  const float* rres = residual_grad(dres, dx, x, op);
   if (dw.defined()) require_f32_shape(dw, {C}, op, "dw");
   const float* xp = x.f32();
   const float* wp = w.f32();
@@ -178,7 +191,8 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
       if (dxp) {
         const float k = C ? float(s / double(C)) * r * r * r : 0.0f;
         float* dr = dxp + n * C;
-        for (int64_t c = 0; c < C; ++c) dr[c] = r * (gr[c] * wp[c]) - xr[c] * k;
+        for (int64_t c = 0; c < C; ++c)
+          dr[c] = r * (gr[c] * wp[c]) - xr[c] * k + (rres ? rres[n * C + c] : 0.0f);
       }
     }
   }

@@ -171,11 +171,13 @@ __device__ __forceinline__ void write_block_partial(float* prow, const float (&a
   }
 }
 
-// dx (may alias dout; may be null), partial rows part_w / part_b [gridDim.x, C] (may be null).
+// dx (may alias dout; may be null), partial rows part_w / part_b [gridDim.x, C] (may be null),
+// dres: the residual gradient added to dx (may alias dx; may be null).
 template <class T, class W, int VEC, bool RMS>
 __global__ void __launch_bounds__(kMaxThreadsPerRow)
     norm_backward_kernel(T* dx, float* part_w, float* part_b, const T* dout, const T* x, const W* w,
-                         const float* mean, const float* rstd, int64_t N, int C, int tpr) {
+                         const float* mean, const float* rstd, const T* dres, int64_t N, int C,
+                         int tpr) {
   constexpr int MAXC = bwd_max_chunks<VEC>();
   extern __shared__ float smem[];
   const int rpb = blockDim.x / tpr;
@@ -249,6 +251,12 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
             y[i] = r * (gv[k][i] * wv[k][i]) - xv[k][i] * (a1 * r * r * r);
           else
             y[i] = r * (gv[k][i] * wv[k][i] - a1 - ((xv[k][i] - m) * r) * a2);
+        }
+        if (dres != nullptr) {
+          float rv[VEC];
+          load_vec<VEC>(rv, dres + row * C + int64_t(ch) * VEC);
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) y[i] += rv[i];
         }
         store_vec<VEC>(dr + int64_t(ch) * VEC, y);
       }
@@ -349,7 +357,8 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
 
 template <bool RMS>
 void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                     const Tensor& w, const Tensor& mean, const Tensor& rstd, const char* op) {
+                     const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres,
+                     const char* op) {
   require_float(x, op, "x");
   require_float(w, op, "w");
   require_like(dout, x, op, "dout", "x");
@@ -363,6 +372,10 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
   require_dtype(rstd, DType::F32, op, "rstd");
   require_shape(rstd, {N}, op, "rstd");
   if (dx.defined()) require_like(dx, x, op, "dx", "x");
+  if (dres.defined()) {
+    if (!dx.defined()) fail(op, ": dres given without dx");
+    require_like(dres, x, op, "dres", "x");
+  }
   if (dw.defined()) {
     require_dtype(dw, DType::F32, op, "dw");
     require_shape(dw, {C}, op, "dw");
@@ -373,7 +386,8 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
   }
   const bool want_w = dw.defined(), want_b = !RMS && db.defined();
   if (N == 0 || (!dx.defined() && !want_w && !want_b)) return;
-  const bool vec8 = C % 8 == 0 && aligned16(x) && aligned16(dout) && aligned16(dx) && aligned16(w);
+  const bool vec8 = C % 8 == 0 && aligned16(x) && aligned16(dout) && aligned16(dx) && aligned16(w) &&
+                    aligned16(dres);
 
   dispatch_float(x.dtype(), op, [&](auto tt) {
     using T = typename decltype(tt)::type;
@@ -394,7 +408,8 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
             dx.defined() ? static_cast<T*>(dx.raw()) : nullptr, want_w ? part_w.f32() : nullptr,
             want_b ? part_b.f32() : nullptr, static_cast<const T*>(dout.raw()),
             static_cast<const T*>(x.raw()), static_cast<const Wt*>(w.raw()),
-            RMS ? nullptr : mean.f32(), rstd.f32(), N, int(C), l.tpr);
+            RMS ? nullptr : mean.f32(), rstd.f32(),
+            dres.defined() ? static_cast<const T*>(dres.raw()) : nullptr, N, int(C), l.tpr);
         BIOFM_CUDA_LAUNCH_CHECK();
         if (want_w || want_b) {
           const dim3 rgrid(unsigned(ceil_div(C, 32)), 2);
@@ -421,8 +436,8 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
 }
 
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd) {
-  launch_backward<false>(dx, dw, db, dout, x, w, mean, rstd, "layernorm_backward");
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres) {
+  launch_backward<false>(dx, dw, db, dout, x, w, mean, rstd, dres, "layernorm_backward");
 }
 
 void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
@@ -431,9 +446,9 @@ void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w
 }
 
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd) {
+                      const Tensor& rstd, const Tensor& dres) {
   Tensor none;
-  launch_backward<true>(dx, dw, none, dout, x, w, none, rstd, "rmsnorm_backward");
+  launch_backward<true>(dx, dw, none, dout, x, w, none, rstd, dres, "rmsnorm_backward");
 }
 
 }  // namespace biofm::ops::cuda

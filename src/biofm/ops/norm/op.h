@@ -8,32 +8,34 @@ namespace biofm::ops {
 // b undefined: no bias. mean/rstd undefined in forward: not saved (inference).
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
                        const Tensor& b, float eps);
-// dx overwritten; dw, db accumulated.
+// dx overwritten (plus dres, the residual branch's gradient, when defined: the residual add of
+// a pre-norm block folded into the same pass); dw, db accumulated. dres may alias dx.
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd);
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd,
+                        const Tensor& dres = Tensor());
 
 // out = x * rstd * w with rstd = 1/sqrt(mean(x²) + eps); rstd[N] saved.
 void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd);
+                      const Tensor& rstd, const Tensor& dres = Tensor());
 
 namespace cpu {
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
                        const Tensor& b, float eps);
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd);
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres = Tensor());
 void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd);
+                      const Tensor& rstd, const Tensor& dres = Tensor());
 }  // namespace cpu
 namespace cuda {
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
                        const Tensor& b, float eps);
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd);
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres = Tensor());
 void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd);
+                      const Tensor& rstd, const Tensor& dres = Tensor());
 }  // namespace cuda
 
 inline void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
@@ -42,15 +44,15 @@ inline void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Ten
 }
 inline void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout,
                                const Tensor& x, const Tensor& w, const Tensor& mean,
-                               const Tensor& rstd) {
-  BIOFM_DISPATCH(x.device(), layernorm_backward, dx, dw, db, dout, x, w, mean, rstd);
+                               const Tensor& rstd, const Tensor& dres) {
+  BIOFM_DISPATCH(x.device(), layernorm_backward, dx, dw, db, dout, x, w, mean, rstd, dres);
 }
 inline void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
   BIOFM_DISPATCH(x.device(), rmsnorm_forward, out, rstd, x, w, eps);
 }
 inline void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x,
-                             const Tensor& w, const Tensor& rstd) {
-  BIOFM_DISPATCH(x.device(), rmsnorm_backward, dx, dw, dout, x, w, rstd);
+                             const Tensor& w, const Tensor& rstd, const Tensor& dres) {
+  BIOFM_DISPATCH(x.device(), rmsnorm_backward, dx, dw, dout, x, w, rstd, dres);
 }
 
 }  // namespace biofm::ops

@@ -51,6 +51,62 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
   }
 }
 
+
+// Fused-QKV move: one thread per (token, group of VEC frequencies), as rope_kernel, walking
+// the token's q and k heads (rotated) and v heads (copied) between the packed row and the
+// separate q/k/v tensors. PACK: q/k/v -> packed with the inverse rotation (backward).
+template <class T, int VEC, bool PACK>
+__global__ void rope_qkv_kernel(T* packed, T* q, T* k, T* v, const int32_t* positions, const float* inv_freq,
+                                int64_t N, int Hq, int Hkv, int half) {
+  const int groups = half / VEC;
+  const int D = 2 * half;
+  const int64_t row = int64_t(Hq + 2 * Hkv) * D;
+  const int64_t total = N * groups;
+  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t n = idx / groups;
+    const int i0 = int(idx - n * groups) * VEC;
+    const float p = float(positions[n]);
+    float cs[VEC], sn[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const float a = p * inv_freq[i0 + j];
+      double s, c;
+      sincos(double(a), &s, &c);
+      cs[j] = float(c);
+      sn[j] = PACK ? -float(s) : float(s);
+    }
+    T* prow = packed + n * row + i0;
+    for (int h = 0; h < Hq + Hkv; ++h) {
+      T* pp = prow + int64_t(h) * D;
+      T* u = (h < Hq ? q + (n * Hq + h) * int64_t(D) : k + (n * Hkv + (h - Hq)) * int64_t(D)) + i0;
+      const T* src = PACK ? u : pp;
+      T* dst = PACK ? pp : u;
+      float x1[VEC], x2[VEC], y1[VEC], y2[VEC];
+      load_vec<VEC>(x1, src);
+      load_vec<VEC>(x2, src + half);
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        y1[j] = x1[j] * cs[j] - x2[j] * sn[j];
+        y2[j] = x2[j] * cs[j] + x1[j] * sn[j];
+      }
+      store_vec<VEC>(dst, y1);
+      store_vec<VEC>(dst + half, y2);
+    }
+    for (int h = 0; h < Hkv; ++h) {
+      T* pp = prow + int64_t(Hq + Hkv + h) * D;
+      T* u = v + (n * Hkv + h) * int64_t(D) + i0;
+      const T* src = PACK ? u : pp;
+      T* dst = PACK ? pp : u;
+      float x1[VEC], x2[VEC];
+      load_vec<VEC>(x1, src);
+      load_vec<VEC>(x2, src + half);
+      store_vec<VEC>(dst, x1);
+      store_vec<VEC>(dst + half, x2);
+    }
+  }
+}
+
 }  // namespace
 
 void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
@@ -83,6 +139,66 @@ void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
     else
       go(std::integral_constant<int, 1>{});
   });
+}
+
+namespace {
+
+template <bool PACK>
+void move_qkv(const Tensor& packed, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& positions,
+              const Tensor& inv_freq, const char* op) {
+  require_float(packed, op, "packed");
+  for (const Tensor* t : {&q, &k, &v}) require_float(*t, op, "q/k/v");
+  require_dtype(positions, DType::I32, op, "positions");
+  require_dtype(inv_freq, DType::F32, op, "inv_freq");
+  if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(2) != k.size(2) ||
+      q.dtype() != packed.dtype() || k.dtype() != packed.dtype() || v.dtype() != packed.dtype())
+    fail(op, ": q [N,Hq,D], k and v [N,Hkv,D] of packed's dtype expected, got ", q.describe(), ", ",
+         k.describe(), ", ", v.describe());
+  const int64_t N = q.size(0), Hq = q.size(1), Hkv = k.size(1), D = q.size(2);
+  if (D % 2 != 0) fail(op, ": head dimension must be even, got ", q.describe());
+  const int64_t row = (Hq + 2 * Hkv) * D, half = D / 2;
+  if (rows_of(packed, row, op, "packed") != N)
+    fail(op, ": packed ", packed.describe(), " must be [", N, ", ", row, "]");
+  require_shape(positions, {N}, op, "positions");
+  require_shape(inv_freq, {half}, op, "inv_freq");
+  if (N == 0 || half == 0) return;
+  dispatch_float(packed.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    T* pp = static_cast<T*>(packed.raw());
+    T* qp = static_cast<T*>(q.raw());
+    T* kp = static_cast<T*>(k.raw());
+    T* vp = static_cast<T*>(v.raw());
+    auto all_aligned = [&](size_t bytes) {
+      for (const void* ptr : {(const void*)pp, (const void*)qp, (const void*)kp, (const void*)vp})
+        if (reinterpret_cast<uintptr_t>(ptr) % bytes != 0) return false;
+      return true;
+    };
+    auto go = [&](auto vec_c) {
+      constexpr int VEC = decltype(vec_c)::value;
+      const int64_t total = N * (half / VEC);
+      rope_qkv_kernel<T, VEC, PACK><<<grid_for(total, 256, 16), 256, 0, cuda_ctx::stream()>>>(
+          pp, qp, kp, vp, positions.i32(), inv_freq.f32(), N, int(Hq), int(Hkv), int(half));
+      BIOFM_CUDA_LAUNCH_CHECK();
+    };
+    if (half % 4 == 0 && all_aligned(4 * sizeof(T)))
+      go(std::integral_constant<int, 4>{});
+    else if (half % 2 == 0 && all_aligned(2 * sizeof(T)))
+      go(std::integral_constant<int, 2>{});
+    else
+      go(std::integral_constant<int, 1>{});
+  });
+}
+
+}  // namespace
+
+void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, const Tensor& positions,
+                     const Tensor& inv_freq) {
+  move_qkv<false>(packed, q, k, v, positions, inv_freq, "rope_unpack_qkv");
+}
+
+void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                        const Tensor& positions, const Tensor& inv_freq) {
+  move_qkv<true>(dpacked, dq, dk, dv, positions, inv_freq, "rope_pack_qkv_grad");
 }
 
 }  // namespace biofm::ops::cuda

@@ -11,15 +11,40 @@ namespace biofm::ops {
 // x[N,H,D] rotated in place; positions[N] I32; inv_freq[D/2] F32.
 void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse);
 
+// Fused QKV projection: one GEMM against the concatenated q/k/v weights gives
+// packed[N, (Hq + 2·Hkv)·D], each row q | k | v of one token.
+// Forward: q[N,Hq,D] = rope(q part), k[N,Hkv,D] = rope(k part), v[N,Hkv,D] = v part.
+void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, const Tensor& positions,
+                     const Tensor& inv_freq);
+// Backward: dpacked = rope⁻¹(dq) | rope⁻¹(dk) | dv (overwritten).
+void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                        const Tensor& positions, const Tensor& inv_freq);
+
 namespace cpu {
 void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse);
-}
+void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, const Tensor& positions,
+                     const Tensor& inv_freq);
+void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                        const Tensor& positions, const Tensor& inv_freq);
+}  // namespace cpu
 namespace cuda {
 void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse);
-}
+void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, const Tensor& positions,
+                     const Tensor& inv_freq);
+void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                        const Tensor& positions, const Tensor& inv_freq);
+}  // namespace cuda
 
 inline void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
   BIOFM_DISPATCH(x.device(), rope_apply, x, positions, inv_freq, inverse);
+}
+inline void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, const Tensor& positions,
+                            const Tensor& inv_freq) {
+  BIOFM_DISPATCH(packed.device(), rope_unpack_qkv, q, k, v, packed, positions, inv_freq);
+}
+inline void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                               const Tensor& positions, const Tensor& inv_freq) {
+  BIOFM_DISPATCH(dq.device(), rope_pack_qkv_grad, dpacked, dq, dk, dv, positions, inv_freq);
 }
 
 }  // namespace biofm::ops
