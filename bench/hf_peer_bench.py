@@ -266,6 +266,7 @@ def parse_args():
                    help="untimed steps (esm2 10, llama 5); with --compile they absorb compilation")
     p.add_argument("--compile", action="store_true", help="torch.compile(model) (default mode)")
     p.add_argument("--recompute", action="store_true", help="gradient checkpointing")
+    p.add_argument("--grad-acc", type=int, default=1, help="micro batches per optimizer step")
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=1234)
@@ -345,7 +346,7 @@ def main():
         "autocast": "bf16" if use_ac else None, "attn_implementation": "sdpa",
         "optimizer": {"name": "AdamW", "fused": True, "lr": lr, "betas": list(betas),
                       "eps": 1e-8, "weight_decay": wd, "clip_grad_norm": args.clip},
-        "steps": args.steps, "warmup": args.warmup, "data": args.data, "seed": args.seed,
+        "steps": args.steps, "warmup": args.warmup, "grad_acc": args.grad_acc, "data": args.data, "seed": args.seed,
         "peak_tflops": args.peak_tflops, "versions": versions(dev), "argv": sys.argv[1:],
     }
     if args.model == "esm2":
@@ -364,7 +365,7 @@ def main():
             print(f"wrote {args.json}")
 
     # ---- data (built before the model; CPU work, not timed)
-    n_needed = args.warmup + args.steps
+    n_needed = (args.warmup + args.steps) * args.grad_acc
     t = time.perf_counter()
     if args.model == "esm2":
         batches, n_seqs = esm_batches(args, n_needed)
@@ -405,16 +406,17 @@ def main():
                                 weight_decay=wd, fused=True)
         fwd = torch.compile(model) if args.compile else model
 
-        def step(b):
-            ids = b["input_ids"].to(dev, non_blocking=True)
-            labels = b["labels"].to(dev, non_blocking=True)
-            kw = {}
-            if "attention_mask" in b:
-                kw["attention_mask"] = b["attention_mask"].to(dev, non_blocking=True)
-            with torch.autocast(dev.type, dtype=ac_dtype, enabled=use_ac):
-                out = fwd(input_ids=ids, labels=labels, **kw)
-            loss = out.loss
-            loss.backward()
+        def step(group):  # one optimizer step over args.grad_acc micro batches
+            for b in group:
+                ids = b["input_ids"].to(dev, non_blocking=True)
+                labels = b["labels"].to(dev, non_blocking=True)
+                kw = {}
+                if "attention_mask" in b:
+                    kw["attention_mask"] = b["attention_mask"].to(dev, non_blocking=True)
+                with torch.autocast(dev.type, dtype=ac_dtype, enabled=use_ac):
+                    out = fwd(input_ids=ids, labels=labels, **kw)
+                loss = out.loss
+                (loss / len(group)).backward()
             gn = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
             opt.step()
             opt.zero_grad(set_to_none=True)
@@ -431,17 +433,18 @@ def main():
             def n_graphs():
                 return int(dyn_utils.counters["stats"].get("unique_graphs", 0))
 
+        groups = [batches[i * args.grad_acc:(i + 1) * args.grad_acc] for i in range(args.warmup + args.steps)]
         # ---- warmup (untimed; includes compilation with --compile)
         sync()
         t_w = time.perf_counter()
         warm_times = []
         for i in range(args.warmup):
             t0 = time.perf_counter()
-            loss, _ = step(batches[i])
+            loss, _ = step(groups[i])
             sync()
             warm_times.append(time.perf_counter() - t0)
-            print(f"  warmup {i + 1}/{args.warmup}: B={len(batches[i]['lens'])} "
-                  f"S={batches[i]['input_ids'].shape[1]} {warm_times[-1]:.3f} s "
+            print(f"  warmup {i + 1}/{args.warmup}: B={len(groups[i][0]['lens'])} "
+                  f"S={groups[i][0]['input_ids'].shape[1]} x{args.grad_acc} {warm_times[-1]:.3f} s "
                   f"loss {loss.item():.4f}", flush=True)
         result["warmup_time_s"] = time.perf_counter() - t_w
         result["warmup_step_times_s"] = warm_times
@@ -449,18 +452,19 @@ def main():
             graphs0 = n_graphs()
 
         # ---- timed region
-        timed = batches[args.warmup: args.warmup + args.steps]
+        timed_groups = groups[args.warmup: args.warmup + args.steps]
+        timed = [b for g in timed_groups for b in g]  # micro batches, for the token counts
         losses, gnorms, cpu_step = [], [], []
         if on_cuda:
             ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in timed]
+                  for _ in timed_groups]
         sync()
         t0 = time.perf_counter()
-        for i, b in enumerate(timed):
+        for i, g in enumerate(timed_groups):
             ts = time.perf_counter()
             if on_cuda:
                 ev[i][0].record()
-            loss, gn = step(b)
+            loss, gn = step(g)
             if on_cuda:
                 ev[i][1].record()
             losses.append(loss)
@@ -506,7 +510,7 @@ def main():
         real_tokens=real, padded_tokens=padded,
         real_tokens_per_sec=real_tps, padded_tokens_per_sec=padded_tps,
         padding_fraction=1.0 - real / padded,
-        step_time_s=med, step_time_median_s=med, step_time_mean_s=total / len(timed),
+        step_time_s=med, step_time_median_s=med, step_time_mean_s=total / len(timed_groups),
         step_time_min_s=min(step_times), step_time_max_s=max(step_times),
         step_times_s=step_times,
         batch_rows=[b["input_ids"].shape[0] for b in timed],

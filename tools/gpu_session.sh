@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One GPU-machine session: CUDA tests, throughput benchmarks and the Hugging Face peer runs.
 # Usage (on the device, from the repo root): tools/gpu_session.sh BIN_DIR OUT_DIR [what...]
-#   what: tests esm esm3b llama peer peer_llama peer_compiled export og2_7b   (default: tests esm llama)
+#   what: tests esm esm_ga esm3b llama llama_ga peer peer_llama peer_llama_ga peer_compiled profile_llama
+#         export og2_7b
+#   (default: tests esm llama)
 # Data (env): DATA (proteins, default .carry/data/uniprot_20k.fasta.gz) and DNA_LONG (long DNA
 # records for 8192-token windows; default: lambda phage + Shigella plasmids from .carry/data).
 set -uo pipefail
@@ -28,6 +30,17 @@ for w in $WHAT; do
     esm)
       bench ours_esm2_35M --model esm2 --shape 35M --data "$DATA" --tokens-per-batch 16384 --steps 20 --warmup 8
       bench ours_esm2_650M --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 --steps 20 --warmup 8 ;;
+    esm_ga)  # the recipe's way to a large global batch: 4 micro batches of 16k tokens per optimizer step
+      bench ours_esm2_650M_ga4 --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 --grad-acc 4 \
+        --steps 8 --warmup 3
+      bench ours_esm2_3B_rl${RECOMPUTE_3B:-18}_ga4 --model esm2 --shape 3B --data "$DATA" --tokens-per-batch 16384 \
+        --recompute --recompute-layers "${RECOMPUTE_3B:-18}" --grad-acc 4 --steps 4 --warmup 2 ;;
+    llama_ga)  # 8 windows of 8192 per optimizer step per GPU, as OpenGenome2 (384 windows on 48 GPUs)
+      bench ours_llama_1B_16k_ga4 --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 16384 \
+        --max-seq-length 8192 --grad-acc 4 --steps 6 --warmup 2 ;;
+    peer_llama_ga)
+      python3 bench/hf_peer_bench.py --model llama --shape 1B --data "$DNA_LONG" --seq-length 8192 --micro-batch 2 \
+        --grad-acc 4 --steps 6 --warmup 2 --json "$OUT/hf_llama_1B_mb2_ga4.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt" ;;
     esm3b)
       bench ours_esm2_3B_recompute_all --model esm2 --shape 3B --data "$DATA" --tokens-per-batch 16384 --recompute \
         --steps 8 --warmup 4
@@ -44,9 +57,16 @@ for w in $WHAT; do
     peer_compiled)
       python3 bench/hf_peer_bench.py --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 \
         --max-seq-length 1024 --steps 15 --warmup 6 --compile --json "$OUT/hf_esm2_650M_compiled.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt" ;;
-    peer_llama)
-      python3 bench/hf_peer_bench.py --model llama --shape 1B --data "$DNA_LONG" --seq-length 8192 --micro-batch 1 \
-        --steps 12 --warmup 4 --json "$OUT/hf_llama_1B_8k.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt" ;;
+    peer_llama)  # the same windows as `llama`: 1 and 2 windows of 8192 tokens per step
+      for mb in 1 2; do
+        python3 bench/hf_peer_bench.py --model llama --shape 1B --data "$DNA_LONG" --seq-length 8192 --micro-batch $mb \
+          --steps 10 --warmup 4 --json "$OUT/hf_llama_1B_mb$mb.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt"
+      done ;;
+    profile_llama)  # per-kernel GPU time (ncu) of 2 steps of the 1B 8k bench; the 2nd is the one to read
+      ncu --metrics gpu__time_duration.sum --csv "$BIN/biofm" bench --model llama --shape 1B \
+        --data "$DNA_LONG" --tokens-per-batch 8192 --max-seq-length 8192 --steps 1 --warmup 1 \
+        > "$OUT/ncu_llama_1B_8k.csv" 2> "$OUT/ncu.log"
+      gzip -f "$OUT/ncu_llama_1B_8k.csv"; tail -3 "$OUT/ncu.log" ;;
     export)
       # A Llama trained here for 30 steps, exported, then loaded by the GPU machine's transformers.
       "$BIN/biofm" train --config-name llama3_sanity device=cuda num_train_steps=30 output_dir=/tmp/llama_export_run \

@@ -274,22 +274,25 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
 }
 
 // dst[c] += Σ_p part[p, c] over P partial rows; blockIdx.y picks (dw, part_w) or (db, part_b).
+// A block is 32 columns x kPartialLanes row lanes: enough threads in flight for C = 2048 (only
+// 64 blocks) to read the partial rows at bandwidth rather than at one load latency per row.
+constexpr int kPartialLanes = 32;
 __global__ void sum_partials_kernel(float* dw, const float* part_w, float* db, const float* part_b,
                                     int P, int C) {
-  __shared__ float red[8][33];
+  __shared__ float red[kPartialLanes][33];
   float* dst = blockIdx.y == 0 ? dw : db;
   const float* part = blockIdx.y == 0 ? part_w : part_b;
   if (dst == nullptr) return;
   const int c = blockIdx.x * 32 + threadIdx.x;
   float s = 0.0f;
   if (c < C)
-    for (int p = threadIdx.y; p < P; p += 8) s += part[int64_t(p) * C + c];
+    for (int p = threadIdx.y; p < P; p += kPartialLanes) s += part[int64_t(p) * C + c];
   red[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && c < C) {
     float t = 0.0f;
 #pragma unroll
-    for (int y = 0; y < 8; ++y) t += red[y][threadIdx.x];
+    for (int y = 0; y < kPartialLanes; ++y) t += red[y][threadIdx.x];
     dst[c] += t;
   }
 }
@@ -413,7 +416,7 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
         BIOFM_CUDA_LAUNCH_CHECK();
         if (want_w || want_b) {
           const dim3 rgrid(unsigned(ceil_div(C, 32)), 2);
-          sum_partials_kernel<<<rgrid, dim3(32, 8), 0, cuda_ctx::stream()>>>(
+          sum_partials_kernel<<<rgrid, dim3(32, kPartialLanes), 0, cuda_ctx::stream()>>>(
               want_w ? dw.f32() : nullptr, want_w ? part_w.f32() : nullptr,
               want_b ? db.f32() : nullptr, want_b ? part_b.f32() : nullptr, int(grid), int(C));
           BIOFM_CUDA_LAUNCH_CHECK();
