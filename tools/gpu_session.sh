@@ -56,7 +56,7 @@ for w in $WHAT; do
         --max-seq-length 1024 --steps 15 --warmup 5 --json "$OUT/hf_esm2_650M_eager.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt" ;;
     peer_compiled)
       python3 bench/hf_peer_bench.py --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 \
-        --max-seq-length 1024 --steps 15 --warmup 6 --compile --json "$OUT/hf_esm2_650M_compiled.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt" ;;
+        --max-seq-length 1024 --pad-to-multiple-of 64 --steps 10 --warmup 6 --compile --json "$OUT/hf_esm2_650M_compiled.json" 2>&1 | tail -1 | tee -a "$OUT/bench.txt" ;;
     peer_llama)  # the same windows as `llama`: 1 and 2 windows of 8192 tokens per step
       for mb in 1 2; do
         python3 bench/hf_peer_bench.py --model llama --shape 1B --data "$DNA_LONG" --seq-length 8192 --micro-batch $mb \
@@ -67,6 +67,10 @@ for w in $WHAT; do
         --data "$DNA_LONG" --tokens-per-batch 8192 --max-seq-length 8192 --steps 1 --warmup 1 \
         > "$OUT/ncu_llama_1B_8k.csv" 2> "$OUT/ncu.log"
       gzip -f "$OUT/ncu_llama_1B_8k.csv"; tail -3 "$OUT/ncu.log" ;;
+    profile_esm)  # the same for ESM-2 650M, 16k-token packed batches
+      ncu --metrics gpu__time_duration.sum --csv "$BIN/biofm" bench --model esm2 --shape 650M \
+        --data "$DATA" --tokens-per-batch 16384 --steps 1 --warmup 1 > "$OUT/ncu_esm2_650M.csv" 2> "$OUT/ncu.log"
+      gzip -f "$OUT/ncu_esm2_650M.csv"; tail -3 "$OUT/ncu.log" ;;
     export)
       # A Llama trained here for 30 steps, exported, then loaded by the GPU machine's transformers.
       "$BIN/biofm" train --config-name llama3_sanity device=cuda num_train_steps=30 output_dir=/tmp/llama_export_run \
