@@ -8,6 +8,18 @@
 namespace biofm::ops::cpu {
 using namespace cpu_detail;
 
+namespace {
+// cos / sin of position · inv_freq[i], i < half; the angle is formed in fp32 as Hugging Face
+// does, then cos / sin in double. sgn = -1 gives the inverse rotation.
+void token_angles(float* cs, float* sn, int32_t pos, const float* inv_freq, int64_t half, float sgn) {
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = float(pos) * inv_freq[i];
+    cs[i] = float(std::cos(double(a)));
+    sn[i] = sgn * float(std::sin(double(a)));
+  }
+}
+}  // namespace
+
 void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
   const char* op = "rope_apply";
   require_f32(x, op, "x");
@@ -28,12 +40,7 @@ void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
     std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < N; ++n) {
-      // The angle is formed in fp32 as Hugging Face does (position · inv_freq), then cos/sin.
-      for (int64_t i = 0; i < half; ++i) {
-        const float a = float(pos[n]) * f[i];
-        cs[size_t(i)] = float(std::cos(double(a)));
-        sn[size_t(i)] = sgn * float(std::sin(double(a)));
-      }
+      token_angles(cs.data(), sn.data(), pos[n], f, half, sgn);
       for (int64_t h = 0; h < H; ++h) {
         float* v = xp + (n * H + h) * D;
         for (int64_t i = 0; i < half; ++i) {
@@ -108,11 +115,7 @@ void move_qkv(const Tensor& packed, const Tensor& q, const Tensor& k, const Tens
     std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < d.N; ++n) {
-      for (int64_t i = 0; i < half; ++i) {
-        const float a = float(pos[n]) * f[i];
-        cs[size_t(i)] = float(std::cos(double(a)));
-        sn[size_t(i)] = sgn * float(std::sin(double(a)));
-      }
+      token_angles(cs.data(), sn.data(), pos[n], f, half, sgn);
       move_token(packed.f32() + n * d.row(), q.f32() + n * d.Hq * d.D, k.f32() + n * d.Hkv * d.D,
                  v.f32() + n * d.Hkv * d.D, d, cs.data(), sn.data(), pack);
     }

@@ -13,6 +13,37 @@ using namespace cuda_detail;
 
 namespace {
 
+// cos / sin of the VEC angles position · inv_freq[i0 + j]: the angle in fp32 (as Hugging Face),
+// its cos / sin in double (as the CPU reference); sin negated for the inverse rotation.
+template <int VEC>
+__device__ __forceinline__ void token_angles(float (&cs)[VEC], float (&sn)[VEC], float p, const float* inv_freq,
+                                             int i0, bool inverse) {
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) {
+    const float a = p * inv_freq[i0 + j];
+    double s, c;
+    sincos(double(a), &s, &c);
+    cs[j] = float(c);
+    sn[j] = inverse ? -float(s) : float(s);
+  }
+}
+
+// Rotates the VEC pairs (src[j], src[j + half]) into dst (dst may be src).
+template <int VEC, class T>
+__device__ __forceinline__ void rotate(T* dst, const T* src, int half, const float (&cs)[VEC],
+                                       const float (&sn)[VEC]) {
+  float x1[VEC], x2[VEC], y1[VEC], y2[VEC];
+  load_vec<VEC>(x1, src);
+  load_vec<VEC>(x2, src + half);
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) {
+    y1[j] = x1[j] * cs[j] - x2[j] * sn[j];
+    y2[j] = x2[j] * cs[j] + x1[j] * sn[j];
+  }
+  store_vec<VEC>(dst, y1);
+  store_vec<VEC>(dst + half, y2);
+}
+
 template <class T, int VEC>
 __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_freq, int64_t N, int H,
                             int half, bool inverse) {
@@ -22,35 +53,16 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
        idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = idx / groups;
     const int i0 = int(idx - n * groups) * VEC;
-    const float p = float(positions[n]);
     float cs[VEC], sn[VEC];
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      // The angle in fp32 (position · inv_freq, as Hugging Face), its cos / sin in double.
-      const float a = p * inv_freq[i0 + j];
-      double s, c;
-      sincos(double(a), &s, &c);
-      cs[j] = float(c);
-      sn[j] = inverse ? -float(s) : float(s);
-    }
+    token_angles<VEC>(cs, sn, float(positions[n]), inv_freq, i0, inverse);
     T* base = x + n * int64_t(H) * (2 * half) + i0;
 #pragma unroll 4
     for (int h = 0; h < H; ++h) {
       T* v = base + int64_t(h) * (2 * half);
-      float x1[VEC], x2[VEC], y1[VEC], y2[VEC];
-      load_vec<VEC>(x1, v);
-      load_vec<VEC>(x2, v + half);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        y1[j] = x1[j] * cs[j] - x2[j] * sn[j];
-        y2[j] = x2[j] * cs[j] + x1[j] * sn[j];
-      }
-      store_vec<VEC>(v, y1);
-      store_vec<VEC>(v + half, y2);
+      rotate<VEC>(v, v, half, cs, sn);
     }
   }
 }
-
 
 // Fused-QKV move: one thread per (token, group of VEC frequencies), as rope_kernel, walking
 // the token's q and k heads (rotated) and v heads (copied) between the packed row and the
@@ -66,32 +78,13 @@ __global__ void rope_qkv_kernel(T* packed, T* q, T* k, T* v, const int32_t* posi
        idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = idx / groups;
     const int i0 = int(idx - n * groups) * VEC;
-    const float p = float(positions[n]);
     float cs[VEC], sn[VEC];
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      const float a = p * inv_freq[i0 + j];
-      double s, c;
-      sincos(double(a), &s, &c);
-      cs[j] = float(c);
-      sn[j] = PACK ? -float(s) : float(s);
-    }
+    token_angles<VEC>(cs, sn, float(positions[n]), inv_freq, i0, PACK);
     T* prow = packed + n * row + i0;
     for (int h = 0; h < Hq + Hkv; ++h) {
       T* pp = prow + int64_t(h) * D;
       T* u = (h < Hq ? q + (n * Hq + h) * int64_t(D) : k + (n * Hkv + (h - Hq)) * int64_t(D)) + i0;
-      const T* src = PACK ? u : pp;
-      T* dst = PACK ? pp : u;
-      float x1[VEC], x2[VEC], y1[VEC], y2[VEC];
-      load_vec<VEC>(x1, src);
-      load_vec<VEC>(x2, src + half);
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        y1[j] = x1[j] * cs[j] - x2[j] * sn[j];
-        y2[j] = x2[j] * cs[j] + x1[j] * sn[j];
-      }
-      store_vec<VEC>(dst, y1);
-      store_vec<VEC>(dst + half, y2);
+      rotate<VEC>(PACK ? pp : u, PACK ? u : pp, half, cs, sn);
     }
     for (int h = 0; h < Hkv; ++h) {
       T* pp = prow + int64_t(Hq + Hkv + h) * D;
