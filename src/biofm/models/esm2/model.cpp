@@ -122,6 +122,22 @@ void Esm2Model::save_hf_dir(const std::string& dir) const {
   write_esm2_tokenizer_files(dir, cfg_.max_position_embeddings);
 }
 
+// The activations a kept layer can drop and redo in backward for one cheap pass each.
+void Esm2Model::norm1(int l, LayerActs& a) {
+  a.ln1 = act(a.x_in.shape());
+  ops::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, a.x_in, params_.weight(layer_name(l, "attention.LayerNorm.weight")),
+                         params_.weight(layer_name(l, "attention.LayerNorm.bias")), cfg_.layer_norm_eps);
+}
+void Esm2Model::norm2(int l, LayerActs& a) {
+  a.ln2 = act(a.x_mid.shape());
+  ops::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid, params_.weight(layer_name(l, "LayerNorm.weight")),
+                         params_.weight(layer_name(l, "LayerNorm.bias")), cfg_.layer_norm_eps);
+}
+void Esm2Model::gelu(LayerActs& a) {
+  a.act = act(a.fc1.shape());
+  ops::gelu_forward(a.act, a.fc1, ops::GeluKind::Erf);
+}
+
 void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out) {
   const int64_t T = x.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, hd = cfg_.head_dim();
@@ -129,11 +145,9 @@ void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs&
   auto P = [&](const std::string& rest) { return params_.weight(layer_name(l, rest)); };
 
   a.x_in = x;
-  a.ln1 = act({T, H});
   a.ln1_mean = f32({T}, dev);
   a.ln1_rstd = f32({T}, dev);
-  ops::layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x, P("attention.LayerNorm.weight"),
-                         P("attention.LayerNorm.bias"), cfg_.layer_norm_eps);
+  norm1(l, a);
   {
     Tensor qkv = act({T, 3 * H});  // one GEMM for q | k | v, then rope while splitting
     ops::linear_forward(qkv, a.ln1, params_.weight_concat(qkv_names(l, "weight")),
@@ -152,15 +166,12 @@ void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs&
   ops::linear_forward(a.x_mid, a.attn.view({T, H}), P("attention.output.dense.weight"),
                       P("attention.output.dense.bias"), /*residual=*/x);
 
-  a.ln2 = act({T, H});
   a.ln2_mean = f32({T}, dev);
   a.ln2_rstd = f32({T}, dev);
-  ops::layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.x_mid, P("LayerNorm.weight"),
-                         P("LayerNorm.bias"), cfg_.layer_norm_eps);
+  norm2(l, a);
   a.fc1 = act({T, F});
   ops::linear_forward(a.fc1, a.ln2, P("intermediate.dense.weight"), P("intermediate.dense.bias"));
-  a.act = act({T, F});
-  ops::gelu_forward(a.act, a.fc1, ops::GeluKind::Erf);
+  gelu(a);
   if (!x_out) return;  // recompute in backward: the layer output is not needed
   *x_out = act({T, H});
   ops::linear_forward(*x_out, a.act, P("output.dense.weight"), P("output.dense.bias"), /*residual=*/a.x_mid);
@@ -189,6 +200,8 @@ void Esm2Model::forward_trunk(const Batch& b, Acts& acts, bool keep) {
     if (keep && l < recompute_layers_) {  // backward recomputes the rest from the layer input
       a = LayerActs{};
       a.x_in = x;
+    } else if (keep && recompute_layers_ > 0) {  // memory is short: drop what is cheap to redo
+      a.ln1 = a.ln2 = a.act = Tensor();
     }
     x = x_out;
   }
@@ -253,7 +266,13 @@ Tensor Esm2Model::token_losses(const Batch& b) {
 
 void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) {
   // dx: gradient w.r.t. this layer's output on entry, w.r.t. its input on exit.
-  if (!a.ln1.defined()) layer_forward(l, b, a.x_in, a, nullptr);  // recompute: only the input was kept
+  if (!a.q.defined()) {
+    layer_forward(l, b, a.x_in, a, nullptr);  // recompute: only the input was kept
+  } else if (!a.ln1.defined()) {  // a kept layer that dropped its norm and GELU outputs
+    norm1(l, a);
+    norm2(l, a);
+    gelu(a);
+  }
   const int64_t T = dx.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, hd = cfg_.head_dim();
   auto P = [&](const std::string& rest) { return params_.weight(layer_name(l, rest)); };

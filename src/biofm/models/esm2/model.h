@@ -66,6 +66,11 @@ class Esm2Model : public LanguageModel {
   Tensor act(const Shape& s) const { return Tensor::empty(s, act_dtype_, device()); }
   // LM head on acts.head.final_out; returns logits [T,V].
   Tensor forward_head(Acts& acts);
+  // With recompute on, the layers that are not recomputed drop ln1, ln2 and act (redone in
+  // backward by these, one cheap pass each).
+  void norm1(int l, LayerActs& a);
+  void norm2(int l, LayerActs& a);
+  void gelu(LayerActs& a);
   // x_out null: the layer output is not wanted (recompute), its last GEMM is skipped.
   void layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out);
   void layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx);

@@ -122,20 +122,34 @@ void LlamaModel::save_hf_dir(const std::string& dir) const {
   write_nucleotide_tokenizer_files(dir, cfg_.max_position_embeddings);
 }
 
+// The activations a kept layer can drop and redo in backward for one cheap pass each.
+void LlamaModel::norm1(int l, LayerActs& a) {
+  a.n1 = act(a.x_in.shape());
+  ops::rmsnorm_forward(a.n1, a.rstd1, a.x_in, params_.weight(layer_name(l, "input_layernorm.weight")),
+                       float(cfg_.rms_norm_eps));
+}
+void LlamaModel::norm2(int l, LayerActs& a) {
+  a.n2 = act(a.x_mid.shape());
+  ops::rmsnorm_forward(a.n2, a.rstd2, a.x_mid, params_.weight(layer_name(l, "post_attention_layernorm.weight")),
+                       float(cfg_.rms_norm_eps));
+}
+void LlamaModel::swiglu(LayerActs& a) {
+  a.h = act({a.gate_up.size(0), a.gate_up.size(1) / 2});
+  ops::swiglu_forward_packed(a.h, a.gate_up);
+}
+
 void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out,
                                LlamaKvCache* cache) {
   const int64_t T = x.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, nkv = cfg_.num_key_value_heads, hd = cfg_.head_size();
   const int64_t Q = cfg_.q_size(), K = cfg_.kv_size();
   const Device dev = x.device();
-  const float eps = float(cfg_.rms_norm_eps);
   auto P = [&](const std::string& rest) { return params_.weight(layer_name(l, rest)); };
   Tensor none;
 
   a.x_in = x;
-  a.n1 = act({T, H});
   a.rstd1 = f32({T}, dev);
-  ops::rmsnorm_forward(a.n1, a.rstd1, x, P("input_layernorm.weight"), eps);
+  norm1(l, a);
   {
     Tensor qkv = act({T, Q + 2 * K});  // one GEMM for q | k | v, then rope while splitting
     ops::linear_forward(qkv, a.n1, params_.weight_concat(proj_names(l, {"q", "k", "v"})), none);
@@ -166,13 +180,11 @@ void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs
   a.x_mid = act({T, H});
   ops::linear_forward(a.x_mid, a.attn.view({T, Q}), P("self_attn.o_proj.weight"), none, /*residual=*/x);
 
-  a.n2 = act({T, H});
   a.rstd2 = f32({T}, dev);
-  ops::rmsnorm_forward(a.n2, a.rstd2, a.x_mid, P("post_attention_layernorm.weight"), eps);
+  norm2(l, a);
   a.gate_up = act({T, 2 * F});  // one GEMM for gate | up
   ops::linear_forward(a.gate_up, a.n2, params_.weight_concat(mlp_names(l)), none);
-  a.h = act({T, F});
-  ops::swiglu_forward_packed(a.h, a.gate_up);
+  swiglu(a);
   if (!x_out) return;  // recompute in backward: the layer output is not needed
   *x_out = act({T, H});
   ops::linear_forward(*x_out, a.h, P("mlp.down_proj.weight"), none, /*residual=*/a.x_mid);
@@ -193,6 +205,8 @@ void LlamaModel::forward_trunk(const Batch& b, Acts& acts, bool keep, LlamaKvCac
     if (keep && l < recompute_layers_) {  // backward recomputes the rest
       a = LayerActs{};
       a.x_in = x;
+    } else if (keep && recompute_layers_ > 0) {  // memory is short: drop what is cheap to redo
+      a.n1 = a.n2 = a.h = Tensor();
     }
     x = x_out;
   }
@@ -239,7 +253,13 @@ Tensor LlamaModel::token_losses(const Batch& b) {
 
 void LlamaModel::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) {
   // dx: gradient w.r.t. this layer's output on entry, w.r.t. its input on exit.
-  if (!a.n1.defined()) layer_forward(l, b, a.x_in, a, nullptr);  // recompute: only the input was kept
+  if (!a.q.defined()) {
+    layer_forward(l, b, a.x_in, a, nullptr);  // recompute: only the input was kept
+  } else if (!a.n1.defined()) {  // a kept layer that dropped its norm and SwiGLU outputs
+    norm1(l, a);
+    norm2(l, a);
+    swiglu(a);
+  }
   const int64_t T = dx.size(0), H = cfg_.hidden_size, F = cfg_.intermediate_size;
   const int64_t nh = cfg_.num_attention_heads, nkv = cfg_.num_key_value_heads, hd = cfg_.head_size();
   const int64_t Q = cfg_.q_size(), K = cfg_.kv_size();

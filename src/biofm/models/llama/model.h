@@ -89,6 +89,11 @@ class LlamaModel : public LanguageModel {
   // activations (only the layer inputs when recompute is on). cache: incremental decoding.
   void forward_trunk(const Batch& b, Acts& acts, bool keep, LlamaKvCache* cache = nullptr);
   Tensor forward_head(const Acts& acts);  // logits [T,V]
+  // With recompute on, the layers that are not recomputed drop n1, n2 and h (redone in backward
+  // by these, one cheap pass each).
+  void norm1(int l, LayerActs& a);
+  void norm2(int l, LayerActs& a);
+  void swiglu(LayerActs& a);
   // x_out null: the layer output is not wanted (recompute), its last GEMM is skipped.
   void layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out,
                      LlamaKvCache* cache = nullptr);
