@@ -95,7 +95,19 @@ struct GraphEntry {
   std::shared_ptr<fe::graph::Graph> graph;  // null when the build failed
   int64_t workspace = 0;
   std::string error;
+  bool tuned = false;  // autotuned on its first execution (BIOFM_SDPA_AUTOTUNE=1)
 };
+
+// BIOFM_SDPA_AUTOTUNE=1: build every engine configuration cuDNN offers for a graph and time
+// them on the graph's first execution (real data, once per graph), instead of taking the
+// heuristic's first choice. Costs build time per graph shape.
+bool autotune_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("BIOFM_SDPA_AUTOTUNE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
 
 std::mutex g_mutex;  // guards everything below
 std::map<GraphKey, GraphEntry> g_cache;
@@ -166,6 +178,12 @@ std::string finish_build(fe::graph::Graph& g, cudnnHandle_t h, int64_t* workspac
   if (!e.is_good()) return fe_error("create_execution_plans", e);
   e = g.check_support(h);
   if (!e.is_good()) return fe_error("check_support", e);
+  if (autotune_enabled()) {
+    e = g.build_plans(h, fe::BuildPlanPolicy_t::ALL);
+    if (!e.is_good()) return fe_error("build_plans(ALL)", e);
+    *workspace = g.get_autotune_workspace_size();
+    return {};
+  }
   e = g.build_plans(h, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE);
   if (!e.is_good()) return fe_error("build_plans", e);
   e = g.get_workspace_size(*workspace);
@@ -247,7 +265,7 @@ GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
 }
 
 // The graph for `k`, built on first use; null (and *why set) when it cannot be built.
-const GraphEntry& graph_for_locked(const GraphKey& k, cudnnHandle_t h) {
+GraphEntry& graph_for_locked(const GraphKey& k, cudnnHandle_t h) {
   auto it = g_cache.find(k);
   if (it != g_cache.end()) return it->second;
   GraphEntry entry;
@@ -277,7 +295,7 @@ bool run(const SdpaCall& c, bool backward, std::string* why) {
                      backward};
   std::lock_guard<std::mutex> lock(g_mutex);
   cudnnHandle_t h = handle_locked();
-  const GraphEntry& entry = graph_for_locked(key, h);
+  GraphEntry& entry = graph_for_locked(key, h);
   if (!entry.graph) {
     if (why) *why = "cuDNN graph (" + describe(key) + "): " + entry.error;
     return false;
@@ -322,6 +340,13 @@ bool run(const SdpaCall& c, bool backward, std::string* why) {
   }
   fe::error_t e;
   try {
+    if (autotune_enabled() && !entry.tuned) {
+      entry.tuned = true;
+      e = entry.graph->autotune(h, pack, workspace);
+      std::fprintf(stderr, "biofm attention: cuDNN SDPA graph (%s): autotuned over %lld plans%s%s\n",
+                   describe(key).c_str(), (long long)entry.graph->get_execution_plan_count(),
+                   e.is_good() ? "" : ", failed: ", e.is_good() ? "" : e.get_message().c_str());
+    }
     e = entry.graph->execute(h, pack, workspace);
   } catch (const std::exception& ex) {
     if (why) *why = "cuDNN graph (" + describe(key) + ") execute threw: " + ex.what();
