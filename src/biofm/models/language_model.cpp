@@ -1,5 +1,8 @@
 #include "biofm/models/language_model.h"
 
+#include <filesystem>
+
+#include "biofm/io/atomic_file.h"
 #include "biofm/ops/loss/op.h"
 
 namespace biofm {
@@ -27,6 +30,26 @@ LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor
     }
   }
   return s;
+}
+
+HfDirContents read_hf_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  HfDirContents c;
+  c.config_path = (fs::path(dir) / "config.json").string();
+  c.weights_path = (fs::path(dir) / "model.safetensors").string();
+  if (!fs::exists(c.config_path)) fail("'", dir, "' is not a Hugging Face model directory: no config.json");
+  if (!fs::exists(c.weights_path))
+    fail("'", dir, "': no model.safetensors (sharded or pytorch_model.bin checkpoints are not supported; "
+         "re-save with transformers' save_pretrained(safe_serialization=True, max_shard_size large enough))");
+  c.config_json = read_file(c.config_path);
+  return c;
+}
+
+std::function<std::string(const std::string&)> add_prefix_unless_present(const std::string& prefix) {
+  return [prefix](const std::string& n) {
+    if (n.rfind(prefix, 0) == 0 || n.rfind("lm_head.", 0) == 0) return n;
+    return prefix + n;
+  };
 }
 
 }  // namespace biofm

@@ -1,5 +1,7 @@
 // What the trainer, evaluator and exporter need from a model family (ESM-2, Llama, ...).
 #pragma once
+#include <functional>
+#include <string>
 #include <memory>
 #include <string>
 
@@ -42,6 +44,16 @@ inline const char* precision_name(Precision p) {
 // Host-side sums over a batch: Σ token_loss and count over labels != -100, and (if asked)
 // how many argmax(logits) equal the label. Reads the tensors to the host.
 LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels, bool count_correct);
+
+// A Hugging Face model directory's config.json (read) and model.safetensors (path), or an
+// error that says what is missing and how to convert what is there.
+struct HfDirContents {
+  std::string config_path, config_json, weights_path;
+};
+HfDirContents read_hf_dir(const std::string& dir);
+// Maps a bare base-model checkpoint's names onto the LM's: names starting with `prefix` or
+// "lm_head." are kept, others get `prefix` ("esm.", "model.") in front.
+std::function<std::string(const std::string&)> add_prefix_unless_present(const std::string& prefix);
 
 class LanguageModel {
  public:

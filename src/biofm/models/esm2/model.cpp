@@ -93,25 +93,14 @@ ModelDims Esm2Model::dims() const {
 }
 
 std::unique_ptr<Esm2Model> Esm2Model::from_hf_dir(const std::string& dir, Device device, Precision precision) {
-  namespace fs = std::filesystem;
-  std::string cfg_path = (fs::path(dir) / "config.json").string();
-  std::string st_path = (fs::path(dir) / "model.safetensors").string();
-  if (!fs::exists(cfg_path)) fail("'", dir, "' is not a Hugging Face model directory: no config.json");
-  if (!fs::exists(st_path))
-    fail("'", dir, "': no model.safetensors (pytorch_model.bin is not supported; convert with "
-         "transformers' save_pretrained(safe_serialization=True))");
-  auto m = std::make_unique<Esm2Model>(esm2_config_from_hf_json(read_file(cfg_path), cfg_path), device, precision);
-  SafetensorsFile f = read_safetensors(st_path);
+  const HfDirContents hf = read_hf_dir(dir);
+  auto m = std::make_unique<Esm2Model>(esm2_config_from_hf_json(hf.config_json, hf.config_path), device, precision);
+  SafetensorsFile f = read_safetensors(hf.weights_path);
   auto ignorable = [](const std::string& n) {
     return n.rfind("esm.contact_head.", 0) == 0 || n.find("inv_freq") != std::string::npos ||
            n.find("position_ids") != std::string::npos || n == "lm_head.decoder.weight";
   };
-  // A bare EsmModel checkpoint has no "esm." prefix; map its names onto ours.
-  auto rename = [](const std::string& n) {
-    if (n.rfind("esm.", 0) == 0 || n.rfind("lm_head.", 0) == 0) return n;
-    return "esm." + n;
-  };
-  m->params_.load(f, ignorable, rename);
+  m->params_.load(f, ignorable, add_prefix_unless_present("esm."));  // (a bare EsmModel lacks it)
   return m;
 }
 

@@ -91,27 +91,16 @@ ModelDims LlamaModel::dims() const {
 
 std::unique_ptr<LlamaModel> LlamaModel::from_hf_dir(const std::string& dir, Device device, Precision precision,
                                                     bool no_decay_1d_emb) {
-  namespace fs = std::filesystem;
-  std::string cfg_path = (fs::path(dir) / "config.json").string();
-  std::string st_path = (fs::path(dir) / "model.safetensors").string();
-  if (!fs::exists(cfg_path)) fail("'", dir, "' is not a Hugging Face model directory: no config.json");
-  if (!fs::exists(st_path))
-    fail("'", dir, "': no model.safetensors (sharded or pytorch_model.bin checkpoints are not supported; "
-         "re-save with transformers' save_pretrained(safe_serialization=True, max_shard_size large enough)");
-  auto m = std::make_unique<LlamaModel>(llama_config_from_hf_json(read_file(cfg_path), cfg_path), device, precision,
+  const HfDirContents hf = read_hf_dir(dir);
+  auto m = std::make_unique<LlamaModel>(llama_config_from_hf_json(hf.config_json, hf.config_path), device, precision,
                                         no_decay_1d_emb);
-  SafetensorsFile f = read_safetensors(st_path);
+  SafetensorsFile f = read_safetensors(hf.weights_path);
   const bool tied = m->cfg_.tie_word_embeddings;
   auto ignorable = [tied](const std::string& n) {
     return n.find("rotary_emb.inv_freq") != std::string::npos || n.find(".inv_freq") != std::string::npos ||
            (tied && n == "lm_head.weight");  // a redundant copy of the tied embedding
   };
-  // A bare LlamaModel checkpoint has no "model." prefix; map its names onto ours.
-  auto rename = [](const std::string& n) {
-    if (n.rfind("model.", 0) == 0 || n.rfind("lm_head.", 0) == 0) return n;
-    return "model." + n;
-  };
-  m->params_.load(f, ignorable, rename);
+  m->params_.load(f, ignorable, add_prefix_unless_present("model."));  // (a bare LlamaModel lacks it)
   return m;
 }
 
