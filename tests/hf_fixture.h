@@ -6,8 +6,10 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "biofm/core/error.h"
 #include "biofm/data/batch.h"
 #include "biofm/io/safetensors.h"
 
@@ -56,6 +58,21 @@ inline double max_abs(const Tensor& t) {
   double m = 0;
   for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, double(std::fabs(t.f32()[i])));
   return m;
+}
+
+// The rows of our gradient `full` (F32, CPU) that a fixture gradient `ref` holds: all of them,
+// or every k-th row when the fixture keeps a large gradient as rows 0, k, 2k, ... (to stay
+// small; tools/make_hf_fixtures.py). Any other shape mismatch is an error.
+inline Tensor fixture_rows(const Tensor& full, const Tensor& ref, const std::string& what) {
+  if (full.shape() == ref.shape()) return full;
+  if (full.dim() != 2 || ref.dim() != 2 || ref.size(1) != full.size(1) || ref.size(0) == 0 ||
+      full.size(0) % ref.size(0) != 0)
+    fail(what, ": fixture gradient ", ref.describe(), " does not match ", full.describe());
+  const int64_t stride = full.size(0) / ref.size(0), C = full.size(1);
+  Tensor rows = Tensor::empty(ref.shape(), DType::F32);
+  for (int64_t r = 0; r < ref.size(0); ++r)
+    std::copy(full.f32() + r * stride * C, full.f32() + (r * stride + 1) * C, rows.f32() + r * C);
+  return rows;
 }
 
 }  // namespace biofm::testkit

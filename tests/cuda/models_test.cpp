@@ -47,8 +47,11 @@ void check_fixture(const std::string& name, Precision precision, double logit_at
   Tensor grads = model->params().grad_flat().to(Device::CPU);
   double worst_cos = 1;
   for (size_t p = 0; p < model->params().size(); ++p) {
-    const Tensor& g_ref = ref.get("grad." + model->params().spec(p).name);
-    const float* g = grads.f32() + model->params().offset(p);
+    const std::string& pname = model->params().spec(p).name;
+    const Tensor& g_ref = ref.get("grad." + pname);
+    const Tensor g_rows =
+        testkit::fixture_rows(grads.flat_slice(model->params().offset(p), model->params().spec(p).shape), g_ref, pname);
+    const float* g = g_rows.f32();
     double dot = 0, na = 0, nb = 0;
     for (int64_t i = 0; i < g_ref.numel(); ++i) {
       dot += double(g[i]) * g_ref.f32()[i];
