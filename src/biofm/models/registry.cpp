@@ -35,7 +35,10 @@ std::unique_ptr<LanguageModel> load_model_dir(const std::string& dir, Device dev
   fail("'", dir, "': model_type '", type, "' is not supported (supported: esm, llama)");
 }
 
-std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device) {
+namespace {
+
+// The model of a training config: imported (model.init_from) or built and initialised.
+std::unique_ptr<LanguageModel> build_model(const TrainConfig& cfg, Device device) {
   const Precision p = precision_for(cfg, device);
   if (!cfg.model.init_from.empty()) {
     // Llama: the OpenGenome2 weight-decay grouping is fixed when the parameter table is built.
@@ -47,7 +50,6 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device)
     if (m->family() != cfg.model.family)
       fail("model.init_from '", cfg.model.init_from, "' holds a ", m->family(), " model but model.family is ",
            cfg.model.family);
-    m->set_recompute(cfg.recompute, cfg.recompute_layers);
     return m;
   }
   if (cfg.model.family == "esm2") {
@@ -64,7 +66,6 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device)
     c.token_dropout = m.token_dropout;
     auto model = std::make_unique<Esm2Model>(c, device, p);
     model->params().init(uint64_t(cfg.seed));
-    model->set_recompute(cfg.recompute, cfg.recompute_layers);
     return model;
   }
   if (cfg.model.family == "llama") {
@@ -91,10 +92,17 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device)
     c.scaled_init = m.scaled_init;
     auto model = std::make_unique<LlamaModel>(c, device, p, cfg.optimizer.no_decay_on_1d_and_embeddings);
     model->params().init(uint64_t(cfg.seed));
-    model->set_recompute(cfg.recompute, cfg.recompute_layers);
     return model;
   }
   fail("unknown model.family '", cfg.model.family, "' (supported: esm2, llama)");
+}
+
+}  // namespace
+
+std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device) {
+  std::unique_ptr<LanguageModel> m = build_model(cfg, device);
+  m->set_recompute(cfg.recompute, cfg.recompute_layers);
+  return m;
 }
 
 }  // namespace biofm
