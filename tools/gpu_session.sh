@@ -2,7 +2,8 @@
 # One GPU-machine session: CUDA tests, throughput benchmarks and the Hugging Face peer runs.
 # Usage (on the device, from the repo root): tools/gpu_session.sh BIN_DIR OUT_DIR [what...]
 #   what: tests esm esm_ga esm3b llama llama_ga peer peer_llama peer_llama_ga peer_compiled profile_llama
-#         export og2_7b
+#         export og2_7b fp8_tests llama_fp8 esm_fp8 profile_llama_fp8
+#   (tests takes TESTS=gtest-filter, default all)
 #   (default: tests esm llama)
 # Data (env): DATA (proteins, default .carry/data/uniprot_20k.fasta.gz) and DNA_LONG (long DNA
 # records for 8192-token windows; default: lambda phage + Shigella plasmids from .carry/data).
@@ -26,7 +27,24 @@ for w in $WHAT; do
   echo "== $w $(date +%T)" | tee -a "$OUT/bench.txt"
   case $w in
     tests)
-      "$BIN/biofm_cuda_tests" 2>&1 | tee "$OUT/cuda_tests.log" | grep -E "^\[  (PASSED|FAILED)|FAILED|\[curve" ;;
+      "$BIN/biofm_cuda_tests" --gtest_filter="${TESTS:-*}" 2>&1 | tee "$OUT/cuda_tests.log" \
+        | grep -E "^\[  (PASSED|FAILED)|FAILED|\[curve|\[fp8 curve" ;;
+    fp8_tests)
+      "$BIN/biofm_cuda_tests" --gtest_filter='CudaFp8*:CudaGemm*' 2>&1 | tee "$OUT/cuda_tests_fp8.log" \
+        | grep -E "^\[  (PASSED|FAILED)|FAILED|\[fp8 curve|noted once" ;;
+    llama_fp8)  # the `llama` and `llama_ga` runs with FP8 GEMMs in the layers
+      bench ours_llama_1B_8k_fp8 --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 8192 \
+        --max-seq-length 8192 --fp8 --steps 20 --warmup 5
+      bench ours_llama_1B_16k_ga4_fp8 --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 16384 \
+        --max-seq-length 8192 --grad-acc 4 --fp8 --steps 6 --warmup 2 ;;
+    esm_fp8)
+      bench ours_esm2_650M_fp8 --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 --fp8 --steps 20 \
+        --warmup 8 ;;
+    profile_llama_fp8)
+      ncu --metrics gpu__time_duration.sum --csv "$BIN/biofm" bench --model llama --shape 1B --fp8 \
+        --data "$DNA_LONG" --tokens-per-batch 8192 --max-seq-length 8192 --steps 1 --warmup 1 \
+        > "$OUT/ncu_llama_1B_8k_fp8.csv" 2> "$OUT/ncu.log"
+      gzip -f "$OUT/ncu_llama_1B_8k_fp8.csv"; tail -3 "$OUT/ncu.log" ;;
     esm)
       bench ours_esm2_35M --model esm2 --shape 35M --data "$DATA" --tokens-per-batch 16384 --steps 20 --warmup 8
       bench ours_esm2_650M --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 --steps 20 --warmup 8 ;;

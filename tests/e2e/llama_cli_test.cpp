@@ -167,3 +167,32 @@ TEST(E2eLlama, TrainGenerateEval) {
   EXPECT_NE(b2.code, 0);
   EXPECT_NE(b2.output.find("--stride"), std::string::npos) << b2.output;
 }
+
+// fp8_config on the CPU: the emulated FP8 reference (the same quantization as the GPU's FP8
+// GEMMs, then fp32 math) trains; the banner says so, and its losses differ from fp32's.
+TEST(E2eLlama, Fp8EmulatedTrainingOnCpu) {
+  const std::string base = "train --config-dir " + src("configs") + " --config-name llama3_sanity" +
+                           " dataset.path=" + src("data/dna_sample.fasta") +
+                           " model.config.hidden_size=32 model.config.num_hidden_layers=2"
+                           " model.config.num_attention_heads=2 model.config.num_key_value_heads=1"
+                           " model.config.intermediate_size=64 dataset.max_seq_length=256 dataset.stride=16"
+                           " dataset.max_tokens_per_batch=1024 logger.frequency=1 checkpoint.save_every_n_steps=0"
+                           " checkpoint.save_final_model=false scheduler.warmup_steps=2 num_train_steps=12"
+                           " dataset.val_every_n_steps=0 optimizer.lr=1e-2";
+  const std::string out8 = fresh_dir("llama_fp8"), out32 = fresh_dir("llama_fp32");
+  RunResult t8 = run(base + " output_dir=" + out8 + " fp8_config.enabled=true");
+  ASSERT_EQ(t8.code, 0) << t8.output;
+  EXPECT_NE(t8.output.find("FP8 HYBRID emulated"), std::string::npos) << t8.output;
+  RunResult t32 = run(base + " output_dir=" + out32);
+  ASSERT_EQ(t32.code, 0) << t32.output;
+  auto m8 = read_metrics(out8 + "/metrics.jsonl"), m32 = read_metrics(out32 + "/metrics.jsonl");
+  ASSERT_EQ(m8.size(), 12u);
+  ASSERT_EQ(m32.size(), 12u);
+  EXPECT_LT(m8.back()["loss"].get<double>(), m8.front()["loss"].get<double>() - 0.2) << "FP8 loss did not fall";
+  EXPECT_NE(m8[1]["loss"].get<double>(), m32[1]["loss"].get<double>()) << "fp8_config had no effect";
+  for (size_t i = 0; i < m8.size(); ++i)  // the recipes' FP8-vs-bf16 tolerance
+    EXPECT_NEAR(m8[i]["loss"].get<double>(), m32[i]["loss"].get<double>(), 0.05 * m32[i]["loss"].get<double>()) << i;
+  RunResult bad = run(base + " output_dir=" + out8 + " fp8_config.fp8_recipe=DelayedScaling");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.output.find("Float8CurrentScaling"), std::string::npos) << bad.output;
+}

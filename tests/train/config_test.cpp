@@ -7,6 +7,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/io/config.h"
+#include "biofm/models/registry.h"
 
 using namespace biofm;
 namespace fs = std::filesystem;
@@ -70,7 +71,7 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   EXPECT_EQ(c.metrics_path(), "runs/default/metrics.jsonl");
   // Every schema key is a field and vice versa, and the schema defaults are the struct's.
   EXPECT_EQ(train_config_from(config::Config(train_config_schema())), TrainConfig{});
-  EXPECT_EQ(train_config_schema().keys().size(), 64u);
+  EXPECT_EQ(train_config_schema().keys().size(), 67u);
 }
 
 TEST(ConfigTrain, EveryConfigFileLoadsAndValidates) {
@@ -349,4 +350,21 @@ TEST(ConfigTrain, MissingConfigNameListsAvailable) {
   EXPECT_HAS(msg, "available configs: ");
   EXPECT_HAS(msg, "esm2_base");
   EXPECT_HAS(msg, "esm2_t33_650M");
+}
+
+// fp8_config: off by default; HYBRID / E4M3 formats; FP8 on CUDA needs bf16 compute.
+TEST(ConfigTrain, Fp8ConfigSelectsTheRecipe) {
+  EXPECT_FALSE(fp8_recipe_for(minimal(), Device::CPU).has_value());
+  auto hybrid = fp8_recipe_for(minimal({"fp8_config.enabled=true"}), Device::CPU);
+  ASSERT_TRUE(hybrid.has_value());
+  EXPECT_EQ(hybrid->fwd, ops::Fp8Type::E4M3);
+  EXPECT_EQ(hybrid->bwd, ops::Fp8Type::E5M2);
+  auto e4m3 = fp8_recipe_for(minimal({"fp8_config.enabled=true", "fp8_config.fp8_format=E4M3"}), Device::CPU);
+  ASSERT_TRUE(e4m3.has_value());
+  EXPECT_EQ(e4m3->bwd, ops::Fp8Type::E4M3);
+  EXPECT_HAS(error_of([] { fp8_recipe_for(minimal({"fp8_config.enabled=true", "precision=fp32"}), Device::CUDA); }),
+             "needs precision bf16-mixed or bf16");
+  EXPECT_TRUE(fp8_recipe_for(minimal({"fp8_config.enabled=true", "precision=bf16-mixed"}), Device::CUDA).has_value());
+  EXPECT_HAS(error_of([] { minimal({"fp8_config.fp8_format=E5M2"}); }), "fp8_config.fp8_format");
+  EXPECT_HAS(error_of([] { minimal({"fp8_config.enable=true"}); }), "fp8_config.enabled");
 }

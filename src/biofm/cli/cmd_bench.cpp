@@ -46,13 +46,13 @@ int cmd_bench(int argc, char** argv) {
          {"--model", "--shape", "--config-name", "--config-dir", "--data", "--tokens-per-batch", "--max-seq-length",
           "--steps", "--warmup", "--packing", "--precision", "--device", "--json", "--micro-batch",
           "--recompute-layers", "--grad-acc"},
-         {"--recompute", "--help"}, "bench");
+         {"--recompute", "--fp8", "--help"}, "bench");
   if (a.has("--help")) {
     std::puts(
         "usage: biofm bench --model esm2|llama --shape 8M|35M|150M|650M|3B|15B|1B|7B --data FILE\n"
         "       [--tokens-per-batch 16384] [--max-seq-length 1024] [--packing thd|bshd] [--micro-batch 8]\n"
         "       [--steps 30] [--warmup 10] [--precision bf16-mixed] [--device cuda] [--recompute] [--recompute-layers N]\n"
-        "       [--grad-acc 1] [--json OUT]\n"
+        "       [--grad-acc 1] [--fp8] [--json OUT]\n"
         "   or: biofm bench --config-name NAME [...] (any training config)\n"
         "Times training steps (forward, backward, AdamW) from random init on real sequences.");
     return 0;
@@ -73,6 +73,7 @@ int cmd_bench(int argc, char** argv) {
   if (a.has("--packing")) ov.push_back("dataset.packing=" + a.get("--packing"));
   if (a.has("--micro-batch")) ov.push_back("dataset.micro_batch_size=" + a.get("--micro-batch"));
   if (a.has("--recompute")) ov.push_back("recompute=true");
+  if (a.has("--fp8")) ov.push_back("fp8_config.enabled=true");
   if (a.has("--recompute-layers")) ov.push_back("recompute_layers=" + a.get("--recompute-layers"));
   if (a.has("--grad-acc")) ov.push_back("grad_acc_steps=" + a.get("--grad-acc"));
   ov.push_back("dataset.val_path=");
@@ -95,8 +96,9 @@ int cmd_bench(int argc, char** argv) {
   const ModelDims dims = model->dims();
   Tensor loss_acc = Tensor::zeros({1}, DType::F32, device);
 
-  std::printf("biofm bench: %s (%.1fM parameters), %s, %s %s, %lld tokens per batch, %lld+%lld steps\n", name.c_str(),
-              double(dims.parameters) / 1e6, cfg.precision.c_str(), cfg.dataset.packing.c_str(),
+  std::printf("biofm bench: %s (%.1fM parameters), %s%s, %s %s, %lld tokens per batch, %lld+%lld steps\n",
+              name.c_str(), double(dims.parameters) / 1e6, cfg.precision.c_str(),
+              cfg.fp8_config.enabled ? (" + FP8 " + cfg.fp8_config.fp8_format).c_str() : "", cfg.dataset.packing.c_str(),
               cfg.recompute ? "recompute" : "no recompute", (long long)cfg.dataset.max_tokens_per_batch,
               (long long)warmup, (long long)steps);
   std::fflush(stdout);
@@ -131,6 +133,7 @@ int cmd_bench(int argc, char** argv) {
       {"config", name},
       {"parameters", dims.parameters},
       {"precision", cfg.precision},
+      {"fp8", cfg.fp8_config.enabled ? cfg.fp8_config.fp8_format : "off"},
       {"packing", cfg.dataset.packing},
       {"recompute", cfg.recompute},
       {"tokens_per_batch", cfg.dataset.max_tokens_per_batch},

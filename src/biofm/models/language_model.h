@@ -6,6 +6,7 @@
 #include <string>
 
 #include "biofm/data/batch.h"
+#include "biofm/models/layer_linears.h"
 #include "biofm/models/params.h"
 
 namespace biofm {
@@ -65,6 +66,8 @@ class LanguageModel {
   // Activation recompute: keep each layer's input only and recompute the layer in backward;
   // layers >= 0 limits it to the first `layers` layers (the rest keep their activations).
   virtual void set_recompute(bool on, int layers = -1) = 0;
+  // FP8 GEMMs in the transformer layers (nullopt: the compute precision).
+  void set_fp8(std::optional<ops::Fp8Recipe> recipe) { linears_.set_fp8(recipe); }
 
   // Forward + backward: gradients of (Σ token losses) · grad_scale accumulate into the
   // gradient buffer; Σ token losses is added to loss_acc[1] (F32 on the model's device),
@@ -79,6 +82,9 @@ class LanguageModel {
 
   // Hugging Face directory: config.json, model.safetensors and the tokenizer files.
   virtual void save_hf_dir(const std::string& dir) const = 0;
+
+ protected:
+  LayerLinears linears_;  // what the layers' projections run through
 };
 
 }  // namespace biofm

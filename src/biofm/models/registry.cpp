@@ -99,9 +99,25 @@ std::unique_ptr<LanguageModel> build_model(const TrainConfig& cfg, Device device
 
 }  // namespace
 
+std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device) {
+  if (!cfg.fp8_config.enabled) return std::nullopt;
+  if (device == Device::CUDA && precision_for(cfg, device) == Precision::F32)
+    fail("fp8_config.enabled needs precision bf16-mixed or bf16 on CUDA (FP8 GEMMs read bf16 activations), "
+         "got precision ", cfg.precision);
+  if (cfg.fp8_config.fp8_recipe != "Float8CurrentScaling")
+    fail("fp8_config.fp8_recipe '", cfg.fp8_config.fp8_recipe, "' is not supported (Float8CurrentScaling)");
+  ops::Fp8Recipe r;
+  if (cfg.fp8_config.fp8_format == "E4M3")
+    r.bwd = ops::Fp8Type::E4M3;
+  else if (cfg.fp8_config.fp8_format != "HYBRID")
+    fail("fp8_config.fp8_format '", cfg.fp8_config.fp8_format, "' is not one of HYBRID, E4M3");
+  return r;
+}
+
 std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device) {
   std::unique_ptr<LanguageModel> m = build_model(cfg, device);
   m->set_recompute(cfg.recompute, cfg.recompute_layers);
+  m->set_fp8(fp8_recipe_for(cfg, device));
   return m;
 }
 

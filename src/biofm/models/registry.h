@@ -11,6 +11,8 @@ namespace biofm {
 // fp32 on the CPU; the config's precision on CUDA ("fp32" → F32, "bf16-mixed" → Bf16Mixed,
 // "bf16" → Bf16: pure bf16 parameters).
 Precision precision_for(const TrainConfig& cfg, Device device);
+// The FP8 recipe of fp8_config (nullopt when off); an error for a combination that cannot run.
+std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device);
 
 // The model the config describes: loaded from model.init_from, else randomly initialised
 // from model.config with the seed.

@@ -133,6 +133,13 @@ Registry build_registry() {
        .help = "with recompute: recompute only the first N layers and keep the activations of the rest "
                "(trades memory for speed); -1 = all layers");
 
+  BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
+                                   "Hopper; CPU: emulated, as the reference)");
+  BIND(fp8_config.fp8_format, .choices = {"HYBRID", "E4M3"},
+       .help = "HYBRID: E4M3 activations and weights, E5M2 gradients; E4M3: E4M3 everywhere");
+  BIND(fp8_config.fp8_recipe, .choices = {"Float8CurrentScaling"},
+       .help = "scaling recipe: per-tensor scales from each tensor's current amax");
+
   // model
   BIND(model.family, .choices = {"esm2", "llama"});
   BIND(model.init_from, .aliases = {"model_tag", "model_name_or_path", "pretrained"},

@@ -110,6 +110,14 @@ struct TrainConfig {
     bool operator==(const Logger&) const = default;
   };
 
+  // FP8 GEMMs in the transformer layers (the recipes' fp8_config): per-tensor current scaling.
+  struct Fp8 {
+    bool enabled = false;
+    std::string fp8_format = "HYBRID";              // HYBRID (E4M3 forward, E5M2 gradients) | E4M3
+    std::string fp8_recipe = "Float8CurrentScaling";  // the scaling recipe implemented
+    bool operator==(const Fp8&) const = default;
+  };
+
   int64_t seed = 42;
   std::string device = "cpu";  // cpu | cuda
   int64_t num_train_steps = 1000;
@@ -127,6 +135,7 @@ struct TrainConfig {
   Scheduler scheduler;
   Checkpoint checkpoint;
   Logger logger;
+  Fp8 fp8_config;
 
   // checkpoint.ckpt_dir, or <output_dir>/checkpoints when empty.
   std::string resolved_ckpt_dir() const;

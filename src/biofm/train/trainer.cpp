@@ -131,10 +131,13 @@ TrainSummary run_training(const TrainConfig& cfg) {
   write_file_atomic(out_dir + "/config.yaml", to_yaml(cfg));
 
   const ModelDims dims = model->dims();
-  std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s) | data %s: %llu sequences\n",
+  const std::string fp8 = cfg.fp8_config.enabled ? ", FP8 " + cfg.fp8_config.fp8_format +
+                                                      (device == Device::CPU ? " emulated" : "")
+                                                : "";
+  std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s%s) | data %s: %llu sequences\n",
               model->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
               double(dims.parameters) / 1e6, device_name(device),
-              precision_name(precision_for(cfg, device)),
+              precision_name(precision_for(cfg, device)), fp8.c_str(),
               cfg.dataset.path.c_str(), (unsigned long long)train_set.size());
   std::fflush(stdout);
 

@@ -139,8 +139,8 @@ void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs&
   norm1(l, a);
   {
     Tensor qkv = act({T, 3 * H});  // one GEMM for q | k | v, then rope while splitting
-    ops::linear_forward(qkv, a.ln1, params_.weight_concat(qkv_names(l, "weight")),
-                        params_.weight_concat(qkv_names(l, "bias")));
+    linears_.forward(qkv, a.ln1, params_.weight_concat(qkv_names(l, "weight")),
+                     params_.weight_concat(qkv_names(l, "bias")), Tensor(), a.fp8.slot(a.fp8.qkv));
     a.q = act({T, nh, hd});
     a.k = act({T, nh, hd});
     a.v = act({T, nh, hd});
@@ -152,18 +152,20 @@ void Esm2Model::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs&
   ops::attention_forward(a.attn, a.lse, a.q, a.k, a.v, b.cu_seqlens, b.seq_lens, as);
 
   a.x_mid = act({T, H});
-  ops::linear_forward(a.x_mid, a.attn.view({T, H}), P("attention.output.dense.weight"),
-                      P("attention.output.dense.bias"), /*residual=*/x);
+  linears_.forward(a.x_mid, a.attn.view({T, H}), P("attention.output.dense.weight"),
+                   P("attention.output.dense.bias"), /*residual=*/x, a.fp8.slot(a.fp8.o));
 
   a.ln2_mean = f32({T}, dev);
   a.ln2_rstd = f32({T}, dev);
   norm2(l, a);
   a.fc1 = act({T, F});
-  ops::linear_forward(a.fc1, a.ln2, P("intermediate.dense.weight"), P("intermediate.dense.bias"));
+  linears_.forward(a.fc1, a.ln2, P("intermediate.dense.weight"), P("intermediate.dense.bias"), Tensor(),
+                   a.fp8.slot(a.fp8.mlp_in));
   gelu(a);
   if (!x_out) return;  // recompute in backward: the layer output is not needed
   *x_out = act({T, H});
-  ops::linear_forward(*x_out, a.act, P("output.dense.weight"), P("output.dense.bias"), /*residual=*/a.x_mid);
+  linears_.forward(*x_out, a.act, P("output.dense.weight"), P("output.dense.bias"), /*residual=*/a.x_mid,
+                   a.fp8.slot(a.fp8.mlp_out));
 }
 
 void Esm2Model::forward_trunk(const Batch& b, Acts& acts, bool keep) {
@@ -184,6 +186,7 @@ void Esm2Model::forward_trunk(const Batch& b, Acts& acts, bool keep) {
   acts.layers.assign(keep ? size_t(cfg_.num_hidden_layers) : 1, LayerActs{});
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
     LayerActs& a = acts.layers[keep ? size_t(l) : 0];
+    a.fp8.keep = keep && recompute_layers_ == 0;  // (recompute and lean layers quantize again)
     Tensor x_out;
     layer_forward(l, b, x, a, &x_out);
     if (keep && l < recompute_layers_) {  // backward recomputes the rest from the layer input
@@ -271,11 +274,11 @@ void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) 
   // MLP: x_out = x_mid + W2·gelu(W1·LN2(x_mid) + b1) + b2
   Tensor dact = act({T, F});
   Tensor gw2 = G("output.dense.weight"), gb2 = G("output.dense.bias");
-  ops::linear_backward(dact, gw2, gb2, dx, a.act, P("output.dense.weight"));
+  linears_.backward(dact, gw2, gb2, dx, a.act, P("output.dense.weight"), &a.fp8.mlp_out);
   ops::gelu_backward(dact, dact, a.fc1, ops::GeluKind::Erf);
   Tensor dln2 = act({T, H});
   Tensor gw1 = G("intermediate.dense.weight"), gb1 = G("intermediate.dense.bias");
-  ops::linear_backward(dln2, gw1, gb1, dact, a.ln2, P("intermediate.dense.weight"));
+  linears_.backward(dln2, gw1, gb1, dact, a.ln2, P("intermediate.dense.weight"), &a.fp8.mlp_in);
   Tensor dmid = act({T, H});
   Tensor gln2w = G("LayerNorm.weight"), gln2b = G("LayerNorm.bias");
   ops::layernorm_backward(dmid, gln2w, gln2b, dln2, a.x_mid, P("LayerNorm.weight"), a.ln2_mean,
@@ -284,7 +287,7 @@ void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) 
   // Attention: x_mid = x_in + Wo·Attn(rope(Wq·LN1), rope(Wk·LN1), Wv·LN1) + bo
   Tensor dattn = act({T, H});
   Tensor gwo = G("attention.output.dense.weight"), gbo = G("attention.output.dense.bias");
-  ops::linear_backward(dattn, gwo, gbo, dmid, a.attn.view({T, H}), P("attention.output.dense.weight"));
+  linears_.backward(dattn, gwo, gbo, dmid, a.attn.view({T, H}), P("attention.output.dense.weight"), &a.fp8.o);
   Tensor dq = act({T, nh, hd}), dk = act({T, nh, hd}), dv = act({T, nh, hd});
   ops::AttentionShape as{1.0f / std::sqrt(float(hd)), false, b.max_seqlen};
   ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse,
@@ -294,7 +297,7 @@ void Esm2Model::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx) 
   dq = dk = dv = Tensor();
   Tensor dln1 = act({T, H});
   Tensor gqkv = params_.grad_concat(qkv_names(l, "weight")), gqkv_b = params_.grad_concat(qkv_names(l, "bias"));
-  ops::linear_backward(dln1, gqkv, gqkv_b, dqkv, a.ln1, params_.weight_concat(qkv_names(l, "weight")));
+  linears_.backward(dln1, gqkv, gqkv_b, dqkv, a.ln1, params_.weight_concat(qkv_names(l, "weight")), &a.fp8.qkv);
   Tensor gln1w = G("attention.LayerNorm.weight"), gln1b = G("attention.LayerNorm.bias");
   ops::layernorm_backward(dx, gln1w, gln1b, dln1, a.x_in, P("attention.LayerNorm.weight"),
                           a.ln1_mean, a.ln1_rstd, /*dres=*/dmid);

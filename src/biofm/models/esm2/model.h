@@ -51,6 +51,7 @@ class Esm2Model : public LanguageModel {
   struct LayerActs {
     Tensor x_in, ln1, ln1_mean, ln1_rstd, q, k, v, attn, lse;
     Tensor x_mid, ln2, ln2_mean, ln2_rstd, fc1, act;
+    LayerFp8Inputs fp8;  // FP8 input codes kept for backward
   };
   struct HeadActs {
     Tensor x_last, final_out, final_mean, final_rstd, dense, act, head_out, head_mean, head_rstd;

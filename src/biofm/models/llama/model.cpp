@@ -141,7 +141,8 @@ void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs
   norm1(l, a);
   {
     Tensor qkv = act({T, Q + 2 * K});  // one GEMM for q | k | v, then rope while splitting
-    ops::linear_forward(qkv, a.n1, params_.weight_concat(proj_names(l, {"q", "k", "v"})), none);
+    linears_.forward(qkv, a.n1, params_.weight_concat(proj_names(l, {"q", "k", "v"})), none, none,
+                     a.fp8.slot(a.fp8.qkv));
     a.q = act({T, nh, hd});
     a.k = act({T, nkv, hd});
     a.v = act({T, nkv, hd});
@@ -167,16 +168,17 @@ void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs
   }
 
   a.x_mid = act({T, H});
-  ops::linear_forward(a.x_mid, a.attn.view({T, Q}), P("self_attn.o_proj.weight"), none, /*residual=*/x);
+  linears_.forward(a.x_mid, a.attn.view({T, Q}), P("self_attn.o_proj.weight"), none, /*residual=*/x,
+                   a.fp8.slot(a.fp8.o));
 
   a.rstd2 = f32({T}, dev);
   norm2(l, a);
   a.gate_up = act({T, 2 * F});  // one GEMM for gate | up
-  ops::linear_forward(a.gate_up, a.n2, params_.weight_concat(mlp_names(l)), none);
+  linears_.forward(a.gate_up, a.n2, params_.weight_concat(mlp_names(l)), none, none, a.fp8.slot(a.fp8.mlp_in));
   swiglu(a);
   if (!x_out) return;  // recompute in backward: the layer output is not needed
   *x_out = act({T, H});
-  ops::linear_forward(*x_out, a.h, P("mlp.down_proj.weight"), none, /*residual=*/a.x_mid);
+  linears_.forward(*x_out, a.h, P("mlp.down_proj.weight"), none, /*residual=*/a.x_mid, a.fp8.slot(a.fp8.mlp_out));
 }
 
 void LlamaModel::forward_trunk(const Batch& b, Acts& acts, bool keep, LlamaKvCache* cache) {
@@ -189,6 +191,7 @@ void LlamaModel::forward_trunk(const Batch& b, Acts& acts, bool keep, LlamaKvCac
   acts.layers.assign(keep ? size_t(cfg_.num_hidden_layers) : 1, LayerActs{});
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
     LayerActs& a = acts.layers[keep ? size_t(l) : 0];
+    a.fp8.keep = keep && recompute_layers_ == 0;  // (recompute and lean layers quantize again)
     Tensor x_out;
     layer_forward(l, b, x, a, &x_out, cache);
     if (keep && l < recompute_layers_) {  // backward recomputes the rest
@@ -259,13 +262,13 @@ void LlamaModel::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx)
   // MLP: x_out = x_mid + W_down·(silu(W_gate·n2) ⊙ W_up·n2), n2 = RMSNorm2(x_mid)
   Tensor dh = act({T, F});
   Tensor g_down = G("mlp.down_proj.weight");
-  ops::linear_backward(dh, g_down, none, dx, a.h, P("mlp.down_proj.weight"));
+  linears_.backward(dh, g_down, none, dx, a.h, P("mlp.down_proj.weight"), &a.fp8.mlp_out);
   Tensor dgate_up = act({T, 2 * F});
   ops::swiglu_backward_packed(dgate_up, dh, a.gate_up);
   dh = Tensor();
   Tensor dn2 = act({T, H});
   Tensor g_gate_up = params_.grad_concat(mlp_names(l));
-  ops::linear_backward(dn2, g_gate_up, none, dgate_up, a.n2, params_.weight_concat(mlp_names(l)));
+  linears_.backward(dn2, g_gate_up, none, dgate_up, a.n2, params_.weight_concat(mlp_names(l)), &a.fp8.mlp_in);
   dgate_up = Tensor();
   Tensor dmid = act({T, H});
   Tensor g_post = G("post_attention_layernorm.weight");
@@ -275,7 +278,7 @@ void LlamaModel::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx)
   // Attention: x_mid = x_in + W_o·Attn(rope(W_q·n1), rope(W_k·n1), W_v·n1), n1 = RMSNorm1(x_in)
   Tensor dattn = act({T, Q});
   Tensor g_o = G("self_attn.o_proj.weight");
-  ops::linear_backward(dattn, g_o, none, dmid, a.attn.view({T, Q}), P("self_attn.o_proj.weight"));
+  linears_.backward(dattn, g_o, none, dmid, a.attn.view({T, Q}), P("self_attn.o_proj.weight"), &a.fp8.o);
   Tensor dq = act({T, nh, hd}), dk = act({T, nkv, hd}), dv = act({T, nkv, hd});
   ops::AttentionShape as{1.0f / std::sqrt(float(hd)), true, b.max_seqlen};
   ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
@@ -286,7 +289,7 @@ void LlamaModel::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx)
   Tensor dn1 = act({T, H});
   const std::vector<std::string> qkv = proj_names(l, {"q", "k", "v"});
   Tensor g_qkv = params_.grad_concat(qkv);
-  ops::linear_backward(dn1, g_qkv, none, dqkv, a.n1, params_.weight_concat(qkv));
+  linears_.backward(dn1, g_qkv, none, dqkv, a.n1, params_.weight_concat(qkv), &a.fp8.qkv);
   Tensor g_in = G("input_layernorm.weight");
   ops::rmsnorm_backward(dx, g_in, dn1, a.x_in, P("input_layernorm.weight"), a.rstd1, /*dres=*/dmid);
 }

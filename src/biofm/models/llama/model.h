@@ -78,6 +78,7 @@ class LlamaModel : public LanguageModel {
   struct LayerActs {
     Tensor x_in, n1, rstd1, q, k, v, attn, lse;
     Tensor x_mid, n2, rstd2, gate_up, h;  // gate_up [T, 2F]: gate | up per row
+    LayerFp8Inputs fp8;                   // FP8 input codes kept for backward
   };
   struct Acts {
     std::vector<LayerActs> layers;

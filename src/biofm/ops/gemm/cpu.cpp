@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "biofm/ops/cpu_util.h"
+#include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/op.h"
 
 namespace biofm::ops {
@@ -104,6 +105,30 @@ void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, 
     }
     part.add_to(dbias.f32());
   }
+}
+
+// FP8 reference: quantize and dequantize each operand exactly as the GPU does, then the fp32
+// GEMMs above. A tensor of fp32 values on the FP8 grid of its own scale.
+namespace {
+Tensor fake_quantized(const Tensor& t, Fp8Type type) {
+  Tensor q = Tensor::empty(t.shape(), DType::F32);
+  fp8_fake_quantize(q, t, type);
+  return q;
+}
+}  // namespace
+
+void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
+                        const Fp8Recipe& recipe, Fp8SavedInput* /*save: the CPU quantizes again*/) {
+  linear_forward(out, fake_quantized(x, recipe.fwd), fake_quantized(w, recipe.fwd), bias, residual);
+}
+
+void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
+                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* /*saved*/) {
+  Tensor none;
+  if (dx.defined() || dw.defined())
+    linear_backward(dx, dw, none, fake_quantized(dout, recipe.bwd), fake_quantized(x, recipe.fwd),
+                    fake_quantized(w, recipe.fwd));
+  if (dbias.defined()) linear_backward(none, none, dbias, dout, x, w);  // from the unquantized gradient
 }
 
 }  // namespace cpu

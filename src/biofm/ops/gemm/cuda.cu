@@ -41,14 +41,35 @@
 
 #include "biofm/core/cuda_helpers_cuda.h"
 #include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/gemm/cublaslt_plans_cuda.h"
 #include "biofm/ops/gemm/op.h"
 
 namespace biofm::ops::cuda {
 using namespace ::biofm::cuda_core;
+using namespace gemm_detail;
 
 namespace {
 
 cudaDataType_t cuda_type(DType t) { return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+const char* type_name(int64_t t) {
+  switch (cudaDataType_t(t)) {
+    case CUDA_R_16BF: return "bf16";
+    case CUDA_R_32F: return "f32";
+    case CUDA_R_8F_E4M3: return "e4m3";
+    case CUDA_R_8F_E5M2: return "e5m2";
+    default: return "?";
+  }
+}
+
+struct GemmKeyHash {
+  size_t operator()(const GemmKey& k) const {
+    const auto* p = reinterpret_cast<const unsigned char*>(&k);
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (size_t i = 0; i < sizeof(GemmKey); ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return size_t(h);
+  }
+};
 
 // Environment variable `name` set to `value` (unset or empty reads as not set).
 bool env_is(const char* name, const char* value) {
@@ -62,45 +83,6 @@ bool fused_bgrad_enabled() {
 bool inplace_splitk_only() {
   static const bool on = env_is("BIOFM_GEMM_INPLACE_SPLITK", "1");
   return on;
-}
-
-// Largest power of two (up to 256) that divides the address: cuBLASLt picks kernels that
-// assume at most this alignment.
-uint32_t alignment_of(const void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  uint32_t al = 256;
-  while (al > 1 && a % al) al >>= 1;
-  return al;
-}
-
-// Every field is 64-bit, so the key has no padding and compares and hashes as bytes.
-struct GemmKey {
-  int64_t ta, tb;  // cublasOperation_t
-  int64_t m, n, k, lda, ldb, ldc;
-  int64_t ab_type, cd_type, bias_type;  // cudaDataType_t
-  int64_t epilogue;                     // cublasLtEpilogue_t
-  int64_t align_a, align_b, align_c;    // bytes
-  bool operator==(const GemmKey& o) const { return std::memcmp(this, &o, sizeof(GemmKey)) == 0; }
-};
-static_assert(sizeof(GemmKey) == 15 * sizeof(int64_t), "GemmKey must have no padding");
-
-struct GemmKeyHash {
-  size_t operator()(const GemmKey& k) const {
-    const auto* p = reinterpret_cast<const unsigned char*>(&k);
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (size_t i = 0; i < sizeof(GemmKey); ++i) h = (h ^ p[i]) * 1099511628211ull;
-    return size_t(h);
-  }
-};
-
-std::string describe(const GemmKey& k) {
-  std::ostringstream os;
-  os << "GEMM m=" << k.m << " n=" << k.n << " k=" << k.k << " op(A)=" << (k.ta == CUBLAS_OP_T ? "T" : "N")
-     << " op(B)=" << (k.tb == CUBLAS_OP_T ? "T" : "N") << " lda=" << k.lda << " ldb=" << k.ldb
-     << " ldc=" << k.ldc << " A/B " << (k.ab_type == CUDA_R_16BF ? "bf16" : "f32") << " C/D "
-     << (k.cd_type == CUDA_R_16BF ? "bf16" : "f32") << " epilogue " << int(k.epilogue)
-     << " alignments " << k.align_a << "/" << k.align_b << "/" << k.align_c;
-  return os.str();
 }
 
 #define GEMM_CHECK(expr, key)                                                                   \
@@ -128,10 +110,19 @@ class PlanCache {
   // and the key is remembered as unavailable.
   // C (same layout as D) defaults to D itself.
   bool run(const GemmKey& key, const void* A, const void* B, void* D, float alpha, float beta,
-           const void* bias, bool optional = false, const void* C = nullptr) {
+           const void* bias, bool optional = false, const void* C = nullptr, const float* a_scale = nullptr,
+           const float* b_scale = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
     GemmPlan& plan = get(key, bias, optional);
     if (!plan.found) return false;
+    if (a_scale)
+      GEMM_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
+                                                sizeof(a_scale)),
+                 key);
+    if (b_scale)
+      GEMM_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
+                                                sizeof(b_scale)),
+                 key);
     if (key.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
       GEMM_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                 sizeof(bias)),
@@ -162,6 +153,10 @@ class PlanCache {
     const cublasOperation_t ta_op = cublasOperation_t(key.ta), tb_op = cublasOperation_t(key.tb);
     GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta_op, sizeof(ta_op)), key);
     GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb_op, sizeof(tb_op)), key);
+    if (key.fast_accum) {
+      const int8_t on = 1;
+      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof(on)), key);
+    }
     if (key.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
       const cublasLtEpilogue_t epi = cublasLtEpilogue_t(key.epilogue);
       const int32_t bias_type = int32_t(key.bias_type);  // the attribute is an int32 cudaDataType
@@ -174,11 +169,12 @@ class PlanCache {
     }
     // Stored (pre-op) shapes: op_N keeps rows x cols = m x k (A) / k x n (B).
     const bool ta = key.ta == CUBLAS_OP_T, tb = key.tb == CUBLAS_OP_T;
-    const cudaDataType_t ab = cudaDataType_t(key.ab_type), cd = cudaDataType_t(key.cd_type);
-    GEMM_CHECK(cublasLtMatrixLayoutCreate(&p.a, ab, uint64_t(ta ? key.k : key.m),
+    const cudaDataType_t at = cudaDataType_t(key.a_type), bt = cudaDataType_t(key.b_type),
+                         cd = cudaDataType_t(key.cd_type);
+    GEMM_CHECK(cublasLtMatrixLayoutCreate(&p.a, at, uint64_t(ta ? key.k : key.m),
                                           uint64_t(ta ? key.m : key.k), key.lda),
                key);
-    GEMM_CHECK(cublasLtMatrixLayoutCreate(&p.b, ab, uint64_t(tb ? key.n : key.k),
+    GEMM_CHECK(cublasLtMatrixLayoutCreate(&p.b, bt, uint64_t(tb ? key.n : key.k),
                                           uint64_t(tb ? key.k : key.n), key.ldb),
                key);
     GEMM_CHECK(cublasLtMatrixLayoutCreate(&p.c, cd, uint64_t(key.m), uint64_t(key.n), key.ldc), key);
@@ -222,27 +218,6 @@ class PlanCache {
 PlanCache& plan_cache() {
   static PlanCache* c = new PlanCache;  // descriptors live for the process
   return *c;
-}
-
-GemmKey make_key(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, int64_t lda,
-                 int64_t ldb, int64_t ldc, DType ab, DType cd, const void* A, const void* B, const void* D) {
-  GemmKey key{};
-  key.ta = ta;
-  key.tb = tb;
-  key.m = m;
-  key.n = n;
-  key.k = k;
-  key.lda = lda;
-  key.ldb = ldb;
-  key.ldc = ldc;
-  key.ab_type = cuda_type(ab);
-  key.cd_type = cuda_type(cd);
-  key.bias_type = key.cd_type;
-  key.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  key.align_a = alignment_of(A);
-  key.align_b = alignment_of(B);
-  key.align_c = alignment_of(D);
-  return key;
 }
 
 // A copy of device tensor t in a fresh (256-byte aligned) allocation.
@@ -437,6 +412,64 @@ void check_weight(const Tensor& w, const char* op) {
 
 }  // namespace
 
+namespace gemm_detail {
+
+// Largest power of two (up to 256) that divides the address: cuBLASLt picks kernels that
+// assume at most this alignment.
+uint32_t alignment_of(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && a % al) al >>= 1;
+  return al;
+}
+
+GemmKey make_key(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, int64_t lda,
+                 int64_t ldb, int64_t ldc, DType ab, DType cd, const void* A, const void* B, const void* D) {
+  GemmKey key{};
+  key.ta = ta;
+  key.tb = tb;
+  key.m = m;
+  key.n = n;
+  key.k = k;
+  key.lda = lda;
+  key.ldb = ldb;
+  key.ldc = ldc;
+  key.a_type = key.b_type = cuda_type(ab);
+  key.cd_type = cuda_type(cd);
+  key.bias_type = key.cd_type;
+  key.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  key.align_a = alignment_of(A);
+  key.align_b = alignment_of(B);
+  key.align_c = alignment_of(D);
+  return key;
+}
+
+std::string describe(const GemmKey& k) {
+  std::ostringstream os;
+  os << "GEMM m=" << k.m << " n=" << k.n << " k=" << k.k << " op(A)=" << (k.ta == CUBLAS_OP_T ? "T" : "N")
+     << " op(B)=" << (k.tb == CUBLAS_OP_T ? "T" : "N") << " lda=" << k.lda << " ldb=" << k.ldb
+     << " ldc=" << k.ldc << " A " << type_name(k.a_type) << " B " << type_name(k.b_type) << " C/D "
+     << type_name(k.cd_type) << " epilogue " << int(k.epilogue)
+     << " alignments " << k.align_a << "/" << k.align_b << "/" << k.align_c;
+  return os.str();
+}
+
+bool run_plan(const GemmKey& key, const void* A, const void* B, void* D, float alpha, float beta,
+              const void* bias, bool optional, const void* C, const float* a_scale, const float* b_scale) {
+  return plan_cache().run(key, A, B, D, alpha, beta, bias, optional, C, a_scale, b_scale);
+}
+
+void column_sums_into(Tensor& dbias, const Tensor& g) {
+  const int64_t O = dbias.numel(), N = O ? g.numel() / O : 0;
+  if (N == 0 || O == 0) return;
+  if (g.dtype() == DType::BF16)
+    launch_colsum(as<__nv_bfloat16>(g), N, O, dbias.f32());
+  else
+    launch_colsum(as<float>(g), N, O, dbias.f32());
+}
+
+}  // namespace gemm_detail
+
 void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tensor& bias_in,
                     const Tensor& residual) {
   const char* op = "linear_forward";
@@ -529,12 +562,7 @@ void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, 
     if (dbias.defined()) dbias_done = dw_dbias_fused(key, x, dout, dw, dbias);
     if (!dbias_done) gemm(key, x, dout, dw, 1.0f);
   }
-  if (dbias.defined() && O > 0 && !dbias_done) {
-    if (dt == DType::BF16)
-      launch_colsum(as<__nv_bfloat16>(dout), N, O, dbias.f32());
-    else
-      launch_colsum(as<float>(dout), N, O, dbias.f32());
-  }
+  if (dbias.defined() && O > 0 && !dbias_done) column_sums_into(dbias, dout);
 }
 
 }  // namespace biofm::ops::cuda

@@ -1,0 +1,147 @@
+// FP8 quantization on the GPU: one reduction kernel for amax, then one tiled kernel that
+// reads x once and writes the row-major codes, the transposed codes, or both. The scale is
+// computed on the device from amax (no host read); scale_inv goes to a device float that the
+// FP8 GEMM reads through its scale pointer.
+#include <cuda_fp8.h>
+
+#include <algorithm>
+
+#include "biofm/core/cuda_helpers_cuda.h"
+#include "biofm/ops/cuda_util.cuh"
+#include "biofm/ops/fp8/op.h"
+
+namespace biofm::ops::cuda {
+using namespace cuda_detail;
+using ::biofm::cuda_core::aligned;
+using ::biofm::cuda_core::Scratch;
+
+namespace {
+
+constexpr int kTile = 64;       // a block quantizes a 64 x 64 tile of x
+constexpr int kThreads = 256;   // 4 threads per tile row, 16 elements each
+
+// |v| as ordered bits: non-negative floats compare like their bit patterns.
+__device__ __forceinline__ void atomic_max_abs(unsigned* bits, float v) { atomicMax(bits, __float_as_uint(v)); }
+
+template <class T>
+__global__ void amax_kernel(const T* x, int64_t n, unsigned* amax_bits) {
+  float m = 0.0f;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t i0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  constexpr int V = 16 / sizeof(T);  // x is 16-byte aligned (checked by the caller)
+  const int64_t nv = n / V;
+  for (int64_t i = i0; i < nv; i += stride) {
+    float v[V];
+    load_vec<V>(v, x + i * V);
+#pragma unroll
+    for (int j = 0; j < V; ++j) m = fmaxf(m, fabsf(v[j]));
+  }
+  for (int64_t i = nv * V + i0; i < n; i += stride) m = fmaxf(m, fabsf(to_f32(x[i])));
+  m = warp_max(m);
+  if ((threadIdx.x & 31) == 0) atomic_max_abs(amax_bits, m);
+}
+
+template <Fp8Type kType>
+__device__ __forceinline__ uint8_t encode(float v) {
+  return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, kType == Fp8Type::E4M3 ? __NV_E4M3 : __NV_E5M2);
+}
+
+// x[R, C] (C a multiple of 16) -> q[R, C] and/or q_t[C, Rp] (Rp a multiple of 16, rows >= R
+// of x read as zero). Grid: (C / 64 rounded up, max(R, Rp) / 64 rounded up).
+template <class T, Fp8Type kType>
+__global__ void __launch_bounds__(kThreads)
+    quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, const unsigned* amax_bits, float fmax,
+                    uint8_t* q, uint8_t* q_t, float* scale_inv) {
+  // 16-byte rows of codes; 80 bytes per tile row keeps every row 16-byte aligned.
+  __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
+  const float amax = __uint_as_float(*amax_bits);
+  float scale = 1.0f;
+  if (amax > 0.0f && isfinite(amax)) {
+    scale = fmax / amax;
+    if (!isfinite(scale)) scale = 3.402823466e38f;
+  }
+  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;
+
+  const int64_t row0 = int64_t(blockIdx.y) * kTile, col0 = int64_t(blockIdx.x) * kTile;
+  {
+    const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
+    const int64_t gr = row0 + r, gc = col0 + c;
+    if (gc < C) {  // C % 16 == 0: the 16 columns are all in range
+      Pack<uint8_t, 16> codes;
+      if (gr < R) {
+        float v[16];
+        load_vec<16>(v, x + gr * C + gc);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) codes.v[i] = encode<kType>(v[i] * scale);
+        if (q) *reinterpret_cast<Pack<uint8_t, 16>*>(q + gr * C + gc) = codes;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) codes.v[i] = 0;
+      }
+      *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = codes;
+    }
+  }
+  if (!q_t) return;  // uniform over the grid
+  __syncthreads();
+  const int j = threadIdx.x >> 2, r = (threadIdx.x & 3) * 16;
+  const int64_t gc = col0 + j, gr = row0 + r;
+  if (gc < C && gr < Rp) {  // Rp % 16 == 0: the 16 rows are all in range
+    Pack<uint8_t, 16> codes;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) codes.v[i] = tile[r + i][j];
+    *reinterpret_cast<Pack<uint8_t, 16>*>(q_t + gc * Rp + gr) = codes;
+  }
+}
+
+template <class T>
+void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, int64_t R, int64_t C) {
+  cudaStream_t st = cuda_ctx::stream();
+  const T* xp = static_cast<const T*>(x.raw());
+  Scratch amax(sizeof(unsigned));
+  BIOFM_CUDA_CHECK(cudaMemsetAsync(amax.as<unsigned>(), 0, sizeof(unsigned), st));
+  const int64_t n = R * C;
+  amax_kernel<T><<<grid_for(n / (16 / int64_t(sizeof(T))) + 1, 256), 256, 0, st>>>(xp, n, amax.as<unsigned>());
+  BIOFM_CUDA_LAUNCH_CHECK();
+  const int64_t Rp = q_t.defined() ? q_t.size(1) : R;
+  const int64_t rows = std::max(R, Rp);
+  if (ceil_div(rows, kTile) > 65535) fail("fp8_quantize: ", R, " rows is more than this kernel handles");
+  const dim3 grid(unsigned(ceil_div(C, kTile)), unsigned(std::max<int64_t>(ceil_div(rows, kTile), 1)));
+  uint8_t* qp = q.defined() ? static_cast<uint8_t*>(q.raw()) : nullptr;
+  uint8_t* qtp = q_t.defined() ? static_cast<uint8_t*>(q_t.raw()) : nullptr;
+  const float fmax = fp8_max(t);
+  if (t == Fp8Type::E4M3)
+    quantize_kernel<T, Fp8Type::E4M3><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax.as<unsigned>(), fmax, qp, qtp,
+                                                                  scale_inv.f32());
+  else
+    quantize_kernel<T, Fp8Type::E5M2><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax.as<unsigned>(), fmax, qp, qtp,
+                                                                  scale_inv.f32());
+  BIOFM_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t) {
+  const char* op = "fp8_quantize";
+  require_float(x, op, "x");
+  const int64_t C = x.dim() ? x.size(-1) : 1;
+  const int64_t R = rows_of(x, C, op, "x");
+  require_dtype(scale_inv, DType::F32, op, "scale_inv");
+  if (scale_inv.numel() != 1) fail(op, ": scale_inv must have one element, got ", scale_inv.describe());
+  if (C % 16 || !aligned(x.raw(), 16))
+    fail(op, ": x needs a last dimension that is a multiple of 16 and a 16-byte aligned start, got ", x.describe());
+  if (q.defined()) {
+    require_dtype(q, DType::U8, op, "q");
+    if (q.numel() != R * C || !aligned(q.raw(), 16))
+      fail(op, ": q ", q.describe(), " must hold x ", x.describe(), " and start 16-byte aligned");
+  }
+  if (q_t.defined()) {
+    require_dtype(q_t, DType::U8, op, "q_t");
+    if (q_t.dim() != 2 || q_t.size(0) != C || q_t.size(1) < R || q_t.size(1) % 16 || !aligned(q_t.raw(), 16))
+      fail(op, ": q_t must be [", C, ", Rp] with Rp >= ", R, " a multiple of 16, 16-byte aligned, got ",
+           q_t.describe());
+  }
+  if (C == 0) return;
+  dispatch_float(x.dtype(), op, [&](auto tag) { launch<typename decltype(tag)::type>(q, q_t, scale_inv, x, t, R, C); });
+}
+
+}  // namespace biofm::ops::cuda

@@ -1,0 +1,46 @@
+// FP8 quantization with per-tensor current scaling (Transformer Engine's Float8CurrentScaling):
+//   amax  = max |x| over the tensor,
+//   scale = fp8_max / amax   (1 when amax is 0 or not finite),
+//   q     = x·scale rounded to the nearest FP8 value (ties to even), saturated to ±fp8_max,
+//   x ≈ q · scale_inv with scale_inv = 1 / scale (what a GEMM multiplies its product by).
+// E4M3 (3 mantissa bits, max 448) carries activations and weights; E5M2 (2 mantissa bits, max
+// 57344) gradients: Transformer Engine's HYBRID format. Codes are the OCP FP8 bytes (what
+// cuBLASLt's CUDA_R_8F_E4M3 / CUDA_R_8F_E5M2 read); tensors of codes have dtype U8.
+//
+// fp8_quantize writes the codes of x[R, C] row-major into q [R, C] and/or transposed into
+// q_t [C, Rp] (Rp >= R, a multiple of 16: the rows R..Rp of x read as zeros there), and
+// scale_inv [1] (F32), all on x's device. The transposed copy is what Hopper's FP8 GEMMs need
+// for the K-major operand of a weight gradient (they only take op(A) = T, op(B) = N).
+#pragma once
+#include <cstdint>
+
+#include "biofm/ops/dispatch.h"
+
+namespace biofm::ops {
+
+enum class Fp8Type : uint8_t { E4M3, E5M2 };
+const char* fp8_type_name(Fp8Type t);
+
+// Host-side definitions of the format, shared by the CPU reference and the tests.
+float fp8_max(Fp8Type t);
+float fp8_round(float v, Fp8Type t);   // nearest FP8 value (ties to even), saturating; NaN stays NaN
+uint8_t fp8_encode(float v, Fp8Type t);  // code of fp8_round(v, t)
+float fp8_decode(uint8_t code, Fp8Type t);
+float fp8_scale_for(float amax, Fp8Type t);  // fp8_max / amax, or 1
+
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t);
+
+namespace cpu {
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t);
+// out = x quantized and dequantized (F32; x F32 or BF16): what an FP8 GEMM sees of x.
+void fp8_fake_quantize(Tensor& out, const Tensor& x, Fp8Type t);
+}  // namespace cpu
+namespace cuda {
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t);
+}  // namespace cuda
+
+inline void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t) {
+  BIOFM_DISPATCH(x.device(), fp8_quantize, q, q_t, scale_inv, x, t);
+}
+
+}  // namespace biofm::ops

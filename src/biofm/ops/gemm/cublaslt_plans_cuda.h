@@ -1,0 +1,50 @@
+// The cuBLASLt plumbing shared by the bf16/fp32 linear layers (cuda.cu) and the FP8 ones
+// (fp8_cuda.cu): a GEMM described by a key, its descriptors and heuristic algorithm built once
+// and cached for the process. Internal to the gemm op family (CUDA sources only).
+#pragma once
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "biofm/core/tensor.h"
+
+namespace biofm::ops::cuda::gemm_detail {
+
+// Every field is 64-bit, so the key has no padding and compares and hashes as bytes.
+struct GemmKey {
+  int64_t ta, tb;  // cublasOperation_t
+  int64_t m, n, k, lda, ldb, ldc;
+  int64_t a_type, b_type, cd_type, bias_type;  // cudaDataType_t
+  int64_t epilogue;                            // cublasLtEpilogue_t
+  int64_t fast_accum;                          // FP8 only: accumulate without periodic fp32 promotion
+  int64_t align_a, align_b, align_c;           // bytes
+  bool operator==(const GemmKey& o) const { return std::memcmp(this, &o, sizeof(GemmKey)) == 0; }
+};
+static_assert(sizeof(GemmKey) == 17 * sizeof(int64_t), "GemmKey must have no padding");
+
+// Largest power of two (up to 256) that divides the address: cuBLASLt picks kernels that
+// assume at most this alignment.
+uint32_t alignment_of(const void* p);
+
+// D = op(A)·op(B) in column-major terms (see cuda.cu for how row-major tensors map), with A
+// and B of dtype ab and C/D of dtype cd (F32 or BF16), no epilogue.
+GemmKey make_key(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, int64_t lda,
+                 int64_t ldb, int64_t ldc, DType ab, DType cd, const void* A, const void* B, const void* D);
+
+std::string describe(const GemmKey& k);
+
+// Runs D = alpha·(a_scale·b_scale)·op(A)·op(B) + beta·C (+ bias, or bias gradient into `bias`,
+// by the key's epilogue); C (same layout as D) defaults to D. a_scale / b_scale are device
+// floats (FP8 operands' dequantisation scales), null for none. Returns false (nothing queued)
+// when cuBLASLt has no algorithm; with `optional`, also when cuBLASLt rejects the
+// configuration, and the key is remembered as unavailable.
+bool run_plan(const GemmKey& key, const void* A, const void* B, void* D, float alpha, float beta,
+              const void* bias, bool optional = false, const void* C = nullptr, const float* a_scale = nullptr,
+              const float* b_scale = nullptr);
+
+// dbias[O] (F32) += column sums of g[N, O] (F32 or BF16), deterministic.
+void column_sums_into(Tensor& dbias, const Tensor& g);
+
+}  // namespace biofm::ops::cuda::gemm_detail

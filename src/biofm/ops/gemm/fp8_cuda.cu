@@ -1,0 +1,184 @@
+// FP8 linear layers on Hopper through cuBLASLt. Its FP8 GEMMs take only op(A) = T and
+// op(B) = N, i.e. both operands K-major, so (with the row-major mapping of cuda.cu):
+//   forward  outᵀ (O x N) = op_T(w codes [O, I]) · (x codes [N, I]),            k = I;
+//   dx       dxᵀ  (I x N) = op_T(wᵀ codes [I, O]) · (dout codes [N, O]),        k = O;
+//   dw       dwᵀ  (I x O) += op_T(xᵀ codes [I, Np]) · (doutᵀ codes [O, Np]),   k = Np,
+// where Np is N rounded up to 16 (the padding columns are zeros). Every operand gets its own
+// per-tensor scale; the GEMM multiplies by both scale_inv values (A/B scale pointers, on the
+// device). The forward GEMM uses fast accumulation, the two gradient GEMMs do not (as
+// Transformer Engine's defaults). Where cuBLASLt has no FP8 algorithm for a call, it runs the
+// bf16 path instead (noted once on stderr).
+#include <cuda_bf16.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include "biofm/core/cuda_helpers_cuda.h"
+#include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/fp8/op.h"
+#include "biofm/ops/gemm/cublaslt_plans_cuda.h"
+#include "biofm/ops/gemm/op.h"
+
+namespace biofm::ops::cuda {
+using namespace ::biofm::cuda_core;
+using namespace gemm_detail;
+
+namespace {
+
+cudaDataType_t fp8_cuda_type(Fp8Type t) { return t == Fp8Type::E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
+
+struct Quantized {
+  Tensor codes, scale_inv;
+};
+
+// Codes of x (row-major [R, C]) and/or of xᵀ ([C, Rp]) with their shared scale.
+void quantize(const Tensor& x, int64_t R, int64_t C, bool row_major, int64_t Rp_transposed, Fp8Type t,
+              Quantized* rm, Quantized* tr) {
+  Tensor q, qt;
+  if (row_major) q = Tensor::empty({R, C}, DType::U8, Device::CUDA);
+  if (Rp_transposed > 0) qt = Tensor::empty({C, Rp_transposed}, DType::U8, Device::CUDA);
+  Tensor s = Tensor::empty({1}, DType::F32, Device::CUDA);
+  cuda::fp8_quantize(q, qt, s, x, t);
+  if (rm) *rm = {q, s};
+  if (tr) *tr = {qt, s};
+}
+
+void note_fallback(const char* what, const GemmKey& key) {
+  static std::atomic<bool> noted{false};
+  if (!noted.exchange(true))
+    std::fprintf(stderr, "biofm gemm: no cuBLASLt FP8 algorithm for the %s (%s); that call runs in bf16 (noted once)\n",
+                 what, describe(key).c_str());
+}
+
+// The FP8 GEMM key: make_key's, with the FP8 operand types.
+GemmKey fp8_key(GemmKey key, Fp8Type a, Fp8Type b, bool fast_accum) {
+  key.a_type = fp8_cuda_type(a);
+  key.b_type = fp8_cuda_type(b);
+  key.fast_accum = fast_accum;
+  return key;
+}
+
+// Token rows rounded up to 16: the K extent of the weight-gradient GEMM.
+int64_t padded_rows(int64_t N) { return (N + 15) / 16 * 16; }
+
+bool fp8_shape_ok(int64_t O, int64_t I) { return O % 16 == 0 && I % 16 == 0; }
+
+// t in dtype dt at a 16-byte aligned address (itself, or a converted copy).
+Tensor aligned_in_dtype(const Tensor& t, DType dt) {
+  if (!t.defined() || (t.dtype() == dt && aligned(t.raw(), 16))) return t;
+  Tensor c = Tensor::empty(t.shape(), dt, Device::CUDA);
+  cuda::cast(c, t);
+  return c;
+}
+
+}  // namespace
+
+void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias_in, const Tensor& residual,
+                        const Fp8Recipe& recipe, Fp8SavedInput* save) {
+  const char* op = "linear_forward_fp8";
+  require_cuda_float(x, op, "x");
+  require_cuda_float(w, op, "w");
+  if (w.dim() != 2) fail(op, ": w must be [out, in], got ", w.describe());
+  const int64_t O = w.size(0), I = w.size(1);
+  const int64_t N = rows_of(x, I, op, "x");
+  require_cuda(out, x.dtype(), op, "out");
+  if (rows_of(out, O, op, "out") != N)
+    fail(op, ": out ", out.describe(), " does not match x ", x.describe(), " and w ", w.describe());
+  if (save) *save = Fp8SavedInput{};
+  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16)) {
+    linear_forward(out, x, w, bias_in, residual);  // (also reports bad bias / residual arguments)
+    return;
+  }
+  if (bias_in.defined()) {
+    require_cuda_float(bias_in, op, "bias");
+    if (bias_in.shape() != Shape{O}) fail(op, ": bias must have shape [", O, "], got ", bias_in.describe());
+  }
+  if (residual.defined()) {
+    require_cuda(residual, x.dtype(), op, "residual");
+    if (residual.numel() != out.numel())
+      fail(op, ": residual ", residual.describe(), " does not match out ", out.describe());
+  }
+  const DType dt = x.dtype();
+  Quantized xq, xt, wq;
+  quantize(x, N, I, true, save ? padded_rows(N) : 0, recipe.fwd, &xq, &xt);  // one pass for both forms
+  quantize(w, O, I, true, 0, recipe.fwd, &wq, nullptr);
+  const Tensor bias = aligned_in_dtype(bias_in, dt);
+  GemmKey key = fp8_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, I, I, O, dt, dt, wq.codes.raw(),
+                                 xq.codes.raw(), out.raw()),
+                        recipe.fwd, recipe.fwd, /*fast_accum=*/true);
+  const bool residual_as_c = residual.defined() && alignment_of(residual.raw()) >= key.align_c;
+  if (bias.defined()) key.epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (run_plan(key, wq.codes.raw(), xq.codes.raw(), out.raw(), 1.0f, residual_as_c ? 1.0f : 0.0f,
+               bias.defined() ? bias.raw() : nullptr, /*optional=*/true, residual_as_c ? residual.raw() : nullptr,
+               wq.scale_inv.f32(), xq.scale_inv.f32())) {
+    if (residual.defined() && !residual_as_c) add_inplace(out, residual);
+    if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv};
+    return;
+  }
+  note_fallback("forward", key);
+  linear_forward(out, x, w, bias_in, residual);
+}
+
+void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x, const Tensor& w,
+                         const Fp8Recipe& recipe, const Fp8SavedInput* saved) {
+  const char* op = "linear_backward_fp8";
+  require_cuda_float(x, op, "x");
+  require_cuda(dout, x.dtype(), op, "dout");
+  require_cuda_float(w, op, "w");
+  if (w.dim() != 2) fail(op, ": w must be [out, in], got ", w.describe());
+  const int64_t O = w.size(0), I = w.size(1);
+  const int64_t N = rows_of(x, I, op, "x");
+  if (rows_of(dout, O, op, "dout") != N)
+    fail(op, ": dout ", dout.describe(), " does not match x ", x.describe(), " and w ", w.describe());
+  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16) || !aligned(dout.raw(), 16)) {
+    linear_backward(dx, dw, dbias, dout, x, w);
+    return;
+  }
+  if (dx.defined()) {
+    require_cuda(dx, x.dtype(), op, "dx");
+    if (rows_of(dx, I, op, "dx") != N) fail(op, ": dx ", dx.describe(), " does not match x ", x.describe());
+  }
+  if (dw.defined()) {
+    require_cuda(dw, DType::F32, op, "dw");
+    if (dw.shape() != Shape{O, I}) fail(op, ": dw must have shape [", O, ", ", I, "], got ", dw.describe());
+  }
+  if (dbias.defined()) {
+    require_cuda(dbias, DType::F32, op, "dbias");
+    if (dbias.shape() != Shape{O}) fail(op, ": dbias must have shape [", O, "], got ", dbias.describe());
+  }
+  const DType dt = x.dtype();
+  const int64_t Np = padded_rows(N);
+  Quantized dq, dqt;
+  quantize(dout, N, O, dx.defined(), dw.defined() ? Np : 0, recipe.bwd, &dq, &dqt);
+  Tensor none;
+  if (dx.defined()) {
+    Quantized wt;
+    quantize(w, O, I, false, O, recipe.fwd, nullptr, &wt);
+    const GemmKey key = fp8_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, I, N, O, O, O, I, dt, dt, wt.codes.raw(),
+                                         dq.codes.raw(), dx.raw()),
+                                recipe.fwd, recipe.bwd, /*fast_accum=*/false);
+    if (!run_plan(key, wt.codes.raw(), dq.codes.raw(), dx.raw(), 1.0f, 0.0f, nullptr, /*optional=*/true, nullptr,
+                  wt.scale_inv.f32(), dq.scale_inv.f32())) {
+      note_fallback("input gradient", key);
+      linear_backward(dx, none, none, dout, x, w);
+    }
+  }
+  if (dw.defined()) {
+    Quantized xt;
+    if (saved && saved->codes_t.defined() && saved->codes_t.shape() == Shape{I, Np})
+      xt = {saved->codes_t, saved->scale_inv};  // the forward pass's codes of the same x
+    else
+      quantize(x, N, I, false, Np, recipe.fwd, nullptr, &xt);
+    const GemmKey key = fp8_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, I, O, Np, Np, Np, I, dt, DType::F32,
+                                         xt.codes.raw(), dqt.codes.raw(), dw.raw()),
+                                recipe.fwd, recipe.bwd, /*fast_accum=*/false);
+    if (!run_plan(key, xt.codes.raw(), dqt.codes.raw(), dw.raw(), 1.0f, 1.0f, nullptr, /*optional=*/true, nullptr,
+                  xt.scale_inv.f32(), dqt.scale_inv.f32())) {
+      note_fallback("weight gradient", key);
+      linear_backward(none, dw, none, dout, x, w);
+    }
+  }
+  if (dbias.defined()) column_sums_into(dbias, dout);
+}
+
+}  // namespace biofm::ops::cuda

@@ -1,0 +1,213 @@
+// FP8 on the GPU: the quantization kernels code for code against the CPU reference, the FP8
+// linear layers (cuBLASLt on Hopper) against the CPU's quantize-then-fp32 reference, and FP8
+// training of ESM-2 and Llama against bf16 training from the same init and data (the
+// recipes' FP8-vs-bf16 loss tolerance: rtol 0.05).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "biofm/data/causal.h"
+#include "biofm/data/dataset.h"
+#include "biofm/data/mlm.h"
+#include "biofm/models/esm2/model.h"
+#include "biofm/models/llama/model.h"
+#include "biofm/ops/fp8/op.h"
+#include "biofm/ops/gemm/op.h"
+#include "biofm/train/optimizer.h"
+#include "biofm/train/schedule.h"
+#include "cuda_test_util.h"
+
+using namespace biofm;
+using namespace biofm::cudatest;
+using ops::Fp8Recipe;
+using ops::Fp8Type;
+
+namespace {
+
+std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
+
+std::vector<uint8_t> bytes_of(const Tensor& t) {
+  cuda_ctx::synchronize();
+  Tensor h = t.to(Device::CPU);
+  const uint8_t* p = static_cast<const uint8_t*>(h.raw());
+  return std::vector<uint8_t>(p, p + h.numel());
+}
+
+}  // namespace
+
+TEST(CudaFp8, QuantizeMatchesCpuCodeForCode) {
+  BIOFM_REQUIRE_GPU();
+  const int64_t R = 100, C = 80, Rp = 112;  // neither a multiple of the 64 x 64 tile
+  for (DType dt : {DType::F32, DType::BF16})
+    for (Fp8Type t : {Fp8Type::E4M3, Fp8Type::E5M2}) {
+      SCOPED_TRACE(std::string(dtname(dt)) + " " + ops::fp8_type_name(t));
+      Tensor x = round_to(randn({R, C}, 21, 0.01f), dt);  // small values: the scale must lift them
+      Tensor q = Tensor::empty({R, C}, DType::U8), qt = Tensor::empty({C, Rp}, DType::U8);
+      Tensor s = Tensor::empty({1}, DType::F32);
+      ops::fp8_quantize(q, qt, s, x, t);
+      Tensor dq = Tensor::empty({R, C}, DType::U8, Device::CUDA), dqt = Tensor::empty({C, Rp}, DType::U8, Device::CUDA);
+      Tensor ds = Tensor::empty({1}, DType::F32, Device::CUDA), none;
+      ops::fp8_quantize(dq, dqt, ds, to_device(x, dt), t);
+      EXPECT_EQ(to_host_f32(ds).f32()[0], s.f32()[0]);
+      const std::vector<uint8_t> a = bytes_of(dq), at = bytes_of(dqt);
+      EXPECT_EQ(std::memcmp(a.data(), q.raw(), a.size()), 0) << "row-major codes differ";
+      EXPECT_EQ(std::memcmp(at.data(), qt.raw(), at.size()), 0) << "transposed codes differ";
+      // Transposed only (the weight-gradient operand) gives the same codes.
+      Tensor dqt2 = Tensor::empty({C, Rp}, DType::U8, Device::CUDA);
+      ops::fp8_quantize(none, dqt2, ds, to_device(x, dt), t);
+      EXPECT_EQ(bytes_of(dqt2), at);
+    }
+}
+
+// bf16 activations: the GPU FP8 GEMMs against the CPU reference on the same bf16 values. The
+// codes are the same on both sides, so what differs is fp32 accumulation order (and the
+// forward's fast accumulation) and the bf16 rounding of out and dx.
+TEST(CudaFp8, LinearMatchesCpuReference) {
+  BIOFM_REQUIRE_GPU();
+  const int64_t N = 100, I = 64, O = 96;  // N not a multiple of 16: the weight gradient pads
+  const DType bf = DType::BF16;
+  Tensor x = round_to(randn({N, I}, 31), bf), w = round_to(randn({O, I}, 32, 0.1f), bf);
+  Tensor b = round_to(randn({O}, 33), bf), res = round_to(randn({N, O}, 34), bf);
+  Tensor dout = round_to(randn({N, O}, 35, 1e-3f), bf), dw0 = randn({O, I}, 36, 1e-3f), db0 = randn({O}, 37, 1e-3f);
+  Fp8Recipe recipe;
+
+  Tensor out = Tensor::empty({N, O}, DType::F32);
+  ops::linear_forward_fp8(out, x, w, b, res, recipe);
+  Tensor d_out = Tensor::empty({N, O}, bf, Device::CUDA);
+  poison(d_out);
+  ops::linear_forward_fp8(d_out, to_device(x, bf), to_device(w, bf), to_device(b, bf), to_device(res, bf), recipe);
+  EXPECT_TRUE(close("out", to_host_f32(d_out), out, tol(bf)));
+
+  Tensor dx = Tensor::empty({N, I}, DType::F32), dw = dw0.clone(), db = db0.clone();
+  ops::linear_backward_fp8(dx, dw, db, dout, x, w, recipe);
+  Tensor d_dx = Tensor::empty({N, I}, bf, Device::CUDA);
+  poison(d_dx);
+  Tensor d_dw = dw0.to(Device::CUDA), d_db = db0.to(Device::CUDA);
+  ops::linear_backward_fp8(d_dx, d_dw, d_db, to_device(dout, bf), to_device(x, bf), to_device(w, bf), recipe);
+  EXPECT_TRUE(close("dx", to_host_f32(d_dx), dx, tol(bf)));
+  EXPECT_TRUE(close("dw", minus(to_host_f32(d_dw), dw0), minus(dw, dw0), tol(bf)));
+  EXPECT_TRUE(close("dbias", minus(to_host_f32(d_db), db0), minus(db, db0), 1e-5));
+
+  // The FP8 result really is FP8: it differs from the bf16 GEMM by about FP8's resolution.
+  Tensor d_bf = Tensor::empty({N, O}, bf, Device::CUDA);
+  ops::linear_forward(d_bf, to_device(x, bf), to_device(w, bf), to_device(b, bf), to_device(res, bf));
+  const double e = rel_error(to_host_f32(d_out), to_host_f32(d_bf));
+  EXPECT_GT(e, 1e-3);
+  EXPECT_LT(e, 5e-2);
+}
+
+// The input codes kept by forward (Fp8SavedInput) are the ones backward would make itself: the
+// weight gradient through them is bit for bit the same.
+TEST(CudaFp8, SavedInputCodesGiveTheSameWeightGradient) {
+  BIOFM_REQUIRE_GPU();
+  const int64_t N = 100, I = 64, O = 96;
+  const DType bf = DType::BF16;
+  Tensor x = to_device(randn({N, I}, 51), bf), w = to_device(randn({O, I}, 52, 0.1f), bf);
+  Tensor dout = to_device(randn({N, O}, 53, 1e-3f), bf), none;
+  Tensor out = Tensor::empty({N, O}, bf, Device::CUDA);
+  ops::Fp8SavedInput saved;
+  ops::linear_forward_fp8(out, x, w, none, none, Fp8Recipe{}, &saved);
+  ASSERT_TRUE(saved.codes_t.defined());
+  EXPECT_EQ(saved.codes_t.shape(), (Shape{I, 112}));
+  Tensor dw_saved = Tensor::zeros({O, I}, DType::F32, Device::CUDA), dw = Tensor::zeros({O, I}, DType::F32, Device::CUDA);
+  ops::linear_backward_fp8(none, dw_saved, none, dout, x, w, Fp8Recipe{}, &saved);
+  ops::linear_backward_fp8(none, dw, none, dout, x, w, Fp8Recipe{});
+  EXPECT_EQ(rel_error(to_host_f32(dw_saved), to_host_f32(dw)), 0.0);
+}
+
+// Sizes FP8 GEMMs cannot take (features not multiples of 16) run the bf16 GEMMs instead.
+TEST(CudaFp8, OddFeatureCountsFallBackToBf16) {
+  BIOFM_REQUIRE_GPU();
+  const int64_t N = 10, I = 24, O = 20;
+  const DType bf = DType::BF16;
+  Tensor x = to_device(randn({N, I}, 41), bf), w = to_device(randn({O, I}, 42), bf), none;
+  Tensor a = Tensor::empty({N, O}, bf, Device::CUDA), b = Tensor::empty({N, O}, bf, Device::CUDA);
+  ops::linear_forward_fp8(a, x, w, none, none, Fp8Recipe{});
+  ops::linear_forward(b, x, w, none);
+  EXPECT_EQ(rel_error(to_host_f32(a), to_host_f32(b)), 0.0);
+}
+
+namespace {
+
+// Mean loss per window of 20 steps over `steps` optimizer steps of `model` on `next()`.
+template <class NextBatch>
+std::vector<double> train_windows(LanguageModel& m, NextBatch next, int steps) {
+  AdamWConfig ac;
+  ac.lr = 2e-3f;
+  AdamW opt(m.params(), ac);
+  ScheduleSpec sched{"warmup_linear", 20, steps, 0.9, 0.1};
+  Tensor loss_acc = Tensor::zeros({1}, DType::F32, Device::CUDA);
+  std::vector<double> windows(size_t(steps / 20), 0.0);
+  for (int s = 0; s < steps; ++s) {
+    Batch hb = next();
+    m.params().zero_grad();
+    loss_acc.zero_();
+    m.forward_backward(hb.to(Device::CUDA), 1.0f / float(hb.num_label_tokens), loss_acc);
+    opt.step(float(ac.lr * lr_multiplier(sched, s)));
+    windows[size_t(s / 20)] += double(loss_acc.to(Device::CPU).f32()[0]) / double(hb.num_label_tokens) / 20.0;
+  }
+  return windows;
+}
+
+void expect_fp8_tracks_bf16(const char* name, const std::vector<double>& bf16, const std::vector<double>& fp8) {
+  for (size_t w = 0; w < bf16.size(); ++w) {
+    const double rel = std::fabs(fp8[w] - bf16[w]) / bf16[w];
+    std::printf("[fp8 curve %s] steps %3zu-%3zu  bf16 %.4f  fp8 %.4f  rel %.4f\n", name, w * 20 + 1, w * 20 + 20,
+                bf16[w], fp8[w], rel);
+    EXPECT_LT(rel, 0.05) << name << " window " << w;
+  }
+  EXPECT_LT(fp8.back(), fp8.front() - 0.2) << name << ": FP8 loss did not fall";
+}
+
+}  // namespace
+
+TEST(CudaFp8, Esm2TrainingTracksBf16) {
+  BIOFM_REQUIRE_GPU();
+  Esm2Config c;
+  c.hidden_size = 128;
+  c.num_hidden_layers = 4;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 512;
+  ReaderOptions ro;
+  SequenceDataset data = SequenceDataset::load(src("data/proteins_sample.fasta"), ro);
+  MlmOptions mo;
+  mo.max_seq_length = 256;
+  mo.max_tokens_per_batch = 4096;
+  std::vector<double> curves[2];
+  for (int fp8 = 0; fp8 < 2; ++fp8) {
+    Esm2Model m(c, Device::CUDA, Precision::Bf16Mixed);
+    m.params().init(7);
+    if (fp8) m.set_fp8(Fp8Recipe{});
+    MlmBatcher batcher(data, mo);
+    curves[fp8] = train_windows(m, [&] { return batcher.next(); }, 200);
+  }
+  expect_fp8_tracks_bf16("esm2", curves[0], curves[1]);
+}
+
+TEST(CudaFp8, LlamaTrainingTracksBf16) {
+  BIOFM_REQUIRE_GPU();
+  LlamaConfig c;
+  c.vocab_size = 256;
+  c.hidden_size = 128;
+  c.intermediate_size = 512;
+  c.num_hidden_layers = 4;
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  c.max_position_embeddings = 1024;
+  ReaderOptions ro;
+  SequenceDataset data = SequenceDataset::load(src("data/dna_sample.fasta"), ro);
+  CausalLmOptions co;
+  co.max_seq_length = 1024;
+  co.max_tokens_per_batch = 4096;
+  std::vector<double> curves[2];
+  for (int fp8 = 0; fp8 < 2; ++fp8) {
+    LlamaModel m(c, Device::CUDA, Precision::Bf16Mixed);
+    m.params().init(7);
+    if (fp8) m.set_fp8(Fp8Recipe{});
+    CausalLmBatcher batcher(data, co);
+    curves[fp8] = train_windows(m, [&] { return batcher.next(); }, 200);
+  }
+  expect_fp8_tracks_bf16("llama", curves[0], curves[1]);
+}
