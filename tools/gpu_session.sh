@@ -2,7 +2,7 @@
 # One GPU-machine session: CUDA tests, throughput benchmarks and the Hugging Face peer runs.
 # Usage (on the device, from the repo root): tools/gpu_session.sh BIN_DIR OUT_DIR [what...]
 #   what: tests esm esm_ga esm3b llama llama_ga peer peer_llama peer_llama_ga peer_compiled profile_llama
-#         export og2_7b fp8_tests llama_fp8 esm_fp8 profile_llama_fp8
+#         export og2_7b fp8_tests llama_fp8 llama_32k esm_fp8 profile_llama_fp8
 #   (tests takes TESTS=gtest-filter, default all)
 #   (default: tests esm llama)
 # Data (env): DATA (proteins, default .carry/data/uniprot_20k.fasta.gz) and DNA_LONG (long DNA
@@ -37,6 +37,11 @@ for w in $WHAT; do
         --max-seq-length 8192 --fp8 --steps 20 --warmup 5
       bench ours_llama_1B_16k_ga4_fp8 --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 16384 \
         --max-seq-length 8192 --grad-acc 4 --fp8 --steps 6 --warmup 2 ;;
+    llama_32k)  # the same 8 windows per optimizer step as 4 windows x 2 micro batches, bf16 and FP8
+      bench ours_llama_1B_32k_ga2 --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 32768 \
+        --max-seq-length 8192 --grad-acc 2 --steps 6 --warmup 2
+      bench ours_llama_1B_32k_ga2_fp8 --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 32768 \
+        --max-seq-length 8192 --grad-acc 2 --fp8 --steps 6 --warmup 2 ;;
     esm_fp8)
       bench ours_esm2_650M_fp8 --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 --fp8 --steps 20 \
         --warmup 8 ;;

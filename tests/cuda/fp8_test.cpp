@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 
 #include "biofm/data/causal.h"
 #include "biofm/data/dataset.h"
 #include "biofm/data/mlm.h"
 #include "biofm/models/esm2/model.h"
 #include "biofm/models/llama/model.h"
+#include "biofm/ops/activation/op.h"
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/op.h"
 #include "biofm/train/optimizer.h"
@@ -98,8 +100,8 @@ TEST(CudaFp8, LinearMatchesCpuReference) {
   EXPECT_LT(e, 5e-2);
 }
 
-// The input codes kept by forward (Fp8SavedInput) are the ones backward would make itself: the
-// weight gradient through them is bit for bit the same.
+// The codes kept by forward (Fp8SavedInput: xᵀ and wᵀ) are the ones backward would make
+// itself: both gradients through them are bit for bit the same.
 TEST(CudaFp8, SavedInputCodesGiveTheSameWeightGradient) {
   BIOFM_REQUIRE_GPU();
   const int64_t N = 100, I = 64, O = 96;
@@ -112,9 +114,57 @@ TEST(CudaFp8, SavedInputCodesGiveTheSameWeightGradient) {
   ASSERT_TRUE(saved.codes_t.defined());
   EXPECT_EQ(saved.codes_t.shape(), (Shape{I, 112}));
   Tensor dw_saved = Tensor::zeros({O, I}, DType::F32, Device::CUDA), dw = Tensor::zeros({O, I}, DType::F32, Device::CUDA);
-  ops::linear_backward_fp8(none, dw_saved, none, dout, x, w, Fp8Recipe{}, &saved);
-  ops::linear_backward_fp8(none, dw, none, dout, x, w, Fp8Recipe{});
+  EXPECT_EQ(saved.w_codes_t.shape(), (Shape{I, O}));
+  Tensor dx_saved = Tensor::empty({N, I}, bf, Device::CUDA), dx = Tensor::empty({N, I}, bf, Device::CUDA);
+  ops::linear_backward_fp8(dx_saved, dw_saved, none, dout, x, w, Fp8Recipe{}, &saved);
+  ops::linear_backward_fp8(dx, dw, none, dout, x, w, Fp8Recipe{});
   EXPECT_EQ(rel_error(to_host_f32(dw_saved), to_host_f32(dw)), 0.0);
+  EXPECT_EQ(rel_error(to_host_f32(dx_saved), to_host_f32(dx)), 0.0);
+}
+
+// Weight codes kept across calls (Fp8WeightCodes) give what quantizing w again gives.
+TEST(CudaFp8, CachedWeightCodesGiveTheSameResults) {
+  BIOFM_REQUIRE_GPU();
+  const int64_t N = 48, I = 64, O = 32;
+  const DType bf = DType::BF16;
+  Tensor x = to_device(randn({N, I}, 81), bf), w = to_device(randn({O, I}, 82, 0.1f), bf);
+  Tensor dout = to_device(randn({N, O}, 83, 1e-3f), bf), none;
+  ops::Fp8WeightCodes cache;
+  Tensor a = Tensor::empty({N, O}, bf, Device::CUDA), b = Tensor::empty({N, O}, bf, Device::CUDA);
+  ops::linear_forward_fp8(a, x, w, none, none, Fp8Recipe{}, nullptr, none, &cache);  // fills it
+  ASSERT_TRUE(cache.codes.defined() && cache.codes_t.defined());
+  ops::linear_forward_fp8(b, x, w, none, none, Fp8Recipe{}, nullptr, none, &cache);  // uses it
+  EXPECT_EQ(rel_error(to_host_f32(a), to_host_f32(b)), 0.0);
+  Tensor dx1 = Tensor::empty({N, I}, bf, Device::CUDA), dx2 = Tensor::empty({N, I}, bf, Device::CUDA);
+  ops::linear_backward_fp8(dx1, none, none, dout, x, w, Fp8Recipe{});
+  ops::linear_backward_fp8(dx2, none, none, dout, x, w, Fp8Recipe{}, nullptr, none, &cache);
+  EXPECT_EQ(rel_error(to_host_f32(dx1), to_host_f32(dx2)), 0.0);
+}
+
+// SwiGLU's amax outputs are max |value| of what it stored, and quantizing with them gives the
+// codes the quantization's own amax pass gives.
+TEST(CudaFp8, SwigluAmaxFeedsTheQuantization) {
+  BIOFM_REQUIRE_GPU();
+  const int64_t N = 70, F = 96;
+  const DType bf = DType::BF16;
+  Tensor gate_up = to_device(randn({N, 2 * F}, 61, 2.0f), bf), dh = to_device(randn({N, F}, 62, 1e-3f), bf);
+  Tensor h = Tensor::empty({N, F}, bf, Device::CUDA), dgu = Tensor::empty({N, 2 * F}, bf, Device::CUDA);
+  Tensor h_amax = Tensor::empty({1}, DType::F32, Device::CUDA), dgu_amax = Tensor::empty({1}, DType::F32, Device::CUDA);
+  poison(h_amax);
+  poison(dgu_amax);
+  ops::swiglu_forward_packed(h, gate_up, h_amax);
+  ops::swiglu_backward_packed(dgu, dh, gate_up, dgu_amax);
+  for (auto [t, amax, type] : {std::tuple{h, h_amax, Fp8Type::E4M3}, std::tuple{dgu, dgu_amax, Fp8Type::E5M2}}) {
+    Tensor host = to_host_f32(t);
+    EXPECT_EQ(to_host_f32(amax).f32()[0], float(testkit::max_abs(host)));
+    const int64_t R = t.size(0), C = t.size(1);
+    Tensor q1 = Tensor::empty({R, C}, DType::U8, Device::CUDA), q2 = Tensor::empty({R, C}, DType::U8, Device::CUDA);
+    Tensor s1 = Tensor::empty({1}, DType::F32, Device::CUDA), s2 = Tensor::empty({1}, DType::F32, Device::CUDA), none;
+    ops::fp8_quantize(q1, none, s1, t, type);
+    ops::fp8_quantize(q2, none, s2, t, type, amax);
+    EXPECT_EQ(bytes_of(q1), bytes_of(q2));
+    EXPECT_EQ(to_host_f32(s1).f32()[0], to_host_f32(s2).f32()[0]);
+  }
 }
 
 // Sizes FP8 GEMMs cannot take (features not multiples of 16) run the bf16 GEMMs instead.

@@ -120,3 +120,16 @@ TEST(OpsActivation, SwigluPackedMatchesSeparate) {
   Tensor bad = Tensor::empty({N, 2 * F + 1}, DType::F32);
   EXPECT_THROW(ops::swiglu_forward_packed(out, bad), Error);
 }
+
+// The optional amax outputs of the packed SwiGLU: max |value| written (what FP8 scaling needs).
+TEST(OpsActivation, SwigluPackedAmaxOutputs) {
+  const int64_t N = 5, F = 8;
+  Tensor gu = biofm::testkit::randn({N, 2 * F}, 71, 2.0f), dh = biofm::testkit::randn({N, F}, 72);
+  Tensor h = Tensor::empty({N, F}, DType::F32), dgu = Tensor::empty({N, 2 * F}, DType::F32);
+  Tensor h_amax = Tensor::empty({1}, DType::F32), dgu_amax = Tensor::empty({1}, DType::F32);
+  ops::swiglu_forward_packed(h, gu, h_amax);
+  ops::swiglu_backward_packed(dgu, dh, gu, dgu_amax);
+  EXPECT_EQ(h_amax.f32()[0], float(biofm::testkit::max_abs(h)));
+  EXPECT_EQ(dgu_amax.f32()[0], float(biofm::testkit::max_abs(dgu)));
+  EXPECT_GT(h_amax.f32()[0], 0.0f);
+}

@@ -67,7 +67,7 @@ class LanguageModel {
   // layers >= 0 limits it to the first `layers` layers (the rest keep their activations).
   virtual void set_recompute(bool on, int layers = -1) = 0;
   // FP8 GEMMs in the transformer layers (nullopt: the compute precision).
-  void set_fp8(std::optional<ops::Fp8Recipe> recipe) { linears_.set_fp8(recipe); }
+  void set_fp8(std::optional<ops::Fp8Recipe> recipe) { linears_.set_fp8(recipe, &params()); }
 
   // Forward + backward: gradients of (Σ token losses) · grad_scale accumulate into the
   // gradient buffer; Σ token losses is added to loss_acc[1] (F32 on the model's device),

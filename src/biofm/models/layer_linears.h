@@ -4,7 +4,9 @@
 // the layers' Linear modules only).
 #pragma once
 #include <optional>
+#include <unordered_map>
 
+#include "biofm/models/params.h"
 #include "biofm/ops/gemm/op.h"
 
 namespace biofm {
@@ -19,28 +21,48 @@ struct LayerFp8Inputs {
 
 class LayerLinears {
  public:
-  void set_fp8(std::optional<ops::Fp8Recipe> recipe) { fp8_ = recipe; }
+  // params: the store the weights come from; its version() tells when the cached FP8 codes of
+  // the weights (kept across the micro batches of an optimizer step) are stale.
+  void set_fp8(std::optional<ops::Fp8Recipe> recipe, const ParamStore* params) {
+    fp8_ = recipe;
+    params_ = params;
+    weight_codes_.clear();
+  }
   bool fp8() const { return fp8_.has_value(); }
 
   // save / saved: where FP8 keeps the input's transposed codes from forward for backward
-  // (null: backward quantizes x again; unused without FP8).
+  // (null: backward quantizes x again); x_amax / dout_amax: max |x| / |dout| from their
+  // producer (skips a pass). Unused without FP8.
   void forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual = Tensor(),
-               ops::Fp8SavedInput* save = nullptr) const {
+               ops::Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor()) const {
     if (fp8_)
-      ops::linear_forward_fp8(out, x, w, bias, residual, *fp8_, save);
+      ops::linear_forward_fp8(out, x, w, bias, residual, *fp8_, save, x_amax, codes_of(w));
     else
       ops::linear_forward(out, x, w, bias, residual);
   }
   void backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x, const Tensor& w,
-                const ops::Fp8SavedInput* saved = nullptr) const {
+                const ops::Fp8SavedInput* saved = nullptr, const Tensor& dout_amax = Tensor()) const {
     if (fp8_)
-      ops::linear_backward_fp8(dx, dw, dbias, dout, x, w, *fp8_, saved);
+      ops::linear_backward_fp8(dx, dw, dbias, dout, x, w, *fp8_, saved, dout_amax, codes_of(w));
     else
       ops::linear_backward(dx, dw, dbias, dout, x, w);
   }
 
  private:
+  // The cache slot of weight w (by its address), emptied whenever the parameters changed.
+  ops::Fp8WeightCodes* codes_of(const Tensor& w) const {
+    if (!params_ || w.device() != Device::CUDA) return nullptr;
+    if (params_->version() != codes_version_) {
+      weight_codes_.clear();
+      codes_version_ = params_->version();
+    }
+    return &weight_codes_[w.raw()];
+  }
+
   std::optional<ops::Fp8Recipe> fp8_;
+  const ParamStore* params_ = nullptr;
+  mutable std::unordered_map<const void*, ops::Fp8WeightCodes> weight_codes_;
+  mutable uint64_t codes_version_ = 0;
 };
 
 }  // namespace biofm

@@ -57,6 +57,7 @@ void ParamStore::init(uint64_t seed) {
 }
 
 void ParamStore::set_from_host_f32(const Tensor& host) {
+  ++version_;
   flat_.copy_from(host.to(flat_.dtype()));  // BF16 store: rounded to nearest even on the host
   refresh_compute_copy();
 }
@@ -69,6 +70,7 @@ void ParamStore::enable_compute_copy() {
 }
 
 void ParamStore::refresh_compute_copy() {
+  ++version_;
   if (compute_.defined()) ops::cast(compute_, flat_);
 }
 

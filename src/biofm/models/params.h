@@ -67,13 +67,18 @@ class ParamStore {
   void enable_compute_copy();
   // Re-derives the compute copy from the masters (after init, load or resume).
   void refresh_compute_copy();
-  Tensor& compute_flat() { return compute_; }  // undefined without a compute copy
+  // Mutable access counts as a change of the parameters (see version()).
+  Tensor& compute_flat() { ++version_; return compute_; }  // undefined without a compute copy
   // [start, end) element ranges of the parameters that take weight decay, as I64 [R,2]
   // on the store's device (adjacent ranges merged).
   Tensor decay_ranges() const;
 
-  Tensor& flat() { return flat_; }
+  Tensor& flat() { ++version_; return flat_; }
   Tensor& grad_flat() { return grad_flat_; }
+  // Changes with every way the parameters can be written through this store (mutable flat()
+  // or compute_flat(), init, load, refresh_compute_copy): what caches derived from the
+  // weights (FP8 codes) compare against.
+  uint64_t version() const { return version_; }
   const Tensor& flat() const { return flat_; }
   const Tensor& grad_flat() const { return grad_flat_; }
   Device device() const { return flat_.device(); }
@@ -103,6 +108,7 @@ class ParamStore {
   void set_from_host_f32(const Tensor& host);
 
   Tensor flat_, grad_flat_, compute_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace biofm

@@ -124,7 +124,8 @@ void LlamaModel::norm2(int l, LayerActs& a) {
 }
 void LlamaModel::swiglu(LayerActs& a) {
   a.h = act({a.gate_up.size(0), a.gate_up.size(1) / 2});
-  ops::swiglu_forward_packed(a.h, a.gate_up);
+  if (linears_.fp8()) a.h_amax = f32({1}, a.h.device());  // the down projection's quantization reuses it
+  ops::swiglu_forward_packed(a.h, a.gate_up, a.h_amax);
 }
 
 void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out,
@@ -178,7 +179,8 @@ void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs
   swiglu(a);
   if (!x_out) return;  // recompute in backward: the layer output is not needed
   *x_out = act({T, H});
-  linears_.forward(*x_out, a.h, P("mlp.down_proj.weight"), none, /*residual=*/a.x_mid, a.fp8.slot(a.fp8.mlp_out));
+  linears_.forward(*x_out, a.h, P("mlp.down_proj.weight"), none, /*residual=*/a.x_mid, a.fp8.slot(a.fp8.mlp_out),
+                   a.h_amax);
 }
 
 void LlamaModel::forward_trunk(const Batch& b, Acts& acts, bool keep, LlamaKvCache* cache) {
@@ -264,11 +266,13 @@ void LlamaModel::layer_backward(int l, const Batch& b, LayerActs& a, Tensor& dx)
   Tensor g_down = G("mlp.down_proj.weight");
   linears_.backward(dh, g_down, none, dx, a.h, P("mlp.down_proj.weight"), &a.fp8.mlp_out);
   Tensor dgate_up = act({T, 2 * F});
-  ops::swiglu_backward_packed(dgate_up, dh, a.gate_up);
+  Tensor dgate_up_amax = linears_.fp8() ? f32({1}, dh.device()) : Tensor();
+  ops::swiglu_backward_packed(dgate_up, dh, a.gate_up, dgate_up_amax);
   dh = Tensor();
   Tensor dn2 = act({T, H});
   Tensor g_gate_up = params_.grad_concat(mlp_names(l));
-  linears_.backward(dn2, g_gate_up, none, dgate_up, a.n2, params_.weight_concat(mlp_names(l)), &a.fp8.mlp_in);
+  linears_.backward(dn2, g_gate_up, none, dgate_up, a.n2, params_.weight_concat(mlp_names(l)), &a.fp8.mlp_in,
+                    dgate_up_amax);
   dgate_up = Tensor();
   Tensor dmid = act({T, H});
   Tensor g_post = G("post_attention_layernorm.weight");

@@ -38,28 +38,51 @@ __device__ __forceinline__ float gelu_tanh_grad(float x) {
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // Grid-stride loop: fn.template run<VEC>(i) for i = 0, VEC, ... below n - n % VEC, then
-// fn.template run<1>(i) for the tail.
+// fn.template run<1>(i) for the tail. run returns the largest |value| it stored (as stored);
+// with amax_bits set, the kernel reduces those into it (non-negative floats order like their
+// bits, so an unsigned atomicMax does).
 template <int VEC, class Fn>
-__global__ void elementwise_kernel(int64_t n, Fn fn) {
+__global__ void elementwise_kernel(int64_t n, Fn fn, unsigned* amax_bits) {
   const int64_t tid = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t full = n / VEC;
-  for (int64_t g = tid; g < full; g += stride) fn.template run<VEC>(g * VEC);
+  float m = 0.0f;
+  for (int64_t g = tid; g < full; g += stride) m = fmaxf(m, fn.template run<VEC>(g * VEC));
   if constexpr (VEC > 1) {
     const int64_t i = full * VEC + tid;
-    if (i < n) fn.template run<1>(i);
+    if (i < n) m = fmaxf(m, fn.template run<1>(i));
+  }
+  if (amax_bits) {
+    m = warp_max(m);
+    if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(m));
   }
 }
 
+// Largest |v[j]| as stored in T.
+template <class T, int V>
+__device__ __forceinline__ float stored_amax(const float (&v)[V]) {
+  float m = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) m = fmaxf(m, fabsf(to_f32(from_f32<T>(v[j]))));
+  return m;
+}
+
+// amax (F32 [1] or undefined): zeroed here, then set by the kernel.
 template <class Fn>
-void launch_elementwise(int64_t n, bool vec8, const Fn& fn) {
+void launch_elementwise(int64_t n, bool vec8, const Fn& fn, const Tensor& amax = Tensor()) {
+  unsigned* bits = nullptr;
+  if (amax.defined()) {
+    require_dtype(amax, DType::F32, "elementwise amax", "amax");
+    bits = static_cast<unsigned*>(amax.raw());
+    BIOFM_CUDA_CHECK(cudaMemsetAsync(bits, 0, sizeof(unsigned), cuda_ctx::stream()));
+  }
   if (n <= 0) return;
   constexpr int kThreads = 256;
   if (vec8)
     elementwise_kernel<8>
-        <<<grid_for(n / 8 + 1, kThreads, 16), kThreads, 0, cuda_ctx::stream()>>>(n, fn);
+        <<<grid_for(n / 8 + 1, kThreads, 16), kThreads, 0, cuda_ctx::stream()>>>(n, fn, bits);
   else
-    elementwise_kernel<1><<<grid_for(n, kThreads, 16), kThreads, 0, cuda_ctx::stream()>>>(n, fn);
+    elementwise_kernel<1><<<grid_for(n, kThreads, 16), kThreads, 0, cuda_ctx::stream()>>>(n, fn, bits);
   BIOFM_CUDA_LAUNCH_CHECK();
 }
 
@@ -68,12 +91,13 @@ struct GeluForward {
   T* y;
   const T* x;
   template <int V>
-  __device__ __forceinline__ void run(int64_t i) const {
+  __device__ __forceinline__ float run(int64_t i) const {
     float v[V];
     load_vec<V>(v, x + i);
 #pragma unroll
     for (int j = 0; j < V; ++j) v[j] = TANH ? gelu_tanh(v[j]) : gelu_erf(v[j]);
     store_vec<V>(y + i, v);
+    return 0.0f;  // (no caller asks for GELU's amax)
   }
 };
 
@@ -83,13 +107,14 @@ struct GeluBackward {
   const T* dout;
   const T* x;
   template <int V>
-  __device__ __forceinline__ void run(int64_t i) const {
+  __device__ __forceinline__ float run(int64_t i) const {
     float g[V], v[V];
     load_vec<V>(g, dout + i);
     load_vec<V>(v, x + i);
 #pragma unroll
     for (int j = 0; j < V; ++j) g[j] *= TANH ? gelu_tanh_grad(v[j]) : gelu_erf_grad(v[j]);
     store_vec<V>(dx + i, g);
+    return 0.0f;
   }
 };
 
@@ -108,7 +133,7 @@ struct SwigluForward {
   const T* up;
   RowMap in;
   template <int V>
-  __device__ __forceinline__ void run(int64_t i) const {
+  __device__ __forceinline__ float run(int64_t i) const {
     float g[V], u[V];
     const int64_t k = in(i);
     load_vec<V>(g, gate + k);
@@ -116,6 +141,7 @@ struct SwigluForward {
 #pragma unroll
     for (int j = 0; j < V; ++j) g[j] = g[j] * sigmoid(g[j]) * u[j];
     store_vec<V>(y + i, g);
+    return stored_amax<T>(g);
   }
 };
 
@@ -128,7 +154,7 @@ struct SwigluBackward {
   const T* up;
   RowMap in;  // for gate, up, dgate and dup
   template <int V>
-  __device__ __forceinline__ void run(int64_t i) const {
+  __device__ __forceinline__ float run(int64_t i) const {
     float d[V], g[V], u[V], dg[V], du[V];
     const int64_t k = in(i);
     load_vec<V>(d, dout + i);
@@ -142,6 +168,7 @@ struct SwigluBackward {
     }
     if (dgate) store_vec<V>(dgate + k, dg);
     if (dup) store_vec<V>(dup + k, du);
+    return fmaxf(dgate ? stored_amax<T>(dg) : 0.0f, dup ? stored_amax<T>(du) : 0.0f);
   }
 };
 
@@ -228,7 +255,7 @@ int64_t packed_width(const Tensor& out, const Tensor& gate_up, const char* op) {
 }
 }  // namespace
 
-void swiglu_forward_packed(Tensor& out, const Tensor& gate_up) {
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out_amax) {
   const char* op = "swiglu_forward_packed";
   require_float(gate_up, op, "gate_up");
   require_float(out, op, "out");
@@ -237,11 +264,13 @@ void swiglu_forward_packed(Tensor& out, const Tensor& gate_up) {
   dispatch_float(gate_up.dtype(), op, [&](auto tt) {
     using T = typename decltype(tt)::type;
     const T* g = static_cast<const T*>(gate_up.raw());
-    launch_elementwise(out.numel(), vec8, SwigluForward<T>{static_cast<T*>(out.raw()), g, g + F, RowMap{F, 2 * F}});
+    launch_elementwise(out.numel(), vec8, SwigluForward<T>{static_cast<T*>(out.raw()), g, g + F, RowMap{F, 2 * F}},
+                       out_amax);
   });
 }
 
-void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up) {
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
+                            const Tensor& dgate_up_amax) {
   const char* op = "swiglu_backward_packed";
   require_float(gate_up, op, "gate_up");
   require_float(dout, op, "dout");
@@ -253,7 +282,8 @@ void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& 
     const T* g = static_cast<const T*>(gate_up.raw());
     T* dg = static_cast<T*>(dgate_up.raw());
     launch_elementwise(dout.numel(), vec8,
-                       SwigluBackward<T>{dg, dg + F, static_cast<const T*>(dout.raw()), g, g + F, RowMap{F, 2 * F}});
+                       SwigluBackward<T>{dg, dg + F, static_cast<const T*>(dout.raw()), g, g + F, RowMap{F, 2 * F}},
+                       dgate_up_amax);
   });
 }
 

@@ -16,9 +16,12 @@ void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
 void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
                      const Tensor& up);
 // The same on one packed gate_up[N, 2F] (rows gate | up: the output of one GEMM against the
-// stacked gate/up weights); dgate_up is overwritten.
-void swiglu_forward_packed(Tensor& out, const Tensor& gate_up);
-void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up);
+// stacked gate/up weights); dgate_up is overwritten. out_amax / dgate_up_amax, when defined
+// (F32 [1] on the same device), are set to the largest |value| written, as stored: the amax an
+// FP8 quantization of that output needs, without another pass over it.
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out_amax = Tensor());
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
+                            const Tensor& dgate_up_amax = Tensor());
 
 namespace cpu {
 void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
@@ -26,8 +29,9 @@ void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kin
 void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
 void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
                      const Tensor& up);
-void swiglu_forward_packed(Tensor& out, const Tensor& gate_up);
-void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up);
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out_amax = Tensor());
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
+                            const Tensor& dgate_up_amax = Tensor());
 }  // namespace cpu
 namespace cuda {
 void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
@@ -35,8 +39,9 @@ void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kin
 void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
 void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
                      const Tensor& up);
-void swiglu_forward_packed(Tensor& out, const Tensor& gate_up);
-void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up);
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out_amax = Tensor());
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
+                            const Tensor& dgate_up_amax = Tensor());
 }  // namespace cuda
 
 inline void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
@@ -52,11 +57,12 @@ inline void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, cons
                             const Tensor& up) {
   BIOFM_DISPATCH(gate.device(), swiglu_backward, dgate, dup, dout, gate, up);
 }
-inline void swiglu_forward_packed(Tensor& out, const Tensor& gate_up) {
-  BIOFM_DISPATCH(gate_up.device(), swiglu_forward_packed, out, gate_up);
+inline void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out_amax) {
+  BIOFM_DISPATCH(gate_up.device(), swiglu_forward_packed, out, gate_up, out_amax);
 }
-inline void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up) {
-  BIOFM_DISPATCH(gate_up.device(), swiglu_backward_packed, dgate_up, dout, gate_up);
+inline void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
+                                   const Tensor& dgate_up_amax) {
+  BIOFM_DISPATCH(gate_up.device(), swiglu_backward_packed, dgate_up, dout, gate_up, dgate_up_amax);
 }
 
 }  // namespace biofm::ops

@@ -106,13 +106,14 @@ float amax_of(const std::vector<float>& v) {
 
 }  // namespace
 
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t) {
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax) {
   const char* op = "fp8_quantize";
   const std::vector<float> v = values_of(x, op);
   const int64_t C = x.dim() ? x.size(-1) : 1;
   const int64_t R = rows_of(x, C, op, "x");
   require_f32_shape(scale_inv, {1}, op, "scale_inv");
-  const float scale = fp8_scale_for(amax_of(v), t);
+  if (amax.defined()) require_f32_shape(amax, {1}, op, "amax");
+  const float scale = fp8_scale_for(amax.defined() ? amax.f32()[0] : amax_of(v), t);
   scale_inv.f32()[0] = 1.0f / scale;
   if (q.defined()) {
     require(q, DType::U8, op, "q");

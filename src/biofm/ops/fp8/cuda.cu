@@ -29,14 +29,25 @@ __global__ void amax_kernel(const T* x, int64_t n, unsigned* amax_bits) {
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t i0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   constexpr int V = 16 / sizeof(T);  // x is 16-byte aligned (checked by the caller)
+  constexpr int U = 4;                // 16-byte loads in flight per thread
   const int64_t nv = n / V;
-  for (int64_t i = i0; i < nv; i += stride) {
+  int64_t i = i0;
+  for (; i + (U - 1) * stride < nv; i += U * stride) {
+    float v[U][V];
+#pragma unroll
+    for (int u = 0; u < U; ++u) load_vec<V>(v[u], x + (i + u * stride) * V);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < V; ++j) m = fmaxf(m, fabsf(v[u][j]));
+  }
+  for (; i < nv; i += stride) {
     float v[V];
     load_vec<V>(v, x + i * V);
 #pragma unroll
     for (int j = 0; j < V; ++j) m = fmaxf(m, fabsf(v[j]));
   }
-  for (int64_t i = nv * V + i0; i < n; i += stride) m = fmaxf(m, fabsf(to_f32(x[i])));
+  for (int64_t k = nv * V + i0; k < n; k += stride) m = fmaxf(m, fabsf(to_f32(x[k])));
   m = warp_max(m);
   if ((threadIdx.x & 31) == 0) atomic_max_abs(amax_bits, m);
 }
@@ -94,14 +105,18 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <class T>
-void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, int64_t R, int64_t C) {
+void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, int64_t R, int64_t C,
+            const Tensor& given_amax) {
   cudaStream_t st = cuda_ctx::stream();
   const T* xp = static_cast<const T*>(x.raw());
-  Scratch amax(sizeof(unsigned));
-  BIOFM_CUDA_CHECK(cudaMemsetAsync(amax.as<unsigned>(), 0, sizeof(unsigned), st));
-  const int64_t n = R * C;
-  amax_kernel<T><<<grid_for(n / (16 / int64_t(sizeof(T))) + 1, 256), 256, 0, st>>>(xp, n, amax.as<unsigned>());
-  BIOFM_CUDA_LAUNCH_CHECK();
+  Scratch scratch(given_amax.defined() ? 0 : sizeof(unsigned));
+  const unsigned* amax = given_amax.defined() ? static_cast<const unsigned*>(given_amax.raw()) : scratch.as<unsigned>();
+  if (!given_amax.defined()) {
+    BIOFM_CUDA_CHECK(cudaMemsetAsync(scratch.as<unsigned>(), 0, sizeof(unsigned), st));
+    const int64_t n = R * C;
+    amax_kernel<T><<<grid_for(n / (16 / int64_t(sizeof(T))) + 1, 256), 256, 0, st>>>(xp, n, scratch.as<unsigned>());
+    BIOFM_CUDA_LAUNCH_CHECK();
+  }
   const int64_t Rp = q_t.defined() ? q_t.size(1) : R;
   const int64_t rows = std::max(R, Rp);
   if (ceil_div(rows, kTile) > 65535) fail("fp8_quantize: ", R, " rows is more than this kernel handles");
@@ -110,17 +125,17 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   uint8_t* qtp = q_t.defined() ? static_cast<uint8_t*>(q_t.raw()) : nullptr;
   const float fmax = fp8_max(t);
   if (t == Fp8Type::E4M3)
-    quantize_kernel<T, Fp8Type::E4M3><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax.as<unsigned>(), fmax, qp, qtp,
+    quantize_kernel<T, Fp8Type::E4M3><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp,
                                                                   scale_inv.f32());
   else
-    quantize_kernel<T, Fp8Type::E5M2><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax.as<unsigned>(), fmax, qp, qtp,
+    quantize_kernel<T, Fp8Type::E5M2><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp,
                                                                   scale_inv.f32());
   BIOFM_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace
 
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t) {
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax) {
   const char* op = "fp8_quantize";
   require_float(x, op, "x");
   const int64_t C = x.dim() ? x.size(-1) : 1;
@@ -140,8 +155,13 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
       fail(op, ": q_t must be [", C, ", Rp] with Rp >= ", R, " a multiple of 16, 16-byte aligned, got ",
            q_t.describe());
   }
+  if (amax.defined()) {
+    require_dtype(amax, DType::F32, op, "amax");
+    if (amax.numel() != 1) fail(op, ": amax must have one element, got ", amax.describe());
+  }
   if (C == 0) return;
-  dispatch_float(x.dtype(), op, [&](auto tag) { launch<typename decltype(tag)::type>(q, q_t, scale_inv, x, t, R, C); });
+  dispatch_float(x.dtype(), op,
+                 [&](auto tag) { launch<typename decltype(tag)::type>(q, q_t, scale_inv, x, t, R, C, amax); });
 }
 
 }  // namespace biofm::ops::cuda

@@ -11,6 +11,8 @@
 // q_t [C, Rp] (Rp >= R, a multiple of 16: the rows R..Rp of x read as zeros there), and
 // scale_inv [1] (F32), all on x's device. The transposed copy is what Hopper's FP8 GEMMs need
 // for the K-major operand of a weight gradient (they only take op(A) = T, op(B) = N).
+// amax (F32 [1], optional): max |x| when the producer of x already computed it (e.g.
+// swiglu_*_packed's amax output); the quantization then skips its own pass over x.
 #pragma once
 #include <cstdint>
 
@@ -28,19 +30,23 @@ uint8_t fp8_encode(float v, Fp8Type t);  // code of fp8_round(v, t)
 float fp8_decode(uint8_t code, Fp8Type t);
 float fp8_scale_for(float amax, Fp8Type t);  // fp8_max / amax, or 1
 
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t);
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
+                  const Tensor& amax = Tensor());
 
 namespace cpu {
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t);
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
+                  const Tensor& amax = Tensor());
 // out = x quantized and dequantized (F32; x F32 or BF16): what an FP8 GEMM sees of x.
 void fp8_fake_quantize(Tensor& out, const Tensor& x, Fp8Type t);
 }  // namespace cpu
 namespace cuda {
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t);
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
+                  const Tensor& amax = Tensor());
 }  // namespace cuda
 
-inline void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t) {
-  BIOFM_DISPATCH(x.device(), fp8_quantize, q, q_t, scale_inv, x, t);
+inline void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
+                         const Tensor& amax) {
+  BIOFM_DISPATCH(x.device(), fp8_quantize, q, q_t, scale_inv, x, t, amax);
 }
 
 }  // namespace biofm::ops

@@ -118,12 +118,14 @@ Tensor fake_quantized(const Tensor& t, Fp8Type type) {
 }  // namespace
 
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
-                        const Fp8Recipe& recipe, Fp8SavedInput* /*save: the CPU quantizes again*/) {
+                        const Fp8Recipe& recipe, Fp8SavedInput* /*save: the CPU quantizes again*/,
+                        const Tensor& /*x_amax: the same value as the CPU computes*/, Fp8WeightCodes* /*w_codes*/) {
   linear_forward(out, fake_quantized(x, recipe.fwd), fake_quantized(w, recipe.fwd), bias, residual);
 }
 
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* /*saved*/) {
+                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* /*saved*/,
+                         const Tensor& /*dout_amax*/, const Fp8WeightCodes* /*w_codes*/) {
   Tensor none;
   if (dx.defined() || dw.defined())
     linear_backward(dx, dw, none, fake_quantized(dout, recipe.bwd), fake_quantized(x, recipe.fwd),

@@ -33,12 +33,12 @@ struct Quantized {
 
 // Codes of x (row-major [R, C]) and/or of xᵀ ([C, Rp]) with their shared scale.
 void quantize(const Tensor& x, int64_t R, int64_t C, bool row_major, int64_t Rp_transposed, Fp8Type t,
-              Quantized* rm, Quantized* tr) {
+              Quantized* rm, Quantized* tr, const Tensor& amax = Tensor()) {
   Tensor q, qt;
   if (row_major) q = Tensor::empty({R, C}, DType::U8, Device::CUDA);
   if (Rp_transposed > 0) qt = Tensor::empty({C, Rp_transposed}, DType::U8, Device::CUDA);
   Tensor s = Tensor::empty({1}, DType::F32, Device::CUDA);
-  cuda::fp8_quantize(q, qt, s, x, t);
+  cuda::fp8_quantize(q, qt, s, x, t, amax);
   if (rm) *rm = {q, s};
   if (tr) *tr = {qt, s};
 }
@@ -74,7 +74,8 @@ Tensor aligned_in_dtype(const Tensor& t, DType dt) {
 }  // namespace
 
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias_in, const Tensor& residual,
-                        const Fp8Recipe& recipe, Fp8SavedInput* save) {
+                        const Fp8Recipe& recipe, Fp8SavedInput* save, const Tensor& x_amax,
+                        Fp8WeightCodes* w_codes) {
   const char* op = "linear_forward_fp8";
   require_cuda_float(x, op, "x");
   require_cuda_float(w, op, "w");
@@ -99,9 +100,15 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
       fail(op, ": residual ", residual.describe(), " does not match out ", out.describe());
   }
   const DType dt = x.dtype();
-  Quantized xq, xt, wq;
-  quantize(x, N, I, true, save ? padded_rows(N) : 0, recipe.fwd, &xq, &xt);  // one pass for both forms
-  quantize(w, O, I, true, 0, recipe.fwd, &wq, nullptr);
+  Quantized xq, xt, wq, wt;  // one pass each for both forms when backward keeps them
+  quantize(x, N, I, true, save ? padded_rows(N) : 0, recipe.fwd, &xq, &xt, x_amax);
+  if (w_codes && w_codes->codes.defined() && w_codes->codes.shape() == Shape{O, I}) {
+    wq = {w_codes->codes, w_codes->scale_inv};  // unchanged since it was quantized
+    wt = {w_codes->codes_t, w_codes->scale_inv};
+  } else {
+    quantize(w, O, I, true, save || w_codes ? O : 0, recipe.fwd, &wq, &wt);
+    if (w_codes) *w_codes = Fp8WeightCodes{wq.codes, wt.codes, wq.scale_inv};
+  }
   const Tensor bias = aligned_in_dtype(bias_in, dt);
   GemmKey key = fp8_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, I, I, O, dt, dt, wq.codes.raw(),
                                  xq.codes.raw(), out.raw()),
@@ -112,7 +119,7 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
                bias.defined() ? bias.raw() : nullptr, /*optional=*/true, residual_as_c ? residual.raw() : nullptr,
                wq.scale_inv.f32(), xq.scale_inv.f32())) {
     if (residual.defined() && !residual_as_c) add_inplace(out, residual);
-    if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv};
+    if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv, wt.codes, wt.scale_inv};
     return;
   }
   note_fallback("forward", key);
@@ -120,7 +127,8 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
 }
 
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x, const Tensor& w,
-                         const Fp8Recipe& recipe, const Fp8SavedInput* saved) {
+                         const Fp8Recipe& recipe, const Fp8SavedInput* saved, const Tensor& dout_amax,
+                         const Fp8WeightCodes* w_codes) {
   const char* op = "linear_backward_fp8";
   require_cuda_float(x, op, "x");
   require_cuda(dout, x.dtype(), op, "dout");
@@ -149,11 +157,16 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
   const DType dt = x.dtype();
   const int64_t Np = padded_rows(N);
   Quantized dq, dqt;
-  quantize(dout, N, O, dx.defined(), dw.defined() ? Np : 0, recipe.bwd, &dq, &dqt);
+  quantize(dout, N, O, dx.defined(), dw.defined() ? Np : 0, recipe.bwd, &dq, &dqt, dout_amax);
   Tensor none;
   if (dx.defined()) {
     Quantized wt;
-    quantize(w, O, I, false, O, recipe.fwd, nullptr, &wt);
+    if (w_codes && w_codes->codes_t.defined() && w_codes->codes_t.shape() == Shape{I, O})
+      wt = {w_codes->codes_t, w_codes->scale_inv};
+    else if (saved && saved->w_codes_t.defined() && saved->w_codes_t.shape() == Shape{I, O})
+      wt = {saved->w_codes_t, saved->w_scale_inv};  // the forward pass's codes of the same w
+    else
+      quantize(w, O, I, false, O, recipe.fwd, nullptr, &wt);
     const GemmKey key = fp8_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, I, N, O, O, O, I, dt, dt, wt.codes.raw(),
                                          dq.codes.raw(), dx.raw()),
                                 recipe.fwd, recipe.bwd, /*fast_accum=*/false);

@@ -22,27 +22,40 @@ void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, 
 // accumulate in fp32 on Hopper's FP8 tensor cores; out and dx come out in x's dtype, dw and
 // dbias (F32) accumulate as above; dbias sums the unquantized dout. HYBRID = E4M3 forward,
 // E5M2 gradients. In and out features must be multiples of 16. The CPU version is the
-// reference: the same quantization, then the fp32 GEMMs.
+// reference: the same quantization, then the fp32 GEMMs. x_amax / dout_amax (F32 [1],
+// optional): max |x| / max |dout| already computed by their producer (skips that pass).
 struct Fp8Recipe {
   Fp8Type fwd = Fp8Type::E4M3;
   Fp8Type bwd = Fp8Type::E5M2;
 };
-// The transposed FP8 codes of a layer's input (and their scale_inv), written by the forward
-// GEMM's quantization pass when asked for and read by backward for the weight gradient, so
-// that backward does not quantize x again. CUDA only (the CPU reference quantizes again).
+// What the forward FP8 GEMM can keep for backward, written by its quantization passes when
+// asked for: the transposed codes of the input x (for the weight gradient) and of the weight
+// w (for the input gradient), each with its scale_inv, so that backward quantizes neither
+// again. CUDA only (the CPU reference quantizes again).
 struct Fp8SavedInput {
-  Tensor codes_t, scale_inv;
+  Tensor codes_t, scale_inv;      // xᵀ [I, N rounded up to 16]
+  Tensor w_codes_t, w_scale_inv;  // wᵀ [I, O]
+};
+// The codes of a weight kept across calls while the weight does not change (the micro
+// batches of one optimizer step): empty, linear_forward_fp8 fills it; filled, forward and
+// backward use it instead of quantizing w. The caller empties it when w changes.
+struct Fp8WeightCodes {
+  Tensor codes, codes_t, scale_inv;  // w [O, I], wᵀ [I, O]
 };
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
-                        const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr);
+                        const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),
+                        Fp8WeightCodes* w_codes = nullptr);
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr);
+                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr,
+                         const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr);
 
 namespace cpu {
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
-                        const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr);
+                        const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),
+                        Fp8WeightCodes* w_codes = nullptr);
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr);
+                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr,
+                         const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr);
 void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                     const Tensor& residual = Tensor());
 void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
@@ -50,9 +63,11 @@ void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, 
 }  // namespace cpu
 namespace cuda {
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
-                        const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr);
+                        const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),
+                        Fp8WeightCodes* w_codes = nullptr);
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr);
+                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr,
+                         const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr);
 void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                     const Tensor& residual = Tensor());
 void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
@@ -69,12 +84,14 @@ inline void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor&
 }
 
 inline void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
-                               const Tensor& residual, const Fp8Recipe& recipe, Fp8SavedInput* save) {
-  BIOFM_DISPATCH(x.device(), linear_forward_fp8, out, x, w, bias, residual, recipe, save);
+                               const Tensor& residual, const Fp8Recipe& recipe, Fp8SavedInput* save,
+                               const Tensor& x_amax, Fp8WeightCodes* w_codes) {
+  BIOFM_DISPATCH(x.device(), linear_forward_fp8, out, x, w, bias, residual, recipe, save, x_amax, w_codes);
 }
 inline void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                                const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved) {
-  BIOFM_DISPATCH(x.device(), linear_backward_fp8, dx, dw, dbias, dout, x, w, recipe, saved);
+                                const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved,
+                                const Tensor& dout_amax, const Fp8WeightCodes* w_codes) {
+  BIOFM_DISPATCH(x.device(), linear_backward_fp8, dx, dw, dbias, dout, x, w, recipe, saved, dout_amax, w_codes);
 }
 
 }  // namespace biofm::ops
