@@ -2,7 +2,7 @@
 # One GPU-machine session: CUDA tests, throughput benchmarks and the Hugging Face peer runs.
 # Usage (on the device, from the repo root): tools/gpu_session.sh BIN_DIR OUT_DIR [what...]
 #   what: tests esm esm_ga esm3b llama llama_ga peer peer_llama peer_llama_ga peer_compiled profile_llama
-#         export og2_7b fp8_tests llama_fp8 llama_32k esm_fp8 profile_llama_fp8
+#         export og2_7b fp8_tests llama_fp8 llama_32k esm_fp8 profile_llama_fp8 og2_7b_fp8
 #   (tests takes TESTS=gtest-filter, default all)
 #   (default: tests esm llama)
 # Data (env): DATA (proteins, default .carry/data/uniprot_20k.fasta.gz) and DNA_LONG (long DNA
@@ -100,6 +100,11 @@ for w in $WHAT; do
         dataset.val_every_n_steps=0 > "$OUT/export_train.log" 2>&1
       python3 tools/check_llama_export.py --model /tmp/llama_export_run/final_model --fasta data/dna_val.fasta \
         --biofm "$BIN/biofm" 2>&1 | tee "$OUT/llama_export_check.txt" | tail -8 ;;
+    og2_7b_fp8)  # the og2_7b_fp8 config's FP8 GEMMs, 1 window per step, and the bf16 run beside it
+      bench ours_og2_7b_fp8 --model llama --shape 7B --data "$DNA_LONG" --tokens-per-batch 8192 --max-seq-length 8192 \
+        --recompute --fp8 --steps ${STEPS_7B:-6} --warmup 3
+      bench ours_og2_7b --model llama --shape 7B --data "$DNA_LONG" --tokens-per-batch 8192 --max-seq-length 8192 \
+        --recompute --steps ${STEPS_7B:-6} --warmup 3 ;;
     og2_7b)
       bench ours_og2_7b --model llama --shape 7B --data "$DNA_LONG" --tokens-per-batch 8192 --max-seq-length 8192 \
         --recompute --steps ${STEPS_7B:-6} --warmup 3 ;;
