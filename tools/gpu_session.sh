@@ -42,6 +42,9 @@ for w in $WHAT; do
         --max-seq-length 8192 --grad-acc 2 --steps 6 --warmup 2
       bench ours_llama_1B_32k_ga2_fp8 --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 32768 \
         --max-seq-length 8192 --grad-acc 2 --fp8 --steps 6 --warmup 2 ;;
+    llama_fp8_ga)  # only the recipe-batch FP8 run
+      bench ours_llama_1B_16k_ga4_fp8_${RUN_TAG:-a} --model llama --shape 1B --data "$DNA_LONG" --tokens-per-batch 16384 \
+        --max-seq-length 8192 --grad-acc 4 --fp8 --steps 6 --warmup 2 ;;
     esm_fp8)
       bench ours_esm2_650M_fp8 --model esm2 --shape 650M --data "$DATA" --tokens-per-batch 16384 --fp8 --steps 20 \
         --warmup 8 ;;

@@ -17,6 +17,7 @@
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/op.h"
+#include "biofm/ops/norm/op.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
 #include "cuda_test_util.h"
@@ -141,9 +142,9 @@ TEST(CudaFp8, CachedWeightCodesGiveTheSameResults) {
   EXPECT_EQ(rel_error(to_host_f32(dx1), to_host_f32(dx2)), 0.0);
 }
 
-// SwiGLU's amax outputs are max |value| of what it stored, and quantizing with them gives the
-// codes the quantization's own amax pass gives.
-TEST(CudaFp8, SwigluAmaxFeedsTheQuantization) {
+// The amax outputs of SwiGLU and RMSNorm are max |value| of what they stored, and quantizing with
+// them gives the codes the quantization's own amax pass gives.
+TEST(CudaFp8, ProducerAmaxFeedsTheQuantization) {
   BIOFM_REQUIRE_GPU();
   const int64_t N = 70, F = 96;
   const DType bf = DType::BF16;
@@ -154,7 +155,13 @@ TEST(CudaFp8, SwigluAmaxFeedsTheQuantization) {
   poison(dgu_amax);
   ops::swiglu_forward_packed(h, gate_up, h_amax);
   ops::swiglu_backward_packed(dgu, dh, gate_up, dgu_amax);
-  for (auto [t, amax, type] : {std::tuple{h, h_amax, Fp8Type::E4M3}, std::tuple{dgu, dgu_amax, Fp8Type::E5M2}}) {
+  Tensor x = to_device(randn({N, F}, 63, 3.0f), bf), nw = to_device(randn({F}, 64), bf);
+  Tensor n = Tensor::empty({N, F}, bf, Device::CUDA), rstd = Tensor::empty({N}, DType::F32, Device::CUDA);
+  Tensor n_amax = Tensor::empty({1}, DType::F32, Device::CUDA);
+  poison(n_amax);
+  ops::rmsnorm_forward(n, rstd, x, nw, 1e-5f, n_amax);
+  for (auto [t, amax, type] : {std::tuple{h, h_amax, Fp8Type::E4M3}, std::tuple{dgu, dgu_amax, Fp8Type::E5M2},
+                               std::tuple{n, n_amax, Fp8Type::E4M3}}) {
     Tensor host = to_host_f32(t);
     EXPECT_EQ(to_host_f32(amax).f32()[0], float(testkit::max_abs(host)));
     const int64_t R = t.size(0), C = t.size(1);

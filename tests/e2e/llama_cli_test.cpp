@@ -178,7 +178,7 @@ TEST(E2eLlama, Fp8EmulatedTrainingOnCpu) {
                            " model.config.intermediate_size=64 dataset.max_seq_length=256 dataset.stride=16"
                            " dataset.max_tokens_per_batch=1024 logger.frequency=1 checkpoint.save_every_n_steps=0"
                            " checkpoint.save_final_model=false scheduler.warmup_steps=2 num_train_steps=12"
-                           " dataset.val_every_n_steps=0 optimizer.lr=1e-2";
+                           " dataset.val_path= dataset.val_every_n_steps=0 optimizer.lr=1e-2";
   const std::string out8 = fresh_dir("llama_fp8"), out32 = fresh_dir("llama_fp32");
   RunResult t8 = run(base + " output_dir=" + out8 + " fp8_config.enabled=true");
   ASSERT_EQ(t8.code, 0) << t8.output;

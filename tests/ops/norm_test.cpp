@@ -149,3 +149,13 @@ TEST(OpsNorm, BadShapesThrow) {
   EXPECT_THROW(ops::layernorm_backward(dx, dw, none, out, x, w, mean, rstd), Error);
   EXPECT_THROW(ops::rmsnorm_backward(dx, none, out, x, w, stat3), Error);
 }
+
+// RMSNorm's optional amax output: max |out| (what FP8 scaling of the output needs).
+TEST(OpsNorm, RmsnormAmaxOutput) {
+  Tensor x = biofm::testkit::randn({6, 16}, 91, 3.0f), w = biofm::testkit::randn({16}, 92);
+  Tensor out = Tensor::empty({6, 16}, DType::F32), rstd = Tensor::empty({6}, DType::F32);
+  Tensor amax = Tensor::empty({1}, DType::F32);
+  ops::rmsnorm_forward(out, rstd, x, w, 1e-5f, amax);
+  EXPECT_EQ(amax.f32()[0], float(biofm::testkit::max_abs(out)));
+  EXPECT_GT(amax.f32()[0], 0.0f);
+}

@@ -114,13 +114,15 @@ void LlamaModel::save_hf_dir(const std::string& dir) const {
 // The activations a kept layer can drop and redo in backward for one cheap pass each.
 void LlamaModel::norm1(int l, LayerActs& a) {
   a.n1 = act(a.x_in.shape());
+  if (linears_.fp8()) a.n1_amax = f32({1}, a.n1.device());  // the q|k|v quantization reuses it
   ops::rmsnorm_forward(a.n1, a.rstd1, a.x_in, params_.weight(layer_name(l, "input_layernorm.weight")),
-                       float(cfg_.rms_norm_eps));
+                       float(cfg_.rms_norm_eps), a.n1_amax);
 }
 void LlamaModel::norm2(int l, LayerActs& a) {
   a.n2 = act(a.x_mid.shape());
+  if (linears_.fp8()) a.n2_amax = f32({1}, a.n2.device());
   ops::rmsnorm_forward(a.n2, a.rstd2, a.x_mid, params_.weight(layer_name(l, "post_attention_layernorm.weight")),
-                       float(cfg_.rms_norm_eps));
+                       float(cfg_.rms_norm_eps), a.n2_amax);
 }
 void LlamaModel::swiglu(LayerActs& a) {
   a.h = act({a.gate_up.size(0), a.gate_up.size(1) / 2});
@@ -143,7 +145,7 @@ void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs
   {
     Tensor qkv = act({T, Q + 2 * K});  // one GEMM for q | k | v, then rope while splitting
     linears_.forward(qkv, a.n1, params_.weight_concat(proj_names(l, {"q", "k", "v"})), none, none,
-                     a.fp8.slot(a.fp8.qkv));
+                     a.fp8.slot(a.fp8.qkv), a.n1_amax);
     a.q = act({T, nh, hd});
     a.k = act({T, nkv, hd});
     a.v = act({T, nkv, hd});
@@ -175,7 +177,8 @@ void LlamaModel::layer_forward(int l, const Batch& b, const Tensor& x, LayerActs
   a.rstd2 = f32({T}, dev);
   norm2(l, a);
   a.gate_up = act({T, 2 * F});  // one GEMM for gate | up
-  linears_.forward(a.gate_up, a.n2, params_.weight_concat(mlp_names(l)), none, none, a.fp8.slot(a.fp8.mlp_in));
+  linears_.forward(a.gate_up, a.n2, params_.weight_concat(mlp_names(l)), none, none, a.fp8.slot(a.fp8.mlp_in),
+                   a.n2_amax);
   swiglu(a);
   if (!x_out) return;  // recompute in backward: the layer output is not needed
   *x_out = act({T, H});

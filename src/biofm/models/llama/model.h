@@ -79,7 +79,7 @@ class LlamaModel : public LanguageModel {
     Tensor x_in, n1, rstd1, q, k, v, attn, lse;
     Tensor x_mid, n2, rstd2, gate_up, h;  // gate_up [T, 2F]: gate | up per row
     LayerFp8Inputs fp8;                   // FP8 input codes kept for backward
-    Tensor h_amax;                        // FP8: max |h| from the SwiGLU pass
+    Tensor n1_amax, n2_amax, h_amax;      // FP8: max |n1|, |n2|, |h| from the passes that wrote them
   };
   struct Acts {
     std::vector<LayerActs> layers;

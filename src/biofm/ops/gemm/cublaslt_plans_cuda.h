@@ -44,6 +44,16 @@ bool run_plan(const GemmKey& key, const void* A, const void* B, void* D, float a
               const void* bias, bool optional = false, const void* C = nullptr, const float* a_scale = nullptr,
               const float* b_scale = nullptr);
 
+// Argument checks shared by the bf16/fp32 and FP8 linear layers (errors name op and tensor);
+// they return the rows N and the in / out features I, O.
+struct LinearDims {
+  int64_t N, I, O;
+};
+LinearDims check_linear_forward(const char* op, const Tensor& out, const Tensor& x, const Tensor& w,
+                                const Tensor& bias, const Tensor& residual);
+LinearDims check_linear_backward(const char* op, const Tensor& dx, const Tensor& dw, const Tensor& dbias,
+                                 const Tensor& dout, const Tensor& x, const Tensor& w);
+
 // dbias[O] (F32) += column sums of g[N, O] (F32 or BF16), deterministic.
 void column_sums_into(Tensor& dbias, const Tensor& g);
 

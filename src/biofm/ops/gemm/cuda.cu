@@ -468,27 +468,56 @@ void column_sums_into(Tensor& dbias, const Tensor& g) {
     launch_colsum(as<float>(g), N, O, dbias.f32());
 }
 
-}  // namespace gemm_detail
-
-void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tensor& bias_in,
-                    const Tensor& residual) {
-  const char* op = "linear_forward";
+LinearDims check_linear_forward(const char* op, const Tensor& out, const Tensor& x, const Tensor& w,
+                                const Tensor& bias, const Tensor& residual) {
   require_cuda_float(x, op, "x");
-  check_weight(w_in, op);
+  check_weight(w, op);
   require_cuda(out, x.dtype(), op, "out");
-  const int64_t O = w_in.size(0), I = w_in.size(1);
+  const int64_t O = w.size(0), I = w.size(1);
   const int64_t N = rows_of(x, I, op, "x");
   if (rows_of(out, O, op, "out") != N)
-    fail(op, ": out ", out.describe(), " does not match x ", x.describe(), " and w ", w_in.describe());
-  if (bias_in.defined()) {
-    require_cuda_float(bias_in, op, "bias");
-    if (bias_in.shape() != Shape{O}) fail(op, ": bias must have shape [", O, "], got ", bias_in.describe());
+    fail(op, ": out ", out.describe(), " does not match x ", x.describe(), " and w ", w.describe());
+  if (bias.defined()) {
+    require_cuda_float(bias, op, "bias");
+    if (bias.shape() != Shape{O}) fail(op, ": bias must have shape [", O, "], got ", bias.describe());
   }
   if (residual.defined()) {
     require_cuda(residual, x.dtype(), op, "residual");
     if (residual.numel() != out.numel())
       fail(op, ": residual ", residual.describe(), " does not match out ", out.describe());
   }
+  return {N, I, O};
+}
+
+LinearDims check_linear_backward(const char* op, const Tensor& dx, const Tensor& dw, const Tensor& dbias,
+                                 const Tensor& dout, const Tensor& x, const Tensor& w) {
+  require_cuda_float(x, op, "x");
+  require_cuda(dout, x.dtype(), op, "dout");
+  check_weight(w, op);
+  const int64_t O = w.size(0), I = w.size(1);
+  const int64_t N = rows_of(x, I, op, "x");
+  if (rows_of(dout, O, op, "dout") != N)
+    fail(op, ": dout ", dout.describe(), " does not match x ", x.describe(), " and w ", w.describe());
+  if (dx.defined()) {
+    require_cuda(dx, x.dtype(), op, "dx");
+    if (rows_of(dx, I, op, "dx") != N) fail(op, ": dx ", dx.describe(), " does not match x ", x.describe());
+  }
+  if (dw.defined()) {
+    require_cuda(dw, DType::F32, op, "dw");
+    if (dw.shape() != Shape{O, I}) fail(op, ": dw must have shape [", O, ", ", I, "], got ", dw.describe());
+  }
+  if (dbias.defined()) {
+    require_cuda(dbias, DType::F32, op, "dbias");
+    if (dbias.shape() != Shape{O}) fail(op, ": dbias must have shape [", O, "], got ", dbias.describe());
+  }
+  return {N, I, O};
+}
+
+}  // namespace gemm_detail
+
+void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tensor& bias_in,
+                    const Tensor& residual) {
+  const auto [N, I, O] = check_linear_forward("linear_forward", out, x, w_in, bias_in, residual);
   if (N == 0 || O == 0) return;  // (I == 0 reads as N == 0 rows, as on the CPU)
   const DType dt = x.dtype();
   const Tensor w = in_dtype(w_in, dt);
@@ -522,26 +551,7 @@ void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tens
 
 void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
                      const Tensor& w_in) {
-  const char* op = "linear_backward";
-  require_cuda_float(x, op, "x");
-  require_cuda(dout, x.dtype(), op, "dout");
-  check_weight(w_in, op);
-  const int64_t O = w_in.size(0), I = w_in.size(1);
-  const int64_t N = rows_of(x, I, op, "x");
-  if (rows_of(dout, O, op, "dout") != N)
-    fail(op, ": dout ", dout.describe(), " does not match x ", x.describe(), " and w ", w_in.describe());
-  if (dx.defined()) {
-    require_cuda(dx, x.dtype(), op, "dx");
-    if (rows_of(dx, I, op, "dx") != N) fail(op, ": dx ", dx.describe(), " does not match x ", x.describe());
-  }
-  if (dw.defined()) {
-    require_cuda(dw, DType::F32, op, "dw");
-    if (dw.shape() != Shape{O, I}) fail(op, ": dw must have shape [", O, ", ", I, "], got ", dw.describe());
-  }
-  if (dbias.defined()) {
-    require_cuda(dbias, DType::F32, op, "dbias");
-    if (dbias.shape() != Shape{O}) fail(op, ": dbias must have shape [", O, "], got ", dbias.describe());
-  }
+  const auto [N, I, O] = check_linear_backward("linear_backward", dx, dw, dbias, dout, x, w_in);
   const DType dt = x.dtype();
 
   if (dx.defined() && N > 0 && I > 0) {

@@ -76,28 +76,11 @@ Tensor aligned_in_dtype(const Tensor& t, DType dt) {
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias_in, const Tensor& residual,
                         const Fp8Recipe& recipe, Fp8SavedInput* save, const Tensor& x_amax,
                         Fp8WeightCodes* w_codes) {
-  const char* op = "linear_forward_fp8";
-  require_cuda_float(x, op, "x");
-  require_cuda_float(w, op, "w");
-  if (w.dim() != 2) fail(op, ": w must be [out, in], got ", w.describe());
-  const int64_t O = w.size(0), I = w.size(1);
-  const int64_t N = rows_of(x, I, op, "x");
-  require_cuda(out, x.dtype(), op, "out");
-  if (rows_of(out, O, op, "out") != N)
-    fail(op, ": out ", out.describe(), " does not match x ", x.describe(), " and w ", w.describe());
+  const auto [N, I, O] = check_linear_forward("linear_forward_fp8", out, x, w, bias_in, residual);
   if (save) *save = Fp8SavedInput{};
   if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16)) {
-    linear_forward(out, x, w, bias_in, residual);  // (also reports bad bias / residual arguments)
+    linear_forward(out, x, w, bias_in, residual);
     return;
-  }
-  if (bias_in.defined()) {
-    require_cuda_float(bias_in, op, "bias");
-    if (bias_in.shape() != Shape{O}) fail(op, ": bias must have shape [", O, "], got ", bias_in.describe());
-  }
-  if (residual.defined()) {
-    require_cuda(residual, x.dtype(), op, "residual");
-    if (residual.numel() != out.numel())
-      fail(op, ": residual ", residual.describe(), " does not match out ", out.describe());
   }
   const DType dt = x.dtype();
   Quantized xq, xt, wq, wt;  // one pass each for both forms when backward keeps them
@@ -129,30 +112,10 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x, const Tensor& w,
                          const Fp8Recipe& recipe, const Fp8SavedInput* saved, const Tensor& dout_amax,
                          const Fp8WeightCodes* w_codes) {
-  const char* op = "linear_backward_fp8";
-  require_cuda_float(x, op, "x");
-  require_cuda(dout, x.dtype(), op, "dout");
-  require_cuda_float(w, op, "w");
-  if (w.dim() != 2) fail(op, ": w must be [out, in], got ", w.describe());
-  const int64_t O = w.size(0), I = w.size(1);
-  const int64_t N = rows_of(x, I, op, "x");
-  if (rows_of(dout, O, op, "dout") != N)
-    fail(op, ": dout ", dout.describe(), " does not match x ", x.describe(), " and w ", w.describe());
+  const auto [N, I, O] = check_linear_backward("linear_backward_fp8", dx, dw, dbias, dout, x, w);
   if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16) || !aligned(dout.raw(), 16)) {
     linear_backward(dx, dw, dbias, dout, x, w);
     return;
-  }
-  if (dx.defined()) {
-    require_cuda(dx, x.dtype(), op, "dx");
-    if (rows_of(dx, I, op, "dx") != N) fail(op, ": dx ", dx.describe(), " does not match x ", x.describe());
-  }
-  if (dw.defined()) {
-    require_cuda(dw, DType::F32, op, "dw");
-    if (dw.shape() != Shape{O, I}) fail(op, ": dw must have shape [", O, ", ", I, "], got ", dw.describe());
-  }
-  if (dbias.defined()) {
-    require_cuda(dbias, DType::F32, op, "dbias");
-    if (dbias.shape() != Shape{O}) fail(op, ": dbias must have shape [", O, "], got ", dbias.describe());
   }
   const DType dt = x.dtype();
   const int64_t Np = padded_rows(N);

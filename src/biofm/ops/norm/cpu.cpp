@@ -1,4 +1,5 @@
 // LayerNorm and RMSNorm over the last dimension, CPU (statistics in double).
+#include <algorithm>
 #include <cmath>
 
 #include "biofm/ops/cpu_util.h"
@@ -123,7 +124,7 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, 
   if (want_b) pb.add_to(db.f32());
 }
 
-void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps, const Tensor& out_amax) {
   const char* op = "rmsnorm_forward";
   require_f32(x, op, "x");
   require_f32(w, op, "w");
@@ -146,6 +147,12 @@ void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w
     float* yr = yp + n * C;
     for (int64_t c = 0; c < C; ++c) yr[c] = wp[c] * (xr[c] * r);
     if (rp) rp[n] = r;
+  }
+  if (out_amax.defined()) {
+    require_f32_shape(out_amax, {1}, op, "out_amax");
+    float m = 0.0f;
+    for (int64_t i = 0; i < N * C; ++i) m = std::max(m, std::fabs(yp[i]));
+    out_amax.f32()[0] = m;
   }
 }
 

@@ -61,7 +61,7 @@ RowLayout row_layout(int64_t C, int vec, int max_chunks, const char* op) {
 template <class T, class W, int VEC, bool RMS>
 __global__ void __launch_bounds__(kMaxThreadsPerRow)
     norm_forward_kernel(T* out, float* mean_out, float* rstd_out, const T* x, const W* w,
-                        const W* b, int64_t N, int C, int tpr, float eps) {
+                        const W* b, int64_t N, int C, int tpr, float eps, unsigned* amax_bits) {
   constexpr int MAXC = fwd_max_chunks<VEC>();
   extern __shared__ float smem[];
   const int rpb = blockDim.x / tpr;
@@ -70,6 +70,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
   float* scratch = smem + g * nw;
   const int nchunks = C / VEC;
   const float inv_c = C ? 1.0f / float(C) : 0.0f;
+  float amax = 0.0f;  // of the outputs as stored (only with amax_bits)
 
   for (int64_t base = int64_t(blockIdx.x) * rpb; base < N; base += int64_t(gridDim.x) * rpb) {
     const int64_t row = base + g;
@@ -130,12 +131,20 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
           for (int i = 0; i < VEC; ++i) y[i] = (v[k][i] - m) * r * wv[i] + bv[i];
         }
         store_vec<VEC>(yr + int64_t(ch) * VEC, y);
+        if (amax_bits) {
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) amax = fmaxf(amax, fabsf(to_f32(from_f32<T>(y[i]))));
+        }
       }
     }
     if (t == 0) {
       if (mean_out) mean_out[row] = m;
       if (rstd_out) rstd_out[row] = r;
     }
+  }
+  if (amax_bits) {  // every thread gets here: the loop above has no early exit
+    amax = warp_max(amax);
+    if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(amax));
   }
 }
 
@@ -329,8 +338,14 @@ NormArgs check_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd
 
 template <bool RMS>
 void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
-                    const Tensor& b, float eps, const char* op) {
+                    const Tensor& b, float eps, const char* op, const Tensor& out_amax = Tensor()) {
   const NormArgs a = check_forward(out, mean, rstd, x, w, b, RMS, op);
+  unsigned* amax_bits = nullptr;
+  if (out_amax.defined()) {
+    require_dtype(out_amax, DType::F32, op, "out_amax");
+    amax_bits = static_cast<unsigned*>(out_amax.raw());
+    BIOFM_CUDA_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof(unsigned), cuda_ctx::stream()));
+  }
   if (a.N == 0) return;
   const bool vec8 = a.C % 8 == 0 && aligned16(x) && aligned16(out) && aligned16(w) && aligned16(b);
   dispatch_float(x.dtype(), op, [&](auto tt) {
@@ -347,7 +362,7 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
             rstd.defined() ? rstd.f32() : nullptr, static_cast<const T*>(x.raw()),
             static_cast<const Wt*>(w.raw()),
             (!RMS && b.defined()) ? static_cast<const Wt*>(b.raw()) : nullptr, a.N, int(a.C), l.tpr,
-            eps);
+            eps, amax_bits);
         BIOFM_CUDA_LAUNCH_CHECK();
       };
       if (vec8)
@@ -443,9 +458,9 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, 
   launch_backward<false>(dx, dw, db, dout, x, w, mean, rstd, dres, "layernorm_backward");
 }
 
-void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps, const Tensor& out_amax) {
   Tensor none;
-  launch_forward<true>(out, none, rstd, x, w, none, eps, "rmsnorm_forward");
+  launch_forward<true>(out, none, rstd, x, w, none, eps, "rmsnorm_forward", out_amax);
 }
 
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,

@@ -14,8 +14,10 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, 
                         const Tensor& w, const Tensor& mean, const Tensor& rstd,
                         const Tensor& dres = Tensor());
 
-// out = x * rstd * w with rstd = 1/sqrt(mean(x²) + eps); rstd[N] saved.
-void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
+// out = x * rstd * w with rstd = 1/sqrt(mean(x²) + eps); rstd[N] saved. out_amax, when
+// defined (F32 [1]), is set to max |out| as stored (for FP8 scaling without another pass).
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
+                     const Tensor& out_amax = Tensor());
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                       const Tensor& rstd, const Tensor& dres = Tensor());
 
@@ -24,7 +26,8 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
                        const Tensor& b, float eps);
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
                         const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres = Tensor());
-void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
+                     const Tensor& out_amax = Tensor());
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                       const Tensor& rstd, const Tensor& dres = Tensor());
 }  // namespace cpu
@@ -33,7 +36,8 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
                        const Tensor& b, float eps);
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
                         const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres = Tensor());
-void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps);
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
+                     const Tensor& out_amax = Tensor());
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                       const Tensor& rstd, const Tensor& dres = Tensor());
 }  // namespace cuda
@@ -47,8 +51,9 @@ inline void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor&
                                const Tensor& rstd, const Tensor& dres) {
   BIOFM_DISPATCH(x.device(), layernorm_backward, dx, dw, db, dout, x, w, mean, rstd, dres);
 }
-inline void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps) {
-  BIOFM_DISPATCH(x.device(), rmsnorm_forward, out, rstd, x, w, eps);
+inline void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
+                            const Tensor& out_amax) {
+  BIOFM_DISPATCH(x.device(), rmsnorm_forward, out, rstd, x, w, eps, out_amax);
 }
 inline void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x,
                              const Tensor& w, const Tensor& rstd, const Tensor& dres) {
