@@ -42,10 +42,11 @@ std::vector<uint8_t> bytes_of(const Tensor& t) {
 
 TEST(CudaFp8, QuantizeMatchesCpuCodeForCode) {
   BIOFM_REQUIRE_GPU();
-  const int64_t R = 100, C = 80, Rp = 112;  // neither a multiple of the 64 x 64 tile
+  // Shapes that are not multiples of the 64 x 64 tile, one tile and several in each direction.
+  for (auto [R, C, Rp] : {std::tuple<int64_t, int64_t, int64_t>{100, 80, 112}, {300, 272, 304}})
   for (DType dt : {DType::F32, DType::BF16})
     for (Fp8Type t : {Fp8Type::E4M3, Fp8Type::E5M2}) {
-      SCOPED_TRACE(std::string(dtname(dt)) + " " + ops::fp8_type_name(t));
+      SCOPED_TRACE(std::string(dtname(dt)) + " " + ops::fp8_type_name(t) + " R=" + std::to_string(R));
       Tensor x = round_to(randn({R, C}, 21, 0.01f), dt);  // small values: the scale must lift them
       Tensor q = Tensor::empty({R, C}, DType::U8), qt = Tensor::empty({C, Rp}, DType::U8);
       Tensor s = Tensor::empty({1}, DType::F32);
