@@ -65,6 +65,22 @@ TEST(CudaFp8, QuantizeMatchesCpuCodeForCode) {
     }
 }
 
+// A non-finite input becomes the NaN code (as on the CPU), so an overflow reaches the loss.
+TEST(CudaFp8, NonFiniteInputsGiveNaNCodes) {
+  BIOFM_REQUIRE_GPU();
+  Tensor x = randn({4, 16}, 23);
+  x.f32()[5] = INFINITY;
+  x.f32()[9] = NAN;
+  Tensor q = Tensor::empty({4, 16}, DType::U8), s = Tensor::empty({1}, DType::F32), none;
+  ops::fp8_quantize(q, none, s, x, Fp8Type::E4M3);
+  Tensor dq = Tensor::empty({4, 16}, DType::U8, Device::CUDA), ds = Tensor::empty({1}, DType::F32, Device::CUDA);
+  ops::fp8_quantize(dq, none, ds, to_device(x, DType::F32), Fp8Type::E4M3);
+  const std::vector<uint8_t> codes = bytes_of(dq);
+  EXPECT_EQ(codes[5], 0x7f);
+  EXPECT_EQ(codes[9], 0x7f);
+  EXPECT_EQ(std::memcmp(codes.data(), q.raw(), codes.size()), 0);
+}
+
 // bf16 activations: the GPU FP8 GEMMs against the CPU reference on the same bf16 values. The
 // codes are the same on both sides, so what differs is fp32 accumulation order (and the
 // forward's fast accumulation) and the bf16 rounding of out and dx.
@@ -220,6 +236,43 @@ void expect_fp8_tracks_bf16(const char* name, const std::vector<double>& bf16, c
 }
 
 }  // namespace
+
+// The weight codes a model keeps across micro batches are dropped when the optimizer changes
+// the weights: logits after a step equal those of the same model with its cache cleared.
+TEST(CudaFp8, WeightCodesAreRefreshedAfterAnOptimizerStep) {
+  BIOFM_REQUIRE_GPU();
+  LlamaConfig c;
+  c.vocab_size = 256;
+  c.hidden_size = 64;
+  c.intermediate_size = 128;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 1;
+  c.num_key_value_heads = 1;
+  c.max_position_embeddings = 512;
+  ReaderOptions ro;
+  SequenceDataset data = SequenceDataset::load(src("data/dna_sample.fasta"), ro);
+  CausalLmOptions co;
+  co.max_seq_length = 256;
+  co.max_tokens_per_batch = 1024;
+  CausalLmBatcher batcher(data, co);
+  const Batch b = batcher.next().to(Device::CUDA);
+  LlamaModel m(c, Device::CUDA, Precision::Bf16Mixed);
+  m.params().init(3);
+  m.set_fp8(Fp8Recipe{});
+  AdamWConfig ac;
+  ac.lr = 1e-2f;
+  AdamW opt(m.params(), ac);
+  Tensor loss_acc = Tensor::zeros({1}, DType::F32, Device::CUDA);
+  const Tensor before = to_host_f32(m.logits(b));  // fills the weight-code cache
+  m.params().zero_grad();
+  m.forward_backward(b, 1e-3f, loss_acc);
+  opt.step(ac.lr);
+  const Tensor after = to_host_f32(m.logits(b));
+  m.set_fp8(Fp8Recipe{});  // clears the cache: everything quantized again
+  const Tensor fresh = to_host_f32(m.logits(b));
+  EXPECT_GT(rel_error(after, before), 1e-3) << "the step should have changed the logits";
+  EXPECT_EQ(rel_error(after, fresh), 0.0) << "stale FP8 weight codes after an optimizer step";
+}
 
 TEST(CudaFp8, Esm2TrainingTracksBf16) {
   BIOFM_REQUIRE_GPU();

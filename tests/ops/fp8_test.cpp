@@ -39,6 +39,12 @@ TEST(OpsFp8, KnownCodes) {
   EXPECT_TRUE(std::isnan(fp8_decode(0x7f, Fp8Type::E4M3)));
   EXPECT_TRUE(std::isnan(fp8_decode(0x7f, Fp8Type::E5M2)));
   EXPECT_TRUE(std::isinf(fp8_decode(0x7c, Fp8Type::E5M2)));
+  // Non-finite inputs are passed on as NaN, not clamped.
+  for (Fp8Type t : {Fp8Type::E4M3, Fp8Type::E5M2}) {
+    EXPECT_EQ(fp8_encode(INFINITY, t), 0x7f);
+    EXPECT_EQ(fp8_encode(-INFINITY, t), 0x7f);
+    EXPECT_TRUE(std::isnan(fp8_round(INFINITY, t)));
+  }
 }
 
 // Every finite code decodes to a value that encodes back to the same code.

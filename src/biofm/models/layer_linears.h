@@ -51,7 +51,8 @@ class LayerLinears {
  private:
   // The cache slot of weight w (by its address), emptied whenever the parameters changed.
   ops::Fp8WeightCodes* codes_of(const Tensor& w) const {
-    if (!params_ || w.device() != Device::CUDA) return nullptr;
+    // Only weights of the store: its version() is what says they changed.
+    if (!params_ || w.device() != Device::CUDA || !params_->owns(w.raw())) return nullptr;
     if (params_->version() != codes_version_) {
       weight_codes_.clear();
       codes_version_ = params_->version();

@@ -79,6 +79,13 @@ class ParamStore {
   // or compute_flat(), init, load, refresh_compute_copy): what caches derived from the
   // weights (FP8 codes) compare against.
   uint64_t version() const { return version_; }
+  // Whether p points into the parameter buffers (master or compute copy).
+  bool owns(const void* p) const {
+    auto in = [p](const Tensor& t) {
+      return t.defined() && p >= t.raw() && p < static_cast<const char*>(t.raw()) + t.nbytes();
+    };
+    return in(flat_) || in(compute_);
+  }
   const Tensor& flat() const { return flat_; }
   const Tensor& grad_flat() const { return grad_flat_; }
   Device device() const { return flat_.device(); }

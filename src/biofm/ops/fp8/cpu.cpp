@@ -27,7 +27,7 @@ const char* fp8_type_name(Fp8Type t) { return t == Fp8Type::E4M3 ? "E4M3" : "E5M
 float fp8_max(Fp8Type t) { return format_of(t).max; }
 
 float fp8_round(float v, Fp8Type t) {
-  if (std::isnan(v)) return v;
+  if (!std::isfinite(v)) return std::numeric_limits<float>::quiet_NaN();  // an overflow is not clamped
   const Fp8Format f = format_of(t);
   const float a = std::fabs(v);
   if (a >= f.max) return std::copysign(f.max, v);
@@ -43,7 +43,7 @@ float fp8_round(float v, Fp8Type t) {
 }
 
 uint8_t fp8_encode(float v, Fp8Type t) {
-  if (std::isnan(v)) return 0x7f;  // a NaN code in both formats
+  if (!std::isfinite(v)) return 0x7f;  // a NaN code in both formats
   const Fp8Format f = format_of(t);
   const float r = fp8_round(v, t);
   const uint8_t sign = std::signbit(r) ? 0x80 : 0x00;

@@ -52,8 +52,11 @@ __global__ void amax_kernel(const T* x, int64_t n, unsigned* amax_bits) {
   if ((threadIdx.x & 31) == 0) atomic_max_abs(amax_bits, m);
 }
 
+// Finite values round to nearest even and saturate; ±inf and NaN give the NaN code, so that an
+// overflow upstream reaches the loss (and the trainer's non-finite check) instead of being clamped.
 template <Fp8Type kType>
 __device__ __forceinline__ uint8_t encode(float v) {
+  if (!isfinite(v)) return 0x7f;
   return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, kType == Fp8Type::E4M3 ? __NV_E4M3 : __NV_E5M2);
 }
 

@@ -25,7 +25,9 @@ const char* fp8_type_name(Fp8Type t);
 
 // Host-side definitions of the format, shared by the CPU reference and the tests.
 float fp8_max(Fp8Type t);
-float fp8_round(float v, Fp8Type t);   // nearest FP8 value (ties to even), saturating; NaN stays NaN
+// Nearest FP8 value (ties to even), finite values saturating at ±max; ±inf and NaN give NaN (an
+// overflow upstream is passed on, not clamped).
+float fp8_round(float v, Fp8Type t);
 uint8_t fp8_encode(float v, Fp8Type t);  // code of fp8_round(v, t)
 float fp8_decode(uint8_t code, Fp8Type t);
 float fp8_scale_for(float amax, Fp8Type t);  // fp8_max / amax, or 1

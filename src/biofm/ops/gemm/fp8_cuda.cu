@@ -78,7 +78,7 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
                         Fp8WeightCodes* w_codes) {
   const auto [N, I, O] = check_linear_forward("linear_forward_fp8", out, x, w, bias_in, residual);
   if (save) *save = Fp8SavedInput{};
-  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16)) {
+  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16) || !aligned(w.raw(), 16)) {
     linear_forward(out, x, w, bias_in, residual);
     return;
   }
@@ -113,7 +113,8 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
                          const Fp8Recipe& recipe, const Fp8SavedInput* saved, const Tensor& dout_amax,
                          const Fp8WeightCodes* w_codes) {
   const auto [N, I, O] = check_linear_backward("linear_backward_fp8", dx, dw, dbias, dout, x, w);
-  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16) || !aligned(dout.raw(), 16)) {
+  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16) || !aligned(dout.raw(), 16) ||
+      !aligned(w.raw(), 16)) {
     linear_backward(dx, dw, dbias, dout, x, w);
     return;
   }
