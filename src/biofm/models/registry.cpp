@@ -115,9 +115,10 @@ std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device devi
 }
 
 std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device) {
+  const std::optional<ops::Fp8Recipe> fp8 = fp8_recipe_for(cfg, device);  // (a bad setting fails before the build)
   std::unique_ptr<LanguageModel> m = build_model(cfg, device);
   m->set_recompute(cfg.recompute, cfg.recompute_layers);
-  m->set_fp8(fp8_recipe_for(cfg, device));
+  m->set_fp8(fp8);
   return m;
 }
 

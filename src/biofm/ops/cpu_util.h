@@ -3,6 +3,7 @@
 // cpu_kernels.cpp (exp, GELU, SwiGLU, AdamW), and a guard that keeps OpenBLAS
 // single-threaded inside our own OpenMP regions.
 #pragma once
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -152,5 +153,18 @@ struct BlasSingleThread {
   BlasSingleThread& operator=(const BlasSingleThread&) = delete;
   int saved = 1;
 };
+
+// max |p[i]| over n values (0 for none): the amax of FP8 scaling.
+inline float max_abs(const float* p, int64_t n) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(p[i]));
+  return m;
+}
+// amax[0] = max |t| when amax (F32 [1]) is defined: an op's optional amax output.
+inline void write_amax(const Tensor& amax, const Tensor& t, const char* op) {
+  if (!amax.defined()) return;
+  require_f32_shape(amax, {1}, op, "amax");
+  amax.f32()[0] = max_abs(t.f32(), t.numel());
+}
 
 }  // namespace biofm::ops::cpu_detail

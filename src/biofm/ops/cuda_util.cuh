@@ -207,4 +207,32 @@ __device__ __forceinline__ float2 group_sum2(float2 x, float2* scratch, int lane
   return t;
 }
 
+// ---------------------------------------------------------------------------------------
+// amax outputs for FP8 scaling: max |value| of what a kernel stored, accumulated as the bits of
+// a float in an F32 [1] tensor (non-negative floats order like their bit patterns, so an
+// unsigned atomicMax reduces them).
+
+// Host: zeroes the accumulator on the stream and returns it for the kernel (null when amax is
+// undefined).
+inline unsigned* amax_accumulator(const Tensor& amax, const char* op) {
+  if (!amax.defined()) return nullptr;
+  require_dtype(amax, DType::F32, op, "amax");
+  if (amax.numel() != 1) fail(op, ": amax must have one element, got ", amax.describe());
+  unsigned* bits = static_cast<unsigned*>(amax.raw());
+  BIOFM_CUDA_CHECK(cudaMemsetAsync(bits, 0, sizeof(unsigned), cuda_ctx::stream()));
+  return bits;
+}
+
+// |v| as it reads back once stored in T.
+template <class T>
+__device__ __forceinline__ float stored_abs(float v) {
+  return fabsf(to_f32(from_f32<T>(v)));
+}
+
+// Device: folds each thread's running max into the accumulator. Every lane of the warp calls it.
+__device__ __forceinline__ void amax_reduce_into(unsigned* bits, float m) {
+  m = warp_max(m);
+  if ((threadIdx.x & 31) == 0) atomicMax(bits, __float_as_uint(m));
+}
+
 }  // namespace biofm::ops::cuda_detail

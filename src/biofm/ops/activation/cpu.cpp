@@ -85,15 +85,6 @@ for_blocks(n, [&](int64_t a, int64_t b) {
 }
 
 namespace {
-// amax[0] = max |t| when amax is defined.
-void set_amax(const Tensor& amax, const Tensor& t, const char* op) {
-  if (!amax.defined()) return;
-  require_f32_shape(amax, {1}, op, "amax");
-  float m = 0.0f;
-  for (int64_t i = 0, n = t.numel(); i < n; ++i) m = std::max(m, std::fabs(t.f32()[i]));
-  amax.f32()[0] = m;
-}
-
 int64_t packed_width(const Tensor& out, const Tensor& gate_up, const char* op) {
   require_f32(gate_up, op, "gate_up");
   require_f32(out, op, "out");
@@ -111,7 +102,7 @@ void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out
   const int64_t N = out.numel() / F;
 #pragma omp parallel for schedule(static) num_threads(threads_for(out.numel()))
   for (int64_t n = 0; n < N; ++n) swiglu_rows(y + n * F, g + n * 2 * F, g + n * 2 * F + F, F);
-  set_amax(out_amax, out, "swiglu_forward_packed");
+  write_amax(out_amax, out, "swiglu_forward_packed");
 }
 
 void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
@@ -128,7 +119,7 @@ void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& 
 #pragma omp parallel for schedule(static) num_threads(threads_for(dout.numel()))
   for (int64_t n = 0; n < N; ++n)
     swiglu_grad_rows(dg + n * 2 * F, dg + n * 2 * F + F, d + n * F, g + n * 2 * F, g + n * 2 * F + F, F);
-  set_amax(dgate_up_amax, dgate_up, op);
+  write_amax(dgate_up_amax, dgate_up, op);
 }
 
 }  // namespace biofm::ops::cpu

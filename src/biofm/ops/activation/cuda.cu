@@ -52,10 +52,7 @@ __global__ void elementwise_kernel(int64_t n, Fn fn, unsigned* amax_bits) {
     const int64_t i = full * VEC + tid;
     if (i < n) m = fmaxf(m, fn.template run<1>(i));
   }
-  if (amax_bits) {
-    m = warp_max(m);
-    if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(m));
-  }
+  if (amax_bits) amax_reduce_into(amax_bits, m);
 }
 
 // Largest |v[j]| as stored in T.
@@ -63,19 +60,14 @@ template <class T, int V>
 __device__ __forceinline__ float stored_amax(const float (&v)[V]) {
   float m = 0.0f;
 #pragma unroll
-  for (int j = 0; j < V; ++j) m = fmaxf(m, fabsf(to_f32(from_f32<T>(v[j]))));
+  for (int j = 0; j < V; ++j) m = fmaxf(m, stored_abs<T>(v[j]));
   return m;
 }
 
 // amax (F32 [1] or undefined): zeroed here, then set by the kernel.
 template <class Fn>
 void launch_elementwise(int64_t n, bool vec8, const Fn& fn, const Tensor& amax = Tensor()) {
-  unsigned* bits = nullptr;
-  if (amax.defined()) {
-    require_dtype(amax, DType::F32, "elementwise amax", "amax");
-    bits = static_cast<unsigned*>(amax.raw());
-    BIOFM_CUDA_CHECK(cudaMemsetAsync(bits, 0, sizeof(unsigned), cuda_ctx::stream()));
-  }
+  unsigned* bits = amax_accumulator(amax, "elementwise amax");
   if (n <= 0) return;
   constexpr int kThreads = 256;
   if (vec8)

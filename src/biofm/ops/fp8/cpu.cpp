@@ -98,11 +98,7 @@ std::vector<float> values_of(const Tensor& x, const char* op) {
   return v;
 }
 
-float amax_of(const std::vector<float>& v) {
-  float m = 0.0f;
-  for (float a : v) m = std::max(m, std::fabs(a));
-  return m;
-}
+float amax_of(const std::vector<float>& v) { return max_abs(v.data(), int64_t(v.size())); }
 
 }  // namespace
 

@@ -13,15 +13,12 @@
 namespace biofm::ops::cuda {
 using namespace cuda_detail;
 using ::biofm::cuda_core::aligned;
-using ::biofm::cuda_core::Scratch;
 
 namespace {
 
 constexpr int kTile = 64;       // a block quantizes a 64 x 64 tile of x
 constexpr int kThreads = 256;   // 4 threads per tile row, 16 elements each
 
-// |v| as ordered bits: non-negative floats compare like their bit patterns.
-__device__ __forceinline__ void atomic_max_abs(unsigned* bits, float v) { atomicMax(bits, __float_as_uint(v)); }
 
 template <class T>
 __global__ void amax_kernel(const T* x, int64_t n, unsigned* amax_bits) {
@@ -48,8 +45,7 @@ __global__ void amax_kernel(const T* x, int64_t n, unsigned* amax_bits) {
     for (int j = 0; j < V; ++j) m = fmaxf(m, fabsf(v[j]));
   }
   for (int64_t k = nv * V + i0; k < n; k += stride) m = fmaxf(m, fabsf(to_f32(x[k])));
-  m = warp_max(m);
-  if ((threadIdx.x & 31) == 0) atomic_max_abs(amax_bits, m);
+  amax_reduce_into(amax_bits, m);
 }
 
 // Finite values round to nearest even and saturate; ±inf and NaN give the NaN code, so that an
@@ -112,14 +108,15 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
             const Tensor& given_amax) {
   cudaStream_t st = cuda_ctx::stream();
   const T* xp = static_cast<const T*>(x.raw());
-  Scratch scratch(given_amax.defined() ? 0 : sizeof(unsigned));
-  const unsigned* amax = given_amax.defined() ? static_cast<const unsigned*>(given_amax.raw()) : scratch.as<unsigned>();
+  Tensor own_amax;
   if (!given_amax.defined()) {
-    BIOFM_CUDA_CHECK(cudaMemsetAsync(scratch.as<unsigned>(), 0, sizeof(unsigned), st));
+    own_amax = Tensor::empty({1}, DType::F32, Device::CUDA);
     const int64_t n = R * C;
-    amax_kernel<T><<<grid_for(n / (16 / int64_t(sizeof(T))) + 1, 256), 256, 0, st>>>(xp, n, scratch.as<unsigned>());
+    amax_kernel<T><<<grid_for(n / (16 / int64_t(sizeof(T))) + 1, 256), 256, 0, st>>>(
+        xp, n, amax_accumulator(own_amax, "fp8_quantize"));
     BIOFM_CUDA_LAUNCH_CHECK();
   }
+  const unsigned* amax = static_cast<const unsigned*>((given_amax.defined() ? given_amax : own_amax).raw());
   const int64_t Rp = q_t.defined() ? q_t.size(1) : R;
   const int64_t rows = std::max(R, Rp);
   if (ceil_div(rows, kTile) > 65535) fail("fp8_quantize: ", R, " rows is more than this kernel handles");

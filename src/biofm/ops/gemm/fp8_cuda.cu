@@ -83,13 +83,13 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
     return;
   }
   const DType dt = x.dtype();
-  Quantized xq, xt, wq, wt;  // one pass each for both forms when backward keeps them
+  Quantized xq, xt, wq, wt;  // one pass each for both forms when they are kept for backward
   quantize(x, N, I, true, save ? padded_rows(N) : 0, recipe.fwd, &xq, &xt, x_amax);
   if (w_codes && w_codes->codes.defined() && w_codes->codes.shape() == Shape{O, I}) {
     wq = {w_codes->codes, w_codes->scale_inv};  // unchanged since it was quantized
     wt = {w_codes->codes_t, w_codes->scale_inv};
   } else {
-    quantize(w, O, I, true, save || w_codes ? O : 0, recipe.fwd, &wq, &wt);
+    quantize(w, O, I, true, w_codes ? O : 0, recipe.fwd, &wq, &wt);
     if (w_codes) *w_codes = Fp8WeightCodes{wq.codes, wt.codes, wq.scale_inv};
   }
   const Tensor bias = aligned_in_dtype(bias_in, dt);
@@ -102,7 +102,7 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
                bias.defined() ? bias.raw() : nullptr, /*optional=*/true, residual_as_c ? residual.raw() : nullptr,
                wq.scale_inv.f32(), xq.scale_inv.f32())) {
     if (residual.defined() && !residual_as_c) add_inplace(out, residual);
-    if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv, wt.codes, wt.scale_inv};
+    if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv};
     return;
   }
   note_fallback("forward", key);
@@ -126,9 +126,7 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
   if (dx.defined()) {
     Quantized wt;
     if (w_codes && w_codes->codes_t.defined() && w_codes->codes_t.shape() == Shape{I, O})
-      wt = {w_codes->codes_t, w_codes->scale_inv};
-    else if (saved && saved->w_codes_t.defined() && saved->w_codes_t.shape() == Shape{I, O})
-      wt = {saved->w_codes_t, saved->w_scale_inv};  // the forward pass's codes of the same w
+      wt = {w_codes->codes_t, w_codes->scale_inv};  // the forward pass's codes of the same w
     else
       quantize(w, O, I, false, O, recipe.fwd, nullptr, &wt);
     const GemmKey key = fp8_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, I, N, O, O, O, I, dt, dt, wt.codes.raw(),

@@ -28,17 +28,16 @@ struct Fp8Recipe {
   Fp8Type fwd = Fp8Type::E4M3;
   Fp8Type bwd = Fp8Type::E5M2;
 };
-// What the forward FP8 GEMM can keep for backward, written by its quantization passes when
-// asked for: the transposed codes of the input x (for the weight gradient) and of the weight
-// w (for the input gradient), each with its scale_inv, so that backward quantizes neither
-// again. CUDA only (the CPU reference quantizes again).
+// The transposed FP8 codes of a layer's input x (and their scale_inv), written by the forward
+// pass's quantization of x when asked for and read by backward for the weight gradient, so
+// that backward does not quantize x again. CUDA only (the CPU reference quantizes again).
 struct Fp8SavedInput {
-  Tensor codes_t, scale_inv;      // xᵀ [I, N rounded up to 16]
-  Tensor w_codes_t, w_scale_inv;  // wᵀ [I, O]
+  Tensor codes_t, scale_inv;  // xᵀ [I, N rounded up to 16]
 };
-// The codes of a weight kept across calls while the weight does not change (the micro
-// batches of one optimizer step): empty, linear_forward_fp8 fills it; filled, forward and
-// backward use it instead of quantizing w. The caller empties it when w changes.
+// The codes of a weight, both forms, kept across calls while the weight does not change (the
+// micro batches of one optimizer step): empty, linear_forward_fp8 fills it; filled, forward
+// (w) and backward (wᵀ, for the input gradient) use it instead of quantizing w. The caller
+// empties it when w changes. Without it, backward quantizes w again.
 struct Fp8WeightCodes {
   Tensor codes, codes_t, scale_inv;  // w [O, I], wᵀ [I, O]
 };

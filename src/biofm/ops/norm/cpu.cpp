@@ -1,5 +1,4 @@
 // LayerNorm and RMSNorm over the last dimension, CPU (statistics in double).
-#include <algorithm>
 #include <cmath>
 
 #include "biofm/ops/cpu_util.h"
@@ -148,12 +147,7 @@ void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w
     for (int64_t c = 0; c < C; ++c) yr[c] = wp[c] * (xr[c] * r);
     if (rp) rp[n] = r;
   }
-  if (out_amax.defined()) {
-    require_f32_shape(out_amax, {1}, op, "out_amax");
-    float m = 0.0f;
-    for (int64_t i = 0; i < N * C; ++i) m = std::max(m, std::fabs(yp[i]));
-    out_amax.f32()[0] = m;
-  }
+  write_amax(out_amax, out, op);
 }
 
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,

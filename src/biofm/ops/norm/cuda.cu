@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
         store_vec<VEC>(yr + int64_t(ch) * VEC, y);
         if (amax_bits) {
 #pragma unroll
-          for (int i = 0; i < VEC; ++i) amax = fmaxf(amax, fabsf(to_f32(from_f32<T>(y[i]))));
+          for (int i = 0; i < VEC; ++i) amax = fmaxf(amax, stored_abs<T>(y[i]));
         }
       }
     }
@@ -142,10 +142,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
       if (rstd_out) rstd_out[row] = r;
     }
   }
-  if (amax_bits) {  // every thread gets here: the loop above has no early exit
-    amax = warp_max(amax);
-    if ((threadIdx.x & 31) == 0) atomicMax(amax_bits, __float_as_uint(amax));
-  }
+  if (amax_bits) amax_reduce_into(amax_bits, amax);  // every thread gets here: no early exit above
 }
 
 // ---------------------------------------------------------------------------------------
@@ -340,12 +337,7 @@ template <bool RMS>
 void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
                     const Tensor& b, float eps, const char* op, const Tensor& out_amax = Tensor()) {
   const NormArgs a = check_forward(out, mean, rstd, x, w, b, RMS, op);
-  unsigned* amax_bits = nullptr;
-  if (out_amax.defined()) {
-    require_dtype(out_amax, DType::F32, op, "out_amax");
-    amax_bits = static_cast<unsigned*>(out_amax.raw());
-    BIOFM_CUDA_CHECK(cudaMemsetAsync(amax_bits, 0, sizeof(unsigned), cuda_ctx::stream()));
-  }
+  unsigned* amax_bits = amax_accumulator(out_amax, op);
   if (a.N == 0) return;
   const bool vec8 = a.C % 8 == 0 && aligned16(x) && aligned16(out) && aligned16(w) && aligned16(b);
   dispatch_float(x.dtype(), op, [&](auto tt) {
