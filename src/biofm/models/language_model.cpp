@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "biofm/io/atomic_file.h"
+#include "biofm/models/hf_dir.h"
 #include "biofm/ops/loss/op.h"
 
 namespace biofm {
@@ -32,24 +33,10 @@ LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor
   return s;
 }
 
-HfDirContents read_hf_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
-  HfDirContents c;
-  c.config_path = (fs::path(dir) / "config.json").string();
-  c.weights_path = (fs::path(dir) / "model.safetensors").string();
-  if (!fs::exists(c.config_path)) fail("'", dir, "' is not a Hugging Face model directory: no config.json");
-  if (!fs::exists(c.weights_path))
-    fail("'", dir, "': no model.safetensors (sharded or pytorch_model.bin checkpoints are not supported; "
-         "re-save with transformers' save_pretrained(safe_serialization=True, max_shard_size large enough))");
-  c.config_json = read_file(c.config_path);
-  return c;
-}
-
-std::function<std::string(const std::string&)> add_prefix_unless_present(const std::string& prefix) {
-  return [prefix](const std::string& n) {
-    if (n.rfind(prefix, 0) == 0 || n.rfind("lm_head.", 0) == 0) return n;
-    return prefix + n;
-  };
+void LanguageModel::save_hf_dir(const std::string& dir) const {
+  make_dirs_writable(dir);
+  save_hf_metadata(dir);
+  save_hf_weights(params(), dir);
 }
 
 }  // namespace biofm

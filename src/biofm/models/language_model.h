@@ -46,22 +46,13 @@ inline const char* precision_name(Precision p) {
 // how many argmax(logits) equal the label. Reads the tensors to the host.
 LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels, bool count_correct);
 
-// A Hugging Face model directory's config.json (read) and model.safetensors (path), or an
-// error that says what is missing and how to convert what is there.
-struct HfDirContents {
-  std::string config_path, config_json, weights_path;
-};
-HfDirContents read_hf_dir(const std::string& dir);
-// Maps a bare base-model checkpoint's names onto the LM's: names starting with `prefix` or
-// "lm_head." are kept, others get `prefix` ("esm.", "model.") in front.
-std::function<std::string(const std::string&)> add_prefix_unless_present(const std::string& prefix);
-
 class LanguageModel {
  public:
   virtual ~LanguageModel() = default;
   virtual std::string family() const = 0;  // "esm2", "llama"
   virtual ModelDims dims() const = 0;
   virtual ParamStore& params() = 0;
+  virtual const ParamStore& params() const = 0;
   virtual Device device() const = 0;
   // Activation recompute: keep each layer's input only and recompute the layer in backward;
   // layers >= 0 limits it to the first `layers` layers (the rest keep their activations).
@@ -80,8 +71,10 @@ class LanguageModel {
   // Per-token losses [T] (F32, 0 where label is -100), no gradients.
   virtual Tensor token_losses(const Batch& b) = 0;
 
-  // Hugging Face directory: config.json, model.safetensors and the tokenizer files.
-  virtual void save_hf_dir(const std::string& dir) const = 0;
+  // Hugging Face directory: config.json and the tokenizer files (save_hf_metadata), and
+  // model.safetensors.
+  virtual void save_hf_metadata(const std::string& dir) const = 0;
+  void save_hf_dir(const std::string& dir) const;
 
  protected:
   LayerLinears linears_;  // what the layers' projections run through

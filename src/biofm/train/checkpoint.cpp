@@ -138,4 +138,30 @@ std::optional<CheckpointContents> load_latest_checkpoint(const std::string& ckpt
   return std::nullopt;
 }
 
+std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
+                                     const AdamW& opt, int keep) {
+  CheckpointContents c;
+  c.step = st.step;
+  c.data_cursor = st.data_cursor;
+  c.config_yaml = st.config_yaml;
+  c.state_json = st.state_json;
+  c.files["model"] = model.params().export_tensors(DType::F32);
+  c.files["optimizer"] = opt.state();
+  return save_checkpoint(ckpt_dir, c, keep);
+}
+
+std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,
+                                                       std::string* chosen_dir) {
+  std::string chosen;
+  std::optional<CheckpointContents> c = load_latest_checkpoint(ckpt_dir, &chosen);
+  if (!c) return std::nullopt;
+  SafetensorsFile f;
+  f.tensors = c->files.at("model");
+  f.source = chosen + "/model.safetensors";
+  model.params().load(f, nullptr);
+  opt.load_state(c->files.at("optimizer"), c->step);
+  if (chosen_dir) *chosen_dir = chosen;
+  return TrainerState{c->step, c->data_cursor, c->state_json, c->config_yaml};
+}
+
 }  // namespace biofm

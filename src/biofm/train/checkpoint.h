@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "biofm/core/tensor.h"
+#include "biofm/models/language_model.h"
+#include "biofm/train/optimizer.h"
 
 namespace biofm {
 
@@ -36,5 +38,22 @@ CheckpointContents load_checkpoint(const std::string& step_dir);
 // reported on stderr and the next older one is tried.
 std::optional<CheckpointContents> load_latest_checkpoint(const std::string& ckpt_dir,
                                                          std::string* chosen_dir = nullptr);
+
+// What the trainer saves besides the model and the optimizer.
+struct TrainerState {
+  int64_t step = 0;          // optimizer steps completed
+  uint64_t data_cursor = 0;  // global sample cursor of the training data
+  std::string state_json;    // free-form trainer state (JSON object text)
+  std::string config_yaml;   // the resolved config
+};
+
+// A training checkpoint of `model` and `opt`: ckpt_dir/step_<step>/, written atomically, the
+// oldest beyond `keep` deleted. Returns the directory.
+std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
+                                     const AdamW& opt, int keep);
+// Restores `model` and `opt` from the newest verifiable checkpoint under ckpt_dir and returns
+// its state; nullopt when there is none.
+std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,
+                                                       std::string* chosen_dir = nullptr);
 
 }  // namespace biofm

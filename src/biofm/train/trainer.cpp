@@ -112,16 +112,11 @@ TrainSummary run_training(const TrainConfig& cfg) {
   int64_t step = 0;
   if (cfg.checkpoint.resume_from_checkpoint) {
     std::string chosen;
-    if (auto c = load_latest_checkpoint(ckpt_dir, &chosen)) {
-      SafetensorsFile f;
-      f.tensors = c->files.at("model");
-      f.source = chosen + "/model.safetensors";
-      model->params().load(f, nullptr);
-      opt.load_state(c->files.at("optimizer"), c->step);
-      step = c->step;
-      data->set_cursor(c->data_cursor);
+    if (auto st = resume_training_checkpoint(ckpt_dir, *model, opt, &chosen)) {
+      step = st->step;
+      data->set_cursor(st->data_cursor);
       std::printf("resumed from %s (step %lld, data cursor %llu)\n", chosen.c_str(), (long long)step,
-                  (unsigned long long)c->data_cursor);
+                  (unsigned long long)st->data_cursor);
     }
   }
   // Tokenizing, masking and packing run ahead on a background thread from here on.
@@ -201,14 +196,9 @@ TrainSummary run_training(const TrainConfig& cfg) {
       }
     }
     if (cfg.checkpoint.save_every_n_steps > 0 && done % cfg.checkpoint.save_every_n_steps == 0) {
-      CheckpointContents c;
-      c.step = done;
-      c.data_cursor = prefetch->cursor();
-      c.config_yaml = to_yaml(cfg);
-      c.state_json = json{{"seed", cfg.seed}, {"epoch", epoch_now()}}.dump();
-      c.files["model"] = model->params().export_tensors(DType::F32);
-      c.files["optimizer"] = opt.state();
-      summary.last_checkpoint = save_checkpoint(ckpt_dir, c, cfg.checkpoint.max_checkpoints);
+      TrainerState st{done, prefetch->cursor(), json{{"seed", cfg.seed}, {"epoch", epoch_now()}}.dump(), to_yaml(cfg)};
+      summary.last_checkpoint =
+          save_training_checkpoint(ckpt_dir, st, *model, opt, cfg.checkpoint.max_checkpoints);
       std::printf("  checkpoint saved: %s\n", summary.last_checkpoint.c_str());
     }
   }

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "biofm/io/atomic_file.h"
+#include "biofm/models/hf_dir.h"
 #include "biofm/models/esm2/tokenizer_files.h"
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/attention/op.h"
@@ -95,19 +96,16 @@ ModelDims Esm2Model::dims() const {
 std::unique_ptr<Esm2Model> Esm2Model::from_hf_dir(const std::string& dir, Device device, Precision precision) {
   const HfDirContents hf = read_hf_dir(dir);
   auto m = std::make_unique<Esm2Model>(esm2_config_from_hf_json(hf.config_json, hf.config_path), device, precision);
-  SafetensorsFile f = read_safetensors(hf.weights_path);
   auto ignorable = [](const std::string& n) {
     return n.rfind("esm.contact_head.", 0) == 0 || n.find("inv_freq") != std::string::npos ||
            n.find("position_ids") != std::string::npos || n == "lm_head.decoder.weight";
   };
-  m->params_.load(f, ignorable, add_prefix_unless_present("esm."));  // (a bare EsmModel lacks it)
+  load_hf_weights(m->params_, hf, {"esm.", ignorable});  // (a bare base model lacks the prefix)
   return m;
 }
 
-void Esm2Model::save_hf_dir(const std::string& dir) const {
-  make_dirs_writable(dir);
+void Esm2Model::save_hf_metadata(const std::string& dir) const {
   write_file_atomic(dir + "/config.json", esm2_config_to_hf_json(cfg_));
-  write_safetensors(dir + "/model.safetensors", params_.export_tensors(DType::F32), {{"format", "pt"}});
   write_esm2_tokenizer_files(dir, cfg_.max_position_embeddings);
 }
 

@@ -27,13 +27,13 @@ class Esm2Model : public LanguageModel {
                                                 Precision precision = Precision::F32);
   // Writes config.json + model.safetensors (fp32, Hugging Face names; decoder tied, omitted)
   // and the ESM tokenizer files.
-  void save_hf_dir(const std::string& dir) const override;
+  void save_hf_metadata(const std::string& dir) const override;
 
   std::string family() const override { return "esm2"; }
   ModelDims dims() const override;
   const Esm2Config& config() const { return cfg_; }
   ParamStore& params() override { return params_; }
-  const ParamStore& params() const { return params_; }
+  const ParamStore& params() const override { return params_; }
   Device device() const override { return params_.device(); }
   void set_recompute(bool on, int layers = -1) override {
     recompute_layers_ = !on ? 0 : layers < 0 ? std::numeric_limits<int>::max() : layers;

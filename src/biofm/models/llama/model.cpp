@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "biofm/io/atomic_file.h"
+#include "biofm/models/hf_dir.h"
 #include "biofm/models/llama/tokenizer_files.h"
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/attention/op.h"
@@ -94,20 +95,17 @@ std::unique_ptr<LlamaModel> LlamaModel::from_hf_dir(const std::string& dir, Devi
   const HfDirContents hf = read_hf_dir(dir);
   auto m = std::make_unique<LlamaModel>(llama_config_from_hf_json(hf.config_json, hf.config_path), device, precision,
                                         no_decay_1d_emb);
-  SafetensorsFile f = read_safetensors(hf.weights_path);
   const bool tied = m->cfg_.tie_word_embeddings;
   auto ignorable = [tied](const std::string& n) {
     return n.find("rotary_emb.inv_freq") != std::string::npos || n.find(".inv_freq") != std::string::npos ||
            (tied && n == "lm_head.weight");  // a redundant copy of the tied embedding
   };
-  m->params_.load(f, ignorable, add_prefix_unless_present("model."));  // (a bare LlamaModel lacks it)
+  load_hf_weights(m->params_, hf, {"model.", ignorable});  // (a bare base model lacks the prefix)
   return m;
 }
 
-void LlamaModel::save_hf_dir(const std::string& dir) const {
-  make_dirs_writable(dir);
+void LlamaModel::save_hf_metadata(const std::string& dir) const {
   write_file_atomic(dir + "/config.json", llama_config_to_hf_json(cfg_));
-  write_safetensors(dir + "/model.safetensors", params_.export_tensors(DType::F32), {{"format", "pt"}});
   write_nucleotide_tokenizer_files(dir, cfg_.max_position_embeddings);
 }
 

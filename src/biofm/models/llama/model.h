@@ -44,13 +44,13 @@ class LlamaModel : public LanguageModel {
                                                  bool no_decay_on_1d_and_embeddings = false);
   // config.json (transformers-5 shape), model.safetensors (fp32, HF names; lm_head.weight
   // omitted when tied) and the nucleotide tokenizer files (tokenizer_files.h).
-  void save_hf_dir(const std::string& dir) const override;
+  void save_hf_metadata(const std::string& dir) const override;
 
   std::string family() const override { return "llama"; }
   ModelDims dims() const override;
   const LlamaConfig& config() const { return cfg_; }
   ParamStore& params() override { return params_; }
-  const ParamStore& params() const { return params_; }
+  const ParamStore& params() const override { return params_; }
   Device device() const override { return params_.device(); }
   void set_recompute(bool on, int layers = -1) override {
     recompute_layers_ = !on ? 0 : layers < 0 ? std::numeric_limits<int>::max() : layers;
