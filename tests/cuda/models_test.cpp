@@ -10,6 +10,7 @@
 #include "biofm/io/safetensors.h"
 #include "biofm/models/esm2/model.h"
 #include "biofm/models/registry.h"
+#include "biofm/train/setup.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
 #include "hf_fixture.h"

@@ -68,7 +68,7 @@ TEST(DataMlm, MaskingStatisticsAndLabels) {
       ASSERT_EQ(int32_t(orig.size()), lens[s]);  // no sample is longer than 1022 residues
       for (int32_t t = 0; t < lens[s]; ++t) {
         int32_t id = ids[size_t(cu[s] + t)], lab = labels[size_t(cu[s] + t)];
-        if (EsmTokenizer::is_special(orig[size_t(t)])) {
+        if (esm_tokenizer().is_special(orig[size_t(t)])) {
           EXPECT_EQ(lab, -100);
           EXPECT_EQ(id, orig[size_t(t)]);
           continue;

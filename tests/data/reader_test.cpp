@@ -69,8 +69,8 @@ TEST(DataTokenizer, EsmVocabularyInIdOrder) {
   std::string txt = EsmTokenizer::vocab_txt();
   EXPECT_EQ(txt.substr(0, 20), "<cls>\n<pad>\n<eos>\n<u");
   EXPECT_EQ(std::count(txt.begin(), txt.end(), '\n'), 33);
-  for (int32_t id : {0, 1, 2, 3, 32}) EXPECT_TRUE(EsmTokenizer::is_special(id));
-  for (int32_t id = 4; id < 32; ++id) EXPECT_FALSE(EsmTokenizer::is_special(id));
+  for (int32_t id : {0, 1, 2, 3, 32}) EXPECT_TRUE(esm_tokenizer().is_special(id));
+  for (int32_t id = 4; id < 32; ++id) EXPECT_FALSE(esm_tokenizer().is_special(id));
 }
 
 TEST(DataTokenizer, NucleotideByteIds) {

@@ -18,6 +18,7 @@
 #include "biofm/models/llama/model.h"
 #include "biofm/models/llama/tokenizer_files.h"
 #include "biofm/models/registry.h"
+#include "biofm/train/setup.h"
 #include "biofm/train/config.h"
 
 using namespace biofm;

@@ -8,6 +8,7 @@
 #include "biofm/core/error.h"
 #include "biofm/io/config.h"
 #include "biofm/models/registry.h"
+#include "biofm/train/setup.h"
 
 using namespace biofm;
 namespace fs = std::filesystem;

@@ -13,14 +13,13 @@
 #include "biofm/core/device_memory.h"
 #include "biofm/core/device_memory_stats.h"
 #include "biofm/io/atomic_file.h"
-#include "biofm/models/registry.h"
-#include "biofm/train/batch_source.h"
 #include "biofm/train/config.h"
 #include "biofm/train/metrics.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/prefetch.h"
+#include "biofm/train/setup.h"
+#include "biofm/train/step.h"
 #include "biofm/train/trainer.h"
-#include "biofm/train/upload.h"
 
 namespace biofm {
 
@@ -81,7 +80,7 @@ int cmd_bench(int argc, char** argv) {
   const std::string config_dir = a.get("--config-dir", std::filesystem::is_directory("configs") ? "configs" : BIOFM_SOURCE_CONFIG_DIR);
   TrainConfig cfg = load_train_config(config_dir, name, ov);
   const int64_t steps = a.get_int("--steps", 30), warmup = a.get_int("--warmup", 10);
-  const Device device = cfg.device == "cuda" ? Device::CUDA : Device::CPU;
+  const Device device = device_of(cfg);
   if (device == Device::CUDA && !cuda_available()) fail("biofm bench: no CUDA device available");
 
   ReaderOptions ro;
@@ -94,7 +93,7 @@ int cmd_bench(int argc, char** argv) {
   AdamW opt(model->params(), ac);
   Prefetcher prefetch(*source, 4);
   const ModelDims dims = model->dims();
-  Tensor loss_acc = Tensor::zeros({1}, DType::F32, device);
+  TrainStep train_step(*model, opt);
 
   std::printf("biofm bench: %s (%.1fM parameters), %s%s, %s %s, %lld tokens per batch, %lld+%lld steps\n",
               name.c_str(), double(dims.parameters) / 1e6, cfg.precision.c_str(),
@@ -111,23 +110,20 @@ int cmd_bench(int argc, char** argv) {
       device_memory_reset_peak();
       t0 = std::chrono::steady_clock::now();
     }
-    model->params().zero_grad();
-    loss_acc.zero_();
-    for (int m = 0; m < cfg.grad_acc_steps; ++m) {  // micro batches of one optimizer step
-      Batch hb = prefetch.next();
-      model->forward_backward(upload_batch(hb, device), 1.0f / float(std::max<int64_t>(1, hb.num_label_tokens)),
-                              loss_acc);
-      if (s >= warmup) {
+    std::vector<Batch> micro;
+    for (int m = 0; m < cfg.grad_acc_steps; ++m) micro.push_back(prefetch.next());  // one optimizer step
+    train_step.run(micro, ac.lr);
+    if (s >= warmup) {
+      for (const Batch& hb : micro) {
         rows += hb.num_rows();
         real += hb.num_real_tokens;
         flops_seed += seed_formula_flops(dims, hb);
       }
     }
-    opt.step(ac.lr);
   }
   device_sync(device);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double loss = double(loss_acc.to(Device::CPU).f32()[0]);
+  const double loss = train_step.read_mean_loss();
   const DeviceMemoryStats mem = device_memory_stats();
   nlohmann::json r = {
       {"config", name},
@@ -148,7 +144,8 @@ int cmd_bench(int argc, char** argv) {
       {"mfu_6n", 6.0 * double(dims.parameters) * double(real) / secs / kPeakBf16Flops},
       {"peak_mem_gib", double(mem.peak_allocated_bytes) / double(1ull << 30)},
       {"peak_reserved_gib", double(mem.peak_reserved_bytes) / double(1ull << 30)},
-      {"last_loss_sum_finite", std::isfinite(loss)},
+      {"last_loss", loss},
+      {"last_loss_finite", std::isfinite(loss)},
   };
   std::printf("biofm %s: %.0f real tok/s | %.0f padded tok/s | %.1f%% padding | step %.3f s | MFU %.1f%% (seed) / %.1f%% (6N) | peak %.1f GiB\n",
               name.c_str(), r["real_tokens_per_sec"].get<double>(), r["padded_tokens_per_sec"].get<double>(),

@@ -1,4 +1,5 @@
-// biofm embed: final hidden states of an ESM-2 model for every sequence of a file.
+// biofm embed: final hidden states of a model (any family with embed support) for every
+// sequence of a file.
 // (biofm eval lives in cmd_eval.cpp.)
 #include <cmath>
 #include <cstdio>
@@ -12,7 +13,7 @@
 #include "biofm/data/tokenizer.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
-#include "biofm/models/esm2/model.h"
+#include "biofm/models/registry.h"
 
 namespace biofm {
 
@@ -25,22 +26,22 @@ int cmd_embed(int argc, char** argv) {
         "usage: biofm embed --model DIR --input FILE --output OUT.safetensors [--per-token] [--logits]\n"
         "       [--device cpu|cuda] [--max-tokens 8192] [--max-seq-length 1024] [--format auto] [--column sequence]\n"
         "Writes 'embeddings' [n, hidden]: the mean of the final hidden states over each sequence's residues\n"
-        "(<cls> and <eos> excluded). --per-token adds 'token_embeddings' [T, hidden], 'input_ids' [T] and\n"
+        "(<cls>/<BOS> and <eos>/<EOS> excluded). --per-token adds 'token_embeddings' [T, hidden], 'input_ids' [T] and\n"
         "'offsets' [n+1] (all tokens, specials included); --logits adds 'logits' [T, vocab].\n"
         "Sequence names are in the metadata entry 'names' (a JSON list).");
     return 0;
   }
   const Device dev = parse_device(a.get("--device", "cpu"));
-  auto model_ptr = Esm2Model::from_hf_dir(a.require("--model"), dev);
-  Esm2Model& model = *model_ptr;
+  const ModelFamily& family = family_of_dir(a.require("--model"));
+  if (!family.embed) fail("embed does not support model_type '", family.hf_model_type, "'");
+  std::unique_ptr<LanguageModel> model = family.load(a.require("--model"), dev, BuildOptions{});
+  const Tokenizer& tok = family.tokenizer();
   const std::string out_path = a.require("--output");
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
-  const int64_t max_len = a.get_int("--max-seq-length", std::min(1024, model.config().max_position_embeddings));
+  const int64_t max_len = a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions));
   const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", 8192), max_len);
   const bool per_token = a.has("--per-token"), want_logits = a.has("--logits");
-  const int64_t H = model.config().hidden_size, V = model.config().vocab_size, n = int64_t(data.size());
-
-  EsmTokenizer tok;
+  const int64_t H = model->dims().hidden, V = model->dims().vocab, n = int64_t(data.size());
   Tensor pooled = Tensor::zeros({n, H}, DType::F32);
   std::vector<int32_t> all_ids;
   std::vector<int64_t> offsets{0};
@@ -52,8 +53,8 @@ int cmd_embed(int argc, char** argv) {
     if (builder.num_sequences() == 0) return;
     Batch b = builder.build(BatchMode::Thd, 1, tok.pad_id());
     Batch db = b.to(dev);
-    Tensor hidden = model.hidden_states(db).to(Device::CPU);
-    Tensor lg = want_logits ? model.logits(db).to(Device::CPU) : Tensor();
+    Tensor hidden = model->hidden_states(db).to(Device::CPU);
+    Tensor lg = want_logits ? model->logits(db).to(Device::CPU) : Tensor();
     for (size_t s = 0; s < batch_members.size(); ++s) {
       const int64_t start = b.cu_seqlens.i32()[s], len = b.seq_lens.i32()[s];
       float* dst = pooled.f32() + batch_members[s] * H;
@@ -75,10 +76,10 @@ int cmd_embed(int argc, char** argv) {
   nlohmann::json names = nlohmann::json::array();
   for (int64_t i = 0; i < n; ++i) {
     ids = tok.encode(data.sequence(uint64_t(i)));
-    for (size_t t = 1; t + 1 < ids.size(); ++t) unknown += ids[t] == EsmTokenizer::kUnk;
+    for (size_t t = 1; t + 1 < ids.size(); ++t) unknown += ids[t] == tok.unk_id();
     if (int64_t(ids.size()) > max_len) {
       ids.resize(size_t(max_len));
-      ids.back() = EsmTokenizer::kEos;
+      ids.back() = tok.end_id();
       ++truncated;
     }
     if (builder.num_tokens() + int64_t(ids.size()) > max_tokens) flush();
@@ -99,7 +100,7 @@ int cmd_embed(int argc, char** argv) {
     out["token_embeddings"] = Tensor::from_f32({T, H}, token_states);
     if (want_logits) out["logits"] = Tensor::from_f32({T, V}, token_logits);
   }
-  write_safetensors(out_path, out, {{"names", names.dump()}, {"pooling", "mean over residues, <cls>/<eos> excluded"}});
+  write_safetensors(out_path, out, {{"names", names.dump()}, {"pooling", "mean over residues, first and last (special) tokens excluded"}});
   std::printf("embedded %lld sequences (hidden %lld) -> %s", (long long)n, (long long)H, out_path.c_str());
   std::printf(" | %llu truncated to %lld tokens, %llu unknown residues, %llu empty records skipped\n",
               (unsigned long long)truncated, (long long)max_len, (unsigned long long)unknown,

@@ -31,8 +31,6 @@
 #include "biofm/data/tokenizer.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
-#include "biofm/models/esm2/model.h"
-#include "biofm/models/llama/model.h"
 #include "biofm/models/registry.h"
 
 namespace biofm {
@@ -46,22 +44,21 @@ void emit(const Args& a, const nlohmann::json& r) {
   std::fputs(text.c_str(), stdout);
 }
 
-int eval_esm2(const Args& a, Device dev) {
-  auto model_ptr = Esm2Model::from_hf_dir(a.require("--model"), dev);
-  Esm2Model& model = *model_ptr;
+int eval_masked_lm(const Args& a, Device dev, const ModelFamily& family) {
+  std::unique_ptr<LanguageModel> model = family.load(a.require("--model"), dev, BuildOptions{});
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
   MlmOptions o;
-  o.max_seq_length = a.get_int("--max-seq-length", std::min(1024, model.config().max_position_embeddings));
+  o.max_seq_length = a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions));
   o.max_tokens_per_batch = std::max<int64_t>(a.get_int("--max-tokens", 8192), o.max_seq_length);
   o.eval_seed = uint64_t(a.get_int("--seed", 1234));
   o.shuffle = false;
   validate(o);
-  MlmBatcher batcher(data, o);
+  MlmBatcher batcher(data, o, family.tokenizer());
   Batch b;
   LossSums total;
   int64_t sequences = 0;
   while (batcher.next_eval(b)) {
-    LossSums s = model.evaluate(b.to(dev), true);
+    LossSums s = model->evaluate(b.to(dev), true);
     total.loss_sum += s.loss_sum;
     total.num_tokens += s.num_tokens;
     total.num_correct += s.num_correct;
@@ -82,9 +79,9 @@ int eval_esm2(const Args& a, Device dev) {
   return 0;
 }
 
-int eval_llama(const Args& a, Device dev) {
+int eval_causal_lm(const Args& a, Device dev, const ModelFamily& family) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
-  std::unique_ptr<LanguageModel> model = load_model_dir(model_dir, dev);
+  std::unique_ptr<LanguageModel> model = family.load(model_dir, dev, BuildOptions{});
   SequenceDataset data = SequenceDataset::load(input, reader_options(a));
   const int64_t max_len = a.get_int("--max-seq-length", 8192);
   const int64_t stride = a.get_int("--stride", 200);
@@ -93,8 +90,6 @@ int eval_llama(const Args& a, Device dev) {
     fail("--stride (", stride, ") must lie in [0, --max-seq-length - 2 = ", max_len - 2, ")");
   const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", 8192), max_len);
   const std::string dump_path = a.get("--dump-logits");
-  LlamaModel* llama = dynamic_cast<LlamaModel*>(model.get());
-  if (!dump_path.empty() && !llama) fail("--dump-logits needs a Llama model");
 
   const uint64_t n = data.size();
   std::vector<double> nll(n, 0.0);
@@ -105,12 +100,12 @@ int eval_llama(const Args& a, Device dev) {
   std::vector<int32_t> d_ids, d_labels;
   std::vector<int64_t> d_offsets{0}, d_record, d_start;
 
-  NucleotideTokenizer tok;
+  const Tokenizer& tok = family.tokenizer();
   BatchBuilder builder;
   std::vector<uint64_t> members;  // record of each window in the builder
   auto flush = [&]() {
     if (builder.num_sequences() == 0) return;
-    Batch b = builder.build(BatchMode::Thd, 1, NucleotideTokenizer::kPad);
+    Batch b = builder.build(BatchMode::Thd, 1, tok.pad_id());
     Batch db = b.to(dev);
     Tensor losses = model->token_losses(db).to(Device::CPU).to(DType::F32);
     for (size_t s = 0; s < members.size(); ++s) {
@@ -122,7 +117,7 @@ int eval_llama(const Args& a, Device dev) {
       }
     }
     if (!dump_path.empty()) {
-      Tensor lg = llama->logits(db).to(Device::CPU).to(DType::F32);
+      Tensor lg = model->logits(db).to(Device::CPU).to(DType::F32);
       d_logits.insert(d_logits.end(), lg.f32(), lg.f32() + lg.numel());
       d_losses.insert(d_losses.end(), losses.f32(), losses.f32() + losses.numel());
       d_ids.insert(d_ids.end(), b.input_ids.i32(), b.input_ids.i32() + b.num_rows());
@@ -139,9 +134,9 @@ int eval_llama(const Args& a, Device dev) {
     uint64_t scored_until = 0;  // bases [0, scored_until) are scored in earlier windows
     for (const Window& w : windows) {
       ids.clear();
-      ids.push_back(NucleotideTokenizer::kBos);
+      ids.push_back(tok.begin_id());
       tok.encode_residues(seq.substr(size_t(w.start), size_t(w.length)), ids);
-      ids.push_back(NucleotideTokenizer::kEos);
+      ids.push_back(tok.end_id());
       causal_labels(ids, labels, /*genomic_masking=*/true, /*uppercase_labels=*/false);
       // labels[t] predicts base w.start + t (t < w.length); drop those scored already.
       for (uint64_t t = 0; t < w.length && w.start + t < scored_until; ++t) labels[size_t(t)] = kIgnoreLabel;
@@ -178,7 +173,7 @@ int eval_llama(const Args& a, Device dev) {
   const double loss = total_nll / double(total_scored);
   nlohmann::json r = {{"model", model_dir},
                       {"input", input},
-                      {"model_type", "llama"},
+                      {"model_type", family.hf_model_type},
                       {"max_seq_length", max_len},
                       {"stride", stride},
                       {"num_sequences", n},
@@ -190,7 +185,7 @@ int eval_llama(const Args& a, Device dev) {
                       {"skipped_empty_records", data.stats().skipped_empty},
                       {"sequences", per_seq}};
   if (!dump_path.empty()) {
-    const int64_t T = int64_t(d_ids.size()), V = llama->config().vocab_size;
+    const int64_t T = int64_t(d_ids.size()), V = model->dims().vocab;
     auto i64 = [](const std::vector<int64_t>& v) {
       Tensor t = Tensor::empty({int64_t(v.size())}, DType::I64);
       for (size_t i = 0; i < v.size(); ++i) t.i64()[i] = v[i];
@@ -231,17 +226,15 @@ int cmd_eval(int argc, char** argv) {
     return 0;
   }
   const Device dev = parse_device(a.get("--device", "cpu"));
-  const std::string type = model_type_of_dir(a.require("--model"));
-  if (type == "esm") {
+  const ModelFamily& family = family_of_dir(a.require("--model"));
+  if (!family.eval) fail("eval does not support model_type '", family.hf_model_type, "'");
+  if (family.objective == Objective::MaskedLM) {
     for (const char* f : {"--stride", "--dump-logits"})
-      if (a.has(f)) fail(f, " applies to Llama models only");
-    return eval_esm2(a, dev);
+      if (a.has(f)) fail(f, " applies to causal LMs only");
+    return eval_masked_lm(a, dev, family);
   }
-  if (type == "llama") {
-    if (a.has("--seed")) fail("--seed applies to ESM-2 masking only (Llama evaluation is deterministic)");
-    return eval_llama(a, dev);
-  }
-  fail("'", a.require("--model"), "': model_type '", type, "' is not supported by eval (supported: esm, llama)");
+  if (a.has("--seed")) fail("--seed applies to masked-LM masking only (causal LM evaluation is deterministic)");
+  return eval_causal_lm(a, dev, family);
 }
 
 }  // namespace biofm

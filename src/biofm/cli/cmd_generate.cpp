@@ -56,8 +56,10 @@ int cmd_generate(int argc, char** argv) {
     fail("--device must be cpu or cuda, got '", dev_name, "'");
   }
   const std::string dir = a.require("--model");
-  const std::string type = model_type_of_dir(dir);
-  if (type != "llama") fail("generate needs a causal LM (model_type llama); '", dir, "' holds model_type '", type, "'");
+  const ModelFamily& family = family_of_dir(dir);
+  if (!family.generate)
+    fail("generate needs a causal LM that supports it (model_type llama); '", dir, "' holds model_type '",
+         family.hf_model_type, "'");
   const std::string prompt = a.require("--prompt");
   if (prompt.empty()) fail("--prompt is empty");
   GenerateOptions o;
@@ -73,9 +75,11 @@ int cmd_generate(int argc, char** argv) {
   if (o.top_k < 0) fail("--top-k must be >= 0");
   if (samples < 1) fail("--num-samples must be >= 1");
 
-  auto model = LlamaModel::from_hf_dir(dir, dev);
-  NucleotideTokenizer tok;
-  std::vector<int32_t> ids{NucleotideTokenizer::kBos};
+  std::unique_ptr<LanguageModel> loaded = family.load(dir, dev, BuildOptions{});
+  auto* model = dynamic_cast<LlamaModel*>(loaded.get());
+  if (!model) fail("generate: '", dir, "' did not load as a Llama model");
+  const Tokenizer& tok = family.tokenizer();
+  std::vector<int32_t> ids{tok.begin_id()};
   const uint64_t unknown = tok.encode_residues(prompt, ids);
   if (unknown) std::fprintf(stderr, "warning: %llu prompt characters map to <UNK>\n", (unsigned long long)unknown);
   const int64_t limit = model->config().max_position_embeddings;

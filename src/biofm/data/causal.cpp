@@ -56,8 +56,9 @@ void causal_labels(const std::vector<int32_t>& ids, std::vector<int32_t>& labels
   }
 }
 
-CausalLmBatcher::CausalLmBatcher(const SequenceDataset& dataset, const CausalLmOptions& options)
-    : dataset_(dataset), opt_(options) {
+CausalLmBatcher::CausalLmBatcher(const SequenceDataset& dataset, const CausalLmOptions& options,
+                                 const Tokenizer& tok)
+    : dataset_(dataset), opt_(options), tok_(tok) {
   validate(opt_);
   if (dataset_.empty()) fail("causal lm: the dataset holds no sequences");
   window_offsets_.resize(dataset_.size() + 1);
@@ -85,9 +86,9 @@ void CausalLmBatcher::add_sample(uint64_t w, CausalLmStats* st) {
   auto [r, win] = window(w);
   std::string_view seq = dataset_.sequence(r).substr(size_t(win.start), size_t(win.length));
   ids_.clear();
-  ids_.push_back(NucleotideTokenizer::kBos);
+  ids_.push_back(tok_.begin_id());
   uint64_t unk = tok_.encode_residues(seq, ids_);
-  ids_.push_back(NucleotideTokenizer::kEos);
+  ids_.push_back(tok_.end_id());
   causal_labels(ids_, labels_, opt_.genomic_masking, opt_.uppercase_labels);
   builder_.add(ids_.data(), labels_.data(), int64_t(ids_.size()));
   if (st) {
@@ -114,7 +115,7 @@ Batch CausalLmBatcher::next() {
       ++cursor_;
     }
   }
-  Batch b = builder_.build(opt_.mode, opt_.pad_to_multiple_of, NucleotideTokenizer::kPad);
+  Batch b = builder_.build(opt_.mode, opt_.pad_to_multiple_of, tok_.pad_id());
   stats_.batches += 1;
   stats_.label_tokens += uint64_t(b.num_label_tokens);
   stats_.padding_tokens += uint64_t(b.num_rows() - b.num_real_tokens);
@@ -145,7 +146,7 @@ bool CausalLmBatcher::next_eval(Batch& batch) {
     for (int64_t s = 0; s < opt_.micro_batch_size && eval_cursor_ < n; ++s, ++eval_cursor_)
       add_sample(eval_cursor_, nullptr);
   }
-  batch = builder_.build(opt_.mode, opt_.pad_to_multiple_of, NucleotideTokenizer::kPad);
+  batch = builder_.build(opt_.mode, opt_.pad_to_multiple_of, tok_.pad_id());
   return true;
 }
 

@@ -68,7 +68,9 @@ struct CausalLmStats {
 class CausalLmBatcher {
  public:
   // Keeps a reference to `dataset`, which must outlive the batcher.
-  CausalLmBatcher(const SequenceDataset& dataset, const CausalLmOptions& options);
+  // `tok` must outlive the batcher.
+  CausalLmBatcher(const SequenceDataset& dataset, const CausalLmOptions& options,
+                  const Tokenizer& tok = nucleotide_tokenizer());
 
   Batch next();
   uint64_t cursor() const { return cursor_; }  // next window (sample) to be emitted
@@ -92,7 +94,7 @@ class CausalLmBatcher {
 
   const SequenceDataset& dataset_;
   CausalLmOptions opt_;
-  NucleotideTokenizer tok_;
+  const Tokenizer& tok_;
   std::vector<uint64_t> window_offsets_;  // first window of each record; size N + 1
   SampleOrder order_;
   uint64_t cursor_ = 0, eval_cursor_ = 0;

@@ -29,27 +29,28 @@ void validate(const MlmOptions& o) {
 }
 
 void apply_mlm_mask(std::vector<int32_t>& ids, std::vector<int32_t>& labels, uint64_t seed, RngStream stream,
-                    uint64_t index, const MlmOptions& o) {
+                    uint64_t index, const MlmOptions& o, const Tokenizer& tok) {
   labels.assign(ids.size(), kIgnoreLabel);
   const float p = float(o.mlm_probability);
   const float pm = float(o.mask_replace_prob);
   const float pr = float(o.mask_replace_prob + o.random_replace_prob);
   for (size_t t = 0; t < ids.size(); ++t) {
     int32_t id = ids[t];
-    if (EsmTokenizer::is_special(id)) continue;
+    if (tok.is_special(id)) continue;
     auto b = rng_block(seed, stream, index, uint32_t(t));
     if (!(u32_to_unit(b[0]) < p)) continue;
     labels[t] = id;
     float u = u32_to_unit(b[1]);
     if (u < pm)
-      ids[t] = EsmTokenizer::kMask;
+      ids[t] = tok.mask_id();
     else if (u < pr)
-      ids[t] = int32_t((uint64_t(b[2]) * uint64_t(EsmTokenizer::kVocabSize)) >> 32);
+      ids[t] = int32_t((uint64_t(b[2]) * uint64_t(tok.vocab_size())) >> 32);
   }
 }
 
-MlmBatcher::MlmBatcher(const SequenceDataset& dataset, const MlmOptions& options)
-    : dataset_(dataset), opt_(options) {
+MlmBatcher::MlmBatcher(const SequenceDataset& dataset, const MlmOptions& options, const Tokenizer& tok)
+    : dataset_(dataset), opt_(options), tok_(tok) {
+  if (tok_.mask_id() < 0) fail("masked-LM batches need a tokenizer with a mask token");
   validate(opt_);
   if (dataset_.empty()) fail("mlm: the dataset holds no sequences");
   order_ = SampleOrder(dataset_.size(), opt_.seed, opt_.shuffle);
@@ -65,10 +66,10 @@ void MlmBatcher::add_sample(uint64_t rec, uint64_t seed, RngStream stream, uint6
   bool truncated = seq.size() > keep;
   if (truncated) seq = seq.substr(0, keep);
   ids_.clear();
-  ids_.push_back(EsmTokenizer::kCls);
+  ids_.push_back(tok_.begin_id());
   uint64_t unk = tok_.encode_residues(seq, ids_);
-  ids_.push_back(EsmTokenizer::kEos);
-  apply_mlm_mask(ids_, labels_, seed, stream, index, opt_);
+  ids_.push_back(tok_.end_id());
+  apply_mlm_mask(ids_, labels_, seed, stream, index, opt_, tok_);
   builder_.add(ids_.data(), labels_.data(), int64_t(ids_.size()));
   if (st) {
     st->sequences += 1;
@@ -95,7 +96,7 @@ Batch MlmBatcher::next() {
       ++cursor_;
     }
   }
-  Batch b = builder_.build(opt_.mode, opt_.pad_to_multiple_of, EsmTokenizer::kPad);
+  Batch b = builder_.build(opt_.mode, opt_.pad_to_multiple_of, tok_.pad_id());
   stats_.batches += 1;
   stats_.label_tokens += uint64_t(b.num_label_tokens);
   stats_.padding_tokens += uint64_t(b.num_rows() - b.num_real_tokens);
@@ -126,7 +127,7 @@ bool MlmBatcher::next_eval(Batch& batch) {
     for (int64_t s = 0; s < opt_.micro_batch_size && eval_cursor_ < n; ++s, ++eval_cursor_)
       add_sample(eval_cursor_, opt_.eval_seed, RngStream::Eval, eval_cursor_, nullptr);
   }
-  batch = builder_.build(opt_.mode, opt_.pad_to_multiple_of, EsmTokenizer::kPad);
+  batch = builder_.build(opt_.mode, opt_.pad_to_multiple_of, tok_.pad_id());
   return true;
 }
 

@@ -67,13 +67,16 @@ struct MlmStats {
 };
 
 // Masks one tokenized sequence in place and writes its labels (same length).
+// `tok` says which ids are special (never selected), the mask id and the vocabulary size.
 void apply_mlm_mask(std::vector<int32_t>& ids, std::vector<int32_t>& labels, uint64_t seed,
-                    RngStream stream, uint64_t index, const MlmOptions& options);
+                    RngStream stream, uint64_t index, const MlmOptions& options,
+                    const Tokenizer& tok = esm_tokenizer());
 
 class MlmBatcher {
  public:
   // Keeps a reference to `dataset`, which must outlive the batcher.
-  MlmBatcher(const SequenceDataset& dataset, const MlmOptions& options);
+  // `tok` must have a mask token and outlive the batcher.
+  MlmBatcher(const SequenceDataset& dataset, const MlmOptions& options, const Tokenizer& tok = esm_tokenizer());
 
   Batch next();
   uint64_t cursor() const { return cursor_; }  // next sample to be emitted
@@ -87,7 +90,7 @@ class MlmBatcher {
   void reset_eval() { eval_cursor_ = 0; }
 
   const MlmOptions& options() const { return opt_; }
-  const EsmTokenizer& tokenizer() const { return tok_; }
+  const Tokenizer& tokenizer() const { return tok_; }
 
  private:
   // Tokenizes and masks record `rec`; appends it to builder_. Returns its token count.
@@ -96,7 +99,7 @@ class MlmBatcher {
 
   const SequenceDataset& dataset_;
   MlmOptions opt_;
-  EsmTokenizer tok_;
+  const Tokenizer& tok_;
   SampleOrder order_;
   uint64_t cursor_ = 0, eval_cursor_ = 0;
   MlmStats stats_;

@@ -41,13 +41,23 @@ uint64_t EsmTokenizer::encode_residues(std::string_view seq, std::vector<int32_t
   return unk;
 }
 
-std::vector<int32_t> EsmTokenizer::encode(std::string_view seq) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view seq) const {
   std::vector<int32_t> out;
   out.reserve(seq.size() + 2);
-  out.push_back(kCls);
+  out.push_back(begin_id());
   encode_residues(seq, out);
-  out.push_back(kEos);
+  out.push_back(end_id());
   return out;
+}
+
+const EsmTokenizer& esm_tokenizer() {
+  static const EsmTokenizer t;
+  return t;
+}
+
+const NucleotideTokenizer& nucleotide_tokenizer() {
+  static const NucleotideTokenizer t;
+  return t;
 }
 
 std::string EsmTokenizer::decode(const std::vector<int32_t>& ids) const {
@@ -68,15 +78,6 @@ uint64_t NucleotideTokenizer::encode_residues(std::string_view seq, std::vector<
     out.push_back(id);
   }
   return unk;
-}
-
-std::vector<int32_t> NucleotideTokenizer::encode(std::string_view seq) const {
-  std::vector<int32_t> out;
-  out.reserve(seq.size() + 2);
-  out.push_back(kBos);
-  encode_residues(seq, out);
-  out.push_back(kEos);
-  return out;
 }
 
 std::string NucleotideTokenizer::decode(const std::vector<int32_t>& ids) const {

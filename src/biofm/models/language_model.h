@@ -6,7 +6,7 @@
 #include <string>
 
 #include "biofm/data/batch.h"
-#include "biofm/models/layer_linears.h"
+#include "biofm/models/blocks/common.h"
 #include "biofm/models/params.h"
 
 namespace biofm {
@@ -21,6 +21,7 @@ struct LossSums {
 struct ModelDims {
   int64_t hidden = 0, layers = 0, vocab = 0, ffn = 0, heads = 0, kv_heads = 0;
   int64_t parameters = 0;
+  int64_t max_positions = 0;  // max_position_embeddings: the longest sequence the model was made for
 };
 
 // Numeric precision of a model instance ("fp32", "bf16-mixed", "bf16" in configs).
@@ -58,7 +59,11 @@ class LanguageModel {
   // layers >= 0 limits it to the first `layers` layers (the rest keep their activations).
   virtual void set_recompute(bool on, int layers = -1) = 0;
   // FP8 GEMMs in the transformer layers (nullopt: the compute precision).
-  void set_fp8(std::optional<ops::Fp8Recipe> recipe) { linears_.set_fp8(recipe, &params()); }
+  virtual void set_fp8(std::optional<ops::Fp8Recipe> recipe) = 0;
+  // Called during forward_backward as each layer's parameter gradients become final.
+  virtual void set_grads_ready_hook(GradsReadyHook hook) = 0;
+  // [begin, end) of layer l's parameters in the flat buffers.
+  virtual std::pair<int64_t, int64_t> layer_param_range(int layer) const = 0;
 
   // Forward + backward: gradients of (Σ token losses) · grad_scale accumulate into the
   // gradient buffer; Σ token losses is added to loss_acc[1] (F32 on the model's device),
@@ -66,6 +71,8 @@ class LanguageModel {
   virtual void forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) = 0;
   // Loss sums without gradients (count_correct: also argmax accuracy). Reads to the host.
   virtual LossSums evaluate(const Batch& b, bool count_correct) = 0;
+  // Final hidden states [T, H] (after the final norm), no gradients.
+  virtual Tensor hidden_states(const Batch& b) = 0;
   // Logits [T, V] (activation dtype), no gradients.
   virtual Tensor logits(const Batch& b) = 0;
   // Per-token losses [T] (F32, 0 where label is -100), no gradients.
@@ -75,9 +82,6 @@ class LanguageModel {
   // model.safetensors.
   virtual void save_hf_metadata(const std::string& dir) const = 0;
   void save_hf_dir(const std::string& dir) const;
-
- protected:
-  LayerLinears linears_;  // what the layers' projections run through
 };
 
 }  // namespace biofm

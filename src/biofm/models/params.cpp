@@ -124,6 +124,13 @@ std::map<std::string, Tensor> ParamStore::export_tensors(DType dtype) const {
   return out;
 }
 
+Tensor ParamStore::span(const Tensor& flat, size_t first, size_t count) const {
+  if (count == 1) return flat.flat_slice(offsets_[first], specs_[first].shape);
+  Shape shape = specs_[first].shape;
+  for (size_t j = 1; j < count; ++j) shape[0] += specs_[first + j].shape[0];
+  return flat.flat_slice(offsets_[first], shape);
+}
+
 Tensor ParamStore::concat(const Tensor& flat, const std::vector<std::string>& names) const {
   if (names.empty()) fail("ParamStore::concat: no parameters named");
   const size_t first = index(names[0]);

@@ -63,6 +63,10 @@ class ParamStore {
     return concat(compute_.defined() ? compute_ : flat_, names);
   }
   Tensor grad_concat(const std::vector<std::string>& names) const { return concat(grad_flat_, names); }
+  // The same by position: parameters [first, first + count) of the table (checked once by
+  // weight_concat; these only slice).
+  Tensor weight_span(size_t first, size_t count) const { return span(compute_.defined() ? compute_ : flat_, first, count); }
+  Tensor grad_span(size_t first, size_t count) const { return span(grad_flat_, first, count); }
   // Keeps a BF16 copy of all parameters for compute (mixed precision; F32 store only).
   void enable_compute_copy();
   // Re-derives the compute copy from the masters (after init, load or resume).
@@ -111,6 +115,7 @@ class ParamStore {
   std::map<std::string, size_t> by_name_;
   int64_t total_ = 0;
   Tensor concat(const Tensor& flat, const std::vector<std::string>& names) const;
+  Tensor span(const Tensor& flat, size_t first, size_t count) const;
   // Sets the master buffer (and the compute copy) from an F32 host buffer of total_ elements.
   void set_from_host_f32(const Tensor& host);
 

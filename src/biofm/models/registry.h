@@ -1,27 +1,57 @@
-// Model families by name: build from a training config, or load a Hugging Face directory.
+// Model families: one entry each, declared in the family's folder (esm2/family.cpp,
+// llama/family.cpp) and listed once in registry.cpp. Everything outside models/ that needs
+// to know about a family — which config keys it accepts, how to build or load it, which
+// tokenizer and batches it trains on, which commands it supports — asks its entry; nothing
+// else compares family names. docs/ARCHITECTURE.md walks through adding a family.
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "biofm/data/batch_source.h"
+#include "biofm/data/tokenizer.h"
 #include "biofm/models/language_model.h"
-#include "biofm/train/config.h"
+#include "biofm/models/model_config.h"
 
 namespace biofm {
 
-// fp32 on the CPU; the config's precision on CUDA ("fp32" → F32, "bf16-mixed" → Bf16Mixed,
-// "bf16" → Bf16: pure bf16 parameters).
-Precision precision_for(const TrainConfig& cfg, Device device);
-// The FP8 recipe of fp8_config (nullopt when off); an error for a combination that cannot run.
-std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device);
+enum class Objective { MaskedLM, CausalLM };
 
-// The model the config describes: loaded from model.init_from, else randomly initialised
-// from model.config with the seed.
-std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device);
+// What building a model takes besides its shape.
+struct BuildOptions {
+  Precision precision = Precision::F32;
+  uint64_t seed = 42;                          // random init
+  bool no_decay_on_1d_and_embeddings = false;  // optimizer grouping fixed in the parameter table
+};
 
-// A Hugging Face directory (config.json + model.safetensors); the family comes from
-// config.json's model_type ("esm" or "llama").
+struct ModelFamily {
+  std::string name;           // model.family in configs ("esm2")
+  std::string hf_model_type;  // model_type in config.json ("esm")
+  Objective objective = Objective::MaskedLM;
+  bool embed = false, eval = false, generate = false;  // commands it supports
+
+  // The family's rules on model.config and the dataset keys it reads; appends one message
+  // per violation, naming the keys.
+  void (*check_config)(const ModelShape& shape, const DataOptions& data, std::vector<std::string>& errors) = nullptr;
+  // A randomly initialised model of the shape.
+  std::unique_ptr<LanguageModel> (*build)(const ModelShape& shape, Device device, const BuildOptions& o) = nullptr;
+  // A Hugging Face directory of this family (config.json model_type == hf_model_type).
+  std::unique_ptr<LanguageModel> (*load)(const std::string& dir, Device device, const BuildOptions& o) = nullptr;
+  const Tokenizer& (*tokenizer)() = nullptr;
+  // The training / evaluation batches (data and the tokenizer must outlive the source).
+  std::unique_ptr<BatchSource> (*batches)(const DataOptions& o, const SequenceDataset& data) = nullptr;
+};
+
+const std::vector<const ModelFamily*>& model_families();
+std::vector<std::string> family_names();
+// By model.family; an unknown name throws, listing the known ones.
+const ModelFamily& family_named(const std::string& name);
+// By a Hugging Face directory's config.json model_type; throws when none matches.
+const ModelFamily& family_of_dir(const std::string& dir);
+std::string model_type_of_dir(const std::string& dir);
+
+// A Hugging Face directory of any registered family.
 std::unique_ptr<LanguageModel> load_model_dir(const std::string& dir, Device device,
                                               Precision precision = Precision::F32);
-std::string model_type_of_dir(const std::string& dir);
 
 }  // namespace biofm

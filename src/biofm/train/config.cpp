@@ -1,5 +1,10 @@
 #include "biofm/train/config.h"
 
+#include <algorithm>
+
+#include "biofm/models/registry.h"
+#include "biofm/train/setup.h"
+
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -141,7 +146,7 @@ Registry build_registry() {
        .help = "scaling recipe: per-tensor scales from each tensor's current amax");
 
   // model
-  BIND(model.family, .choices = {"esm2", "llama"});
+  BIND(model.family, .choices = family_names());
   BIND(model.init_from, .aliases = {"model_tag", "model_name_or_path", "pretrained"},
        .help = "Hugging Face model directory to start from; empty = random init");
   BIND(model.config.hidden_size, .range = gt(0), .aliases = {"d_model", "dim", "n_embd"});
@@ -275,7 +280,6 @@ void check_train_config(const TrainConfig& c) {
   for (const auto& p : to_config(c).check_ranges()) errs.push_back(p);
 
   const auto& m = c.model.config;
-  const bool esm = c.model.family == "esm2";
   if (m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads != 0) {
     err("model.config.hidden_size (", m.hidden_size,
         ") must be divisible by model.config.num_attention_heads (", m.num_attention_heads, ")");
@@ -287,43 +291,10 @@ void check_train_config(const TrainConfig& c) {
     err("model.config.num_attention_heads (", m.num_attention_heads,
         ") must be divisible by model.config.num_key_value_heads (", m.num_key_value_heads, ")");
   }
-  if (esm) {
-    if (m.num_key_value_heads != 0 && m.num_key_value_heads != m.num_attention_heads) {
-      err("model.config.num_key_value_heads (", m.num_key_value_heads,
-          ") must be 0 or equal to model.config.num_attention_heads for model.family esm2 "
-          "(ESM-2 has no grouped-query attention)");
-    }
-    if (m.hidden_act != "gelu") {
-      err("model.config.hidden_act '", m.hidden_act, "' does not fit model.family esm2 (ESM-2 uses gelu)");
-    }
-    if (!m.tie_word_embeddings) {
-      err("model.config.tie_word_embeddings must be true for model.family esm2 "
-          "(the ESM-2 LM head decodes with the word embeddings)");
-    }
-    if (!m.rope_scaling_type.empty()) {
-      err("model.config.rope_scaling_type '", m.rope_scaling_type,
-          "' applies to model.family llama only");
-    }
-    if (!(c.dataset.mlm_probability > 0 && c.dataset.mlm_probability < 1)) {
-      err("dataset.mlm_probability (", c.dataset.mlm_probability,
-          ") must be in (0, 1) for masked LM training");
-    }
-  } else {
-    if (m.hidden_act != "silu") {
-      err("model.config.hidden_act '", m.hidden_act,
-          "' does not fit model.family llama (Llama uses silu); set model.config.hidden_act: silu");
-    }
-    if (m.rope_scaling_type == "llama3" &&
-        !(m.high_freq_factor > m.low_freq_factor)) {
-      err("model.config.high_freq_factor (", m.high_freq_factor,
-          ") must be greater than model.config.low_freq_factor (", m.low_freq_factor,
-          ") for llama3 rope scaling");
-    }
-    if (c.dataset.stride >= c.dataset.max_seq_length) {
-      err("dataset.stride (", c.dataset.stride, ") must be smaller than dataset.max_seq_length (",
-          c.dataset.max_seq_length, ")");
-    }
-  }
+  // The family's own rules (models/<family>/family.cpp).
+  const auto names = family_names();
+  if (std::find(names.begin(), names.end(), c.model.family) != names.end())
+    family_named(c.model.family).check_config(m, data_options(c), errs);
 
   if (c.dataset.path.empty()) {
     err("dataset.path is empty: set it in the config or on the command line "

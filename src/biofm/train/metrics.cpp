@@ -27,12 +27,12 @@ double seed_formula_flops(const ModelDims& d, const Batch& b) {
   return (24.0 * rows * H * H + 4.0 * sum_s2 * H) * 3.0 * L + 6.0 * rows * H * V;
 }
 
-MetricsLog::MetricsLog(const std::string& path, bool append)
+JsonlSink::JsonlSink(const std::string& path, bool append)
     : out_(path, append ? std::ios::app : std::ios::trunc), path_(path) {
   if (!out_) fail("cannot write metrics file '", path, "'");
 }
 
-void MetricsLog::write(const nlohmann::json& record) {
+void JsonlSink::write(const nlohmann::json& record) {
   out_ << record.dump() << "\n";
   out_.flush();
   if (!out_) fail("writing metrics file '", path_, "' failed");
@@ -76,19 +76,33 @@ nlohmann::json ThroughputWindow::report(int64_t step, int64_t total_steps, doubl
                         {"grad_norm", grad_norm}, {"tokens_per_sec", tps},
                         {"unpadded_tokens_per_sec", real_tps}, {"step_time", step_time},
                         {"mfu_seed", mfu_seed},   {"mfu_6n", mfu_6n}};
-  std::string mem;
-  if (device == Device::CUDA) {
-    DeviceMemoryStats m = device_memory_stats();
-    rec["gpu_mem_peak_gib"] = double(m.peak_allocated_bytes) / double(1ull << 30);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, " | mem %.1f GiB | MFU %.1f%%", rec["gpu_mem_peak_gib"].get<double>(), 100 * mfu_seed);
-    mem = buf;
-  }
-  std::printf("step %6lld/%lld | loss %.4f | ppl %7.3f | lr %.3e | grad_norm %.3f | tok/s %.0f | unpadded tok/s %.0f%s | ETA %s\n",
-              (long long)step, (long long)total_steps, loss, std::exp(loss), lr, grad_norm, tps, real_tps, mem.c_str(),
-              format_eta(eta).c_str());
-  std::fflush(stdout);
+  rec["total_steps"] = total_steps;
+  rec["eta_s"] = eta;
+  if (device == Device::CUDA)
+    rec["gpu_mem_peak_gib"] = double(device_memory_stats().peak_allocated_bytes) / double(1ull << 30);
   return rec;
+}
+
+void ProgressLineSink::write(const nlohmann::json& r) {
+  if (r.contains("loss")) {
+    std::string mem;
+    if (r.contains("gpu_mem_peak_gib")) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " | mem %.1f GiB | MFU %.1f%%", r["gpu_mem_peak_gib"].get<double>(),
+                    100 * r["mfu_seed"].get<double>());
+      mem = buf;
+    }
+    const double loss = r["loss"].get<double>();
+    std::printf("step %6lld/%lld | loss %.4f | ppl %7.3f | lr %.3e | grad_norm %.3f | tok/s %.0f | unpadded tok/s %.0f%s | ETA %s\n",
+                (long long)r["step"].get<int64_t>(), (long long)r["total_steps"].get<int64_t>(), loss, std::exp(loss),
+                r["lr"].get<double>(), r["grad_norm"].get<double>(), r["tokens_per_sec"].get<double>(),
+                r["unpadded_tokens_per_sec"].get<double>(), mem.c_str(), format_eta(r["eta_s"].get<double>()).c_str());
+  }
+  if (r.contains("val_loss")) {
+    std::printf("  validation | loss %.4f | ppl %.3f | accuracy %.4f\n", r["val_loss"].get<double>(),
+                r["val_perplexity"].get<double>(), r["val_accuracy"].get<double>());
+  }
+  std::fflush(stdout);
 }
 
 }  // namespace biofm

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "biofm/data/batch.h"
 #include "biofm/models/language_model.h"
@@ -18,14 +20,42 @@ constexpr double kPeakBf16Flops = 989e12;  // H100/H200 dense bf16, as the seeds
 // their slot length squared (the padded length in BSHD, the real length when packed).
 double seed_formula_flops(const ModelDims& d, const Batch& b);
 
-class MetricsLog {
+// Where metric records go: each sink gets every record (progress line, metrics.jsonl; more
+// sinks — TensorBoard, W&B — plug in here).
+class MetricSink {
  public:
-  MetricsLog(const std::string& path, bool append);
-  void write(const nlohmann::json& record);
+  virtual ~MetricSink() = default;
+  virtual void write(const nlohmann::json& record) = 0;
+};
+
+// One JSON object per line, flushed per record.
+class JsonlSink : public MetricSink {
+ public:
+  JsonlSink(const std::string& path, bool append);
+  void write(const nlohmann::json& record) override;
 
  private:
   std::ofstream out_;
   std::string path_;
+};
+
+// The human-readable progress line on stdout (training records: step, loss, lr, throughput,
+// memory, ETA; validation records: loss, perplexity, accuracy).
+class ProgressLineSink : public MetricSink {
+ public:
+  void write(const nlohmann::json& record) override;
+};
+
+// Sends each record to every sink.
+class MetricSinks {
+ public:
+  void add(std::unique_ptr<MetricSink> s) { sinks_.push_back(std::move(s)); }
+  void write(const nlohmann::json& record) {
+    for (auto& s : sinks_) s->write(record);
+  }
+
+ private:
+  std::vector<std::unique_ptr<MetricSink>> sinks_;
 };
 
 // Accumulates what happened since the last report.
@@ -35,7 +65,7 @@ class ThroughputWindow {
   void add_batch(const Batch& b);
   void add_step() { ++steps_; }
   void reset();
-  // Prints the progress line and returns the metrics record of this window.
+  // The metrics record of this window (throughput, MFU, memory, ETA in "eta_s").
   nlohmann::json report(int64_t step, int64_t total_steps, double loss, double lr, double grad_norm, Device device);
 
  private:

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "biofm/train/batch_source.h"
+#include "biofm/data/batch_source.h"
 
 namespace biofm {
 

@@ -12,8 +12,8 @@
 
 #include "biofm/core/device_memory.h"
 #include "biofm/io/atomic_file.h"
-#include "biofm/models/registry.h"
-#include "biofm/train/batch_source.h"
+#include "biofm/train/setup.h"
+#include "biofm/train/step.h"
 #include "biofm/train/checkpoint.h"
 #include "biofm/train/metrics.h"
 #include "biofm/train/optimizer.h"
@@ -78,7 +78,7 @@ AdamWConfig adamw_config(const TrainConfig& cfg) {
 }
 
 TrainSummary run_training(const TrainConfig& cfg) {
-  const Device device = cfg.device == "cuda" ? Device::CUDA : Device::CPU;
+  const Device device = device_of(cfg);
   if (device == Device::CUDA && !cuda_available())
     fail("device=cuda but this biofm has no CUDA backend or no GPU is visible; use device=cpu");
   if (cfg.num_threads > 0) {
@@ -122,7 +122,9 @@ TrainSummary run_training(const TrainConfig& cfg) {
   // Tokenizing, masking and packing run ahead on a background thread from here on.
   auto prefetch = std::make_unique<Prefetcher>(*data, 4);
   auto epoch_now = [&] { return prefetch->cursor() / data->samples_per_epoch(); };
-  MetricsLog metrics(cfg.metrics_path(), /*append=*/step > 0);
+  MetricSinks metrics;
+  metrics.add(std::make_unique<ProgressLineSink>());
+  if (!cfg.metrics_path().empty()) metrics.add(std::make_unique<JsonlSink>(cfg.metrics_path(), /*append=*/step > 0));
   write_file_atomic(out_dir + "/config.yaml", to_yaml(cfg));
 
   const ModelDims dims = model->dims();
@@ -138,7 +140,7 @@ TrainSummary run_training(const TrainConfig& cfg) {
 
   summary.start_step = step;
   const auto t_start = Clock::now();
-  Tensor loss_acc = Tensor::zeros({1}, DType::F32, device);
+  TrainStep train_step(*model, opt);
   ThroughputWindow window(dims);
   // On the CPU a host read costs nothing, so every step is checked for non-finite values;
   // on a GPU the check rides on the logging reads (the update itself is skipped on device).
@@ -147,27 +149,21 @@ TrainSummary run_training(const TrainConfig& cfg) {
   bool have_first = false;
 
   for (; step < cfg.num_train_steps; ++step) {
-    model->params().zero_grad();
-    loss_acc.zero_();
     std::vector<Batch> micro;
-    int64_t label_tokens = 0;
     for (int64_t a = 0; a < cfg.grad_acc_steps; ++a) {
       micro.push_back(prefetch->next());
-      label_tokens += micro.back().num_label_tokens;
-    }
-    for (const Batch& hb : micro) {
-      window.add_batch(hb);
-      if (label_tokens == 0) continue;
-      model->forward_backward(upload_batch(hb, device), 1.0f / float(label_tokens), loss_acc);
+      window.add_batch(micro.back());
     }
     const double lr = cfg.optimizer.lr * lr_multiplier(sched, step);
-    opt.step(float(lr));
+    train_step.run(micro, lr);
     window.add_step();
 
     const int64_t done = step + 1;
     const bool log_now = done % cfg.logger.frequency == 0 || done == cfg.num_train_steps;
+    const bool validate_now = val_data && cfg.dataset.val_every_n_steps > 0 && done % cfg.dataset.val_every_n_steps == 0;
+    json rec;
     if (log_now || done % check_every == 0) {
-      const double loss = double(loss_acc.to(Device::CPU).f32()[0]) / double(std::max<int64_t>(1, label_tokens));
+      const double loss = train_step.read_mean_loss();
       const double gnorm = opt.read_grad_norm();
       if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
         ++summary.skipped_nonfinite_steps;
@@ -182,19 +178,17 @@ TrainSummary run_training(const TrainConfig& cfg) {
         summary.last_loss = loss;
       }
       if (log_now) {
-        json rec = window.report(done, cfg.num_train_steps, loss, lr, gnorm, device);
+        rec = window.report(done, cfg.num_train_steps, loss, lr, gnorm, device);
         rec["epoch"] = epoch_now();
         rec["elapsed"] = seconds_since(t_start);
-        if (val_data && cfg.dataset.val_every_n_steps > 0 && done % cfg.dataset.val_every_n_steps == 0) {
-          json v = evaluate_held_out(*model, *val_data, cfg.dataset.val_max_batches);
-          std::printf("  validation | loss %.4f | ppl %.3f | accuracy %.4f\n", v["val_loss"].get<double>(),
-                      v["val_perplexity"].get<double>(), v["val_accuracy"].get<double>());
-          rec.update(v);
-        }
-        metrics.write(rec);
         window.reset();
       }
     }
+    if (validate_now) {  // on its own schedule, whatever logger.frequency is
+      if (rec.is_null()) rec = {{"step", done}, {"elapsed", seconds_since(t_start)}};
+      rec.update(evaluate_held_out(*model, *val_data, cfg.dataset.val_max_batches));
+    }
+    if (!rec.is_null()) metrics.write(rec);
     if (cfg.checkpoint.save_every_n_steps > 0 && done % cfg.checkpoint.save_every_n_steps == 0) {
       TrainerState st{done, prefetch->cursor(), json{{"seed", cfg.seed}, {"epoch", epoch_now()}}.dump(), to_yaml(cfg)};
       summary.last_checkpoint =

@@ -1,4 +1,4 @@
-#include "biofm/train/batch_source.h"
+#include "biofm/data/batch_source.h"
 
 #include <sstream>
 
@@ -29,7 +29,7 @@ std::string describe(const CausalLmBatcher& b, const SequenceDataset& d) {
 template <class Batcher, class Options>
 class BatcherSource : public BatchSource {
  public:
-  BatcherSource(const SequenceDataset& d, const Options& o) : data_(d), b_(d, o) {}
+  BatcherSource(const SequenceDataset& d, const Options& o, const Tokenizer& tok) : data_(d), b_(d, o, tok) {}
   Batch next() override { return b_.next(); }
   uint64_t cursor() const override { return b_.cursor(); }
   void set_cursor(uint64_t c) override { b_.set_cursor(c); }
@@ -46,36 +46,34 @@ class BatcherSource : public BatchSource {
 
 }  // namespace
 
-std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceDataset& data) {
-  const auto& d = cfg.dataset;
-  if (cfg.model.family == "esm2") {
-    MlmOptions o;
-    o.seed = uint64_t(cfg.seed);
-    o.max_seq_length = d.max_seq_length;
-    o.mlm_probability = d.mlm_probability;
-    o.mode = parse_batch_mode(d.packing);
-    o.max_tokens_per_batch = d.max_tokens_per_batch;
-    o.micro_batch_size = d.micro_batch_size;
-    o.pad_to_multiple_of = d.pad_to_multiple_of;
-    o.shuffle = d.shuffle;
-    validate(o);
-    return std::make_unique<BatcherSource<MlmBatcher, MlmOptions>>(data, o);
-  }
-  if (cfg.model.family == "llama") {
-    CausalLmOptions o;
-    o.seed = uint64_t(cfg.seed);
-    o.max_seq_length = d.max_seq_length;
-    o.stride = d.stride;
-    o.mode = parse_batch_mode(d.packing);
-    o.max_tokens_per_batch = d.max_tokens_per_batch;
-    o.micro_batch_size = d.micro_batch_size;
-    o.pad_to_multiple_of = d.pad_to_multiple_of;
-    o.shuffle = d.shuffle;
-    o.uppercase_labels = d.uppercase_labels;
-    validate(o);
-    return std::make_unique<BatcherSource<CausalLmBatcher, CausalLmOptions>>(data, o);
-  }
-  fail("model.family '", cfg.model.family, "' has no data pipeline");
+std::unique_ptr<BatchSource> make_mlm_source(const DataOptions& d, const SequenceDataset& data, const Tokenizer& tok) {
+  MlmOptions o;
+  o.seed = d.seed;
+  o.max_seq_length = d.max_seq_length;
+  o.mlm_probability = d.mlm_probability;
+  o.mode = d.mode;
+  o.max_tokens_per_batch = d.max_tokens_per_batch;
+  o.micro_batch_size = d.micro_batch_size;
+  o.pad_to_multiple_of = d.pad_to_multiple_of;
+  o.shuffle = d.shuffle;
+  validate(o);
+  return std::make_unique<BatcherSource<MlmBatcher, MlmOptions>>(data, o, tok);
+}
+
+std::unique_ptr<BatchSource> make_causal_source(const DataOptions& d, const SequenceDataset& data,
+                                                const Tokenizer& tok) {
+  CausalLmOptions o;
+  o.seed = d.seed;
+  o.max_seq_length = d.max_seq_length;
+  o.stride = d.stride;
+  o.mode = d.mode;
+  o.max_tokens_per_batch = d.max_tokens_per_batch;
+  o.micro_batch_size = d.micro_batch_size;
+  o.pad_to_multiple_of = d.pad_to_multiple_of;
+  o.shuffle = d.shuffle;
+  o.uppercase_labels = d.uppercase_labels;
+  validate(o);
+  return std::make_unique<BatcherSource<CausalLmBatcher, CausalLmOptions>>(data, o, tok);
 }
 
 }  // namespace biofm

@@ -1,0 +1,54 @@
+// SelfAttention: one fused q|k|v projection, rotary positions applied while splitting the
+// packed rows (no rotation when the block has no rotary frequencies: angle 0 everywhere),
+// scaled dot-product attention within each sequence (bidirectional or causal; grouped-query
+// heads when kv_heads < heads), and the output projection with the residual added in its GEMM.
+#pragma once
+#include "biofm/data/batch.h"
+#include "biofm/models/blocks/linear.h"
+
+namespace biofm {
+
+struct AttentionSpec {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  bool causal = false;
+};
+
+// Per-layer keys/values for incremental decoding: k[l], v[l] are [capacity, kv_heads, head_dim]
+// (rotary already applied to k) on the model's device; rows [0, length) are filled.
+struct KvCache {
+  std::vector<Tensor> k, v;
+  int64_t length = 0;
+  int64_t capacity = 0;
+};
+
+// What backward needs from forward (FP8: the inputs' transposed codes when kept).
+struct AttentionActs {
+  Tensor q, k, v, attn, lse;
+  ops::Fp8SavedInput fp8_qkv, fp8_o;
+};
+
+class SelfAttention {
+ public:
+  SelfAttention() = default;
+  // inv_freq: F32 [head_dim/2] on the device (all zeros: no rotary), shared by the layers.
+  SelfAttention(const BlockContext* ctx, const AttentionSpec& spec, Linear qkv, Linear out, const Tensor* inv_freq)
+      : ctx_(ctx), spec_(spec), qkv_(std::move(qkv)), out_(std::move(out)), inv_freq_(inv_freq) {}
+
+  const Linear& qkv() const { return qkv_; }
+  // out = residual + W_o·Attn(rope(W_q·xn), rope(W_k·xn), W_v·xn) (+ biases). keep_fp8: keep the
+  // FP8 input codes for backward; xn_amax: max |xn| from the norm. cache (decoding): this
+  // layer's keys/values are appended at cache.length and the new rows attend to the cache.
+  void forward(Tensor& out, const Tensor& xn, const Tensor& residual, const Batch& b, AttentionActs& a,
+               bool keep_fp8, const Tensor& xn_amax, KvCache* cache, int layer) const;
+  // dxn = the gradient w.r.t. xn (overwritten) given dout, the gradient w.r.t. out (whose
+  // residual part the caller adds); parameter gradients accumulate.
+  void backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, const Batch& b, AttentionActs& a) const;
+
+ private:
+  const BlockContext* ctx_ = nullptr;
+  AttentionSpec spec_;
+  Linear qkv_, out_;
+  const Tensor* inv_freq_ = nullptr;
+};
+
+}  // namespace biofm

@@ -1,0 +1,54 @@
+// What every block of a model shares: the parameter store, the activation dtype and the FP8
+// recipe (BlockContext, owned by the model), and ParamRef, a block's handle on its parameters.
+//
+// Blocks (linear.h, norm.h, attention.h, mlp.h, embedding_head.h, layer.h, stack.h) have an
+// explicit forward and backward, like the ops they call: activation gradients are
+// overwritten, parameter gradients accumulate (+=) into the store's gradient buffer.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "biofm/models/params.h"
+#include "biofm/ops/gemm/op.h"
+
+namespace biofm {
+
+// Called during backward once layer `layer`'s parameter gradients are final for the micro
+// batch (data-parallel training starts reducing them while backward goes on).
+using GradsReadyHook = std::function<void(int layer)>;
+
+struct BlockContext {
+  ParamStore* params = nullptr;
+  DType act_dtype = DType::F32;            // activations: F32, or BF16 in the bf16 precisions
+  std::optional<ops::Fp8Recipe> fp8;       // FP8 GEMMs in the transformer layers' linears
+
+  Device device() const { return params->device(); }
+  Tensor act(const Shape& s) const { return Tensor::empty(s, act_dtype, device()); }
+  Tensor f32(const Shape& s) const { return Tensor::empty(s, DType::F32, device()); }
+};
+
+// One parameter of the table, or several adjacent ones read as one tensor stacked along the
+// first dimension (a fused projection: q|k|v, gate|up; see ParamSpec::fuse_with_next).
+// Names are resolved, and adjacency checked, once; an empty name list is "absent".
+class ParamRef {
+ public:
+  ParamRef() = default;
+  ParamRef(const ParamStore& store, const std::vector<std::string>& names);
+  ParamRef(const ParamStore& store, const std::string& name)
+      : ParamRef(store, name.empty() ? std::vector<std::string>{} : std::vector<std::string>{name}) {}
+
+  bool defined() const { return count_ > 0; }
+  // The parameter as forward/backward read it (compute copy in mixed precision), and its
+  // gradient; undefined tensors when absent.
+  Tensor weight(const ParamStore& s) const { return defined() ? s.weight_span(first_, count_) : Tensor(); }
+  Tensor grad(const ParamStore& s) const { return defined() ? s.grad_span(first_, count_) : Tensor(); }
+  // [begin, end) of the flat buffers this reference covers.
+  int64_t flat_begin(const ParamStore& s) const { return s.offset(first_); }
+
+ private:
+  size_t first_ = 0, count_ = 0;
+};
+
+}  // namespace biofm

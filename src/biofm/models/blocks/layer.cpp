@@ -1,0 +1,44 @@
+#include "biofm/models/blocks/layer.h"
+
+namespace biofm {
+
+void TransformerLayer::norm1(LayerActs& a) const {
+  if (ctx_->fp8 && norm1_.emits_amax()) a.xn1_amax = ctx_->f32({1});  // the q|k|v quantization reuses it
+  norm1_.forward(a.xn1, a.st1, a.x_in, a.xn1_amax);
+}
+
+void TransformerLayer::norm2(LayerActs& a) const {
+  if (ctx_->fp8 && norm2_.emits_amax()) a.xn2_amax = ctx_->f32({1});
+  norm2_.forward(a.xn2, a.st2, a.x_mid, a.xn2_amax);
+}
+
+void TransformerLayer::forward(int layer, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out,
+                               KvCache* cache) const {
+  a.x_in = x;
+  norm1(a);
+  attn_.forward(a.x_mid, a.xn1, /*residual=*/x, b, a.attn, a.keep_fp8, a.xn1_amax, cache, layer);
+  norm2(a);
+  mlp_.forward(x_out, a.xn2, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, a.xn2_amax);
+}
+
+void TransformerLayer::backward(int layer, const Batch& b, LayerActs& a, Tensor& dx) const {
+  if (a.recompute_pending()) {
+    forward(layer, b, a.x_in, a, nullptr, nullptr);
+  } else if (a.lean()) {
+    norm1(a);
+    norm2(a);
+    mlp_.activate(a.mlp);
+  }
+  // Mlp, then Norm2 with the residual gradient folded in.
+  Tensor dxn2;
+  mlp_.backward(dxn2, dx, a.xn2, a.mlp);
+  Tensor dmid = ctx_->act(dx.shape());
+  norm2_.backward(dmid, dxn2, a.x_mid, a.st2, /*dres=*/dx);
+  dxn2 = Tensor();
+  // Attention, then Norm1 likewise.
+  Tensor dxn1;
+  attn_.backward(dxn1, dmid, a.xn1, b, a.attn);
+  norm1_.backward(dx, dxn1, a.x_in, a.st1, /*dres=*/dmid);
+}
+
+}  // namespace biofm

@@ -1,0 +1,48 @@
+#include "biofm/models/blocks/mlp.h"
+
+#include "biofm/ops/activation/op.h"
+
+namespace biofm {
+
+void Mlp::activate(MlpActs& a) const {
+  const int64_t T = a.pre.size(0);
+  if (kind_ == MlpKind::Gelu) {
+    a.act = ctx_->act({T, a.pre.size(1)});
+    ops::gelu_forward(a.act, a.pre, ops::GeluKind::Erf);
+  } else {
+    a.act = ctx_->act({T, a.pre.size(1) / 2});
+    if (out_.fp8()) a.act_amax = ctx_->f32({1});  // the W_out quantization reuses it
+    ops::swiglu_forward_packed(a.act, a.pre, a.act_amax);
+  }
+}
+
+void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs& a, bool keep_fp8,
+                  const Tensor& xn_amax) const {
+  const int64_t T = xn.size(0);
+  a.pre = ctx_->act({T, in_.weight().size(0)});
+  in_.forward(a.pre, xn, Tensor(), keep_fp8 ? &a.fp8_in : nullptr, xn_amax);
+  activate(a);
+  if (!out) return;
+  *out = ctx_->act({T, residual.size(1)});
+  out_.forward(*out, a.act, residual, keep_fp8 ? &a.fp8_out : nullptr, a.act_amax);
+}
+
+void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a) const {
+  const int64_t T = dout.size(0);
+  Tensor dact = ctx_->act(a.act.shape());
+  out_.backward(dact, dout, a.act, &a.fp8_out);
+  Tensor dpre, dpre_amax;
+  if (kind_ == MlpKind::Gelu) {
+    ops::gelu_backward(dact, dact, a.pre, ops::GeluKind::Erf);
+    dpre = dact;
+  } else {
+    dpre = ctx_->act(a.pre.shape());
+    if (in_.fp8()) dpre_amax = ctx_->f32({1});
+    ops::swiglu_backward_packed(dpre, dact, a.pre, dpre_amax);
+  }
+  dact = Tensor();
+  dxn = ctx_->act({T, xn.size(1)});
+  in_.backward(dxn, dpre, xn, &a.fp8_in, dpre_amax);
+}
+
+}  // namespace biofm

@@ -1,0 +1,38 @@
+// Mlp: out = residual + W_out·act(W_in·xn) (+ biases), act = exact GELU on [T, F] (ESM-2) or
+// SwiGLU on the packed gate|up rows [T, 2F] of one GEMM (Llama).
+#pragma once
+#include "biofm/models/blocks/linear.h"
+
+namespace biofm {
+
+enum class MlpKind { Gelu, SwiGLU };
+
+struct MlpActs {
+  Tensor pre;       // W_in·xn: [T, F] (GELU) or [T, 2F] gate | up (SwiGLU)
+  Tensor act;       // act(pre) [T, F]: what W_out reads
+  Tensor act_amax;  // FP8 with SwiGLU: max |act| from the kernel that wrote it
+  ops::Fp8SavedInput fp8_in, fp8_out;
+};
+
+class Mlp {
+ public:
+  Mlp() = default;
+  Mlp(const BlockContext* ctx, MlpKind kind, Linear in, Linear out)
+      : ctx_(ctx), kind_(kind), in_(std::move(in)), out_(std::move(out)) {}
+
+  // Runs W_in and the activation; then, when out is given, out = residual + W_out·act (null:
+  // the output is not wanted — a recomputed layer skips the last GEMM).
+  void forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs& a, bool keep_fp8,
+               const Tensor& xn_amax) const;
+  // act from pre again (a lean layer drops act and redoes it in backward).
+  void activate(MlpActs& a) const;
+  // dxn overwritten; parameter gradients accumulate.
+  void backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a) const;
+
+ private:
+  const BlockContext* ctx_ = nullptr;
+  MlpKind kind_ = MlpKind::Gelu;
+  Linear in_, out_;
+};
+
+}  // namespace biofm

@@ -1,0 +1,37 @@
+// Norm: LayerNorm (ESM-2: weight and bias) or RMSNorm (Llama: weight only) over the hidden
+// dimension, with the statistics backward needs.
+#pragma once
+#include "biofm/models/blocks/common.h"
+
+namespace biofm {
+
+enum class NormKind { LayerNorm, RMSNorm };
+
+struct NormStats {
+  Tensor mean, rstd;  // F32 [T]; mean for LayerNorm only
+};
+
+class Norm {
+ public:
+  Norm() = default;
+  Norm(const BlockContext* ctx, NormKind kind, ParamRef weight, ParamRef bias, float eps)
+      : ctx_(ctx), kind_(kind), w_(weight), b_(bias), eps_(eps) {}
+
+  // Whether forward can also write max |out| (what an FP8 quantization of out needs).
+  bool emits_amax() const { return kind_ == NormKind::RMSNorm; }
+  // out = norm(x) (allocated here); stats are allocated when undefined and overwritten.
+  // out_amax (F32 [1], only where emits_amax()) receives max |out|.
+  void forward(Tensor& out, NormStats& st, const Tensor& x, const Tensor& out_amax = Tensor()) const;
+  // dx = dnorm/dx · dout, plus dres when defined (a pre-norm block's residual gradient, folded
+  // into the same pass; may alias dx); weight (and bias) gradients accumulate.
+  void backward(Tensor& dx, const Tensor& dout, const Tensor& x, const NormStats& st,
+                const Tensor& dres = Tensor()) const;
+
+ private:
+  const BlockContext* ctx_ = nullptr;
+  NormKind kind_ = NormKind::LayerNorm;
+  ParamRef w_, b_;
+  float eps_ = 1e-5f;
+};
+
+}  // namespace biofm

@@ -1,0 +1,42 @@
+#include "biofm/models/blocks/stack.h"
+
+namespace biofm {
+
+Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts) const {
+  acts.assign(layers_.size(), LayerActs{});
+  for (int l = 0; l < num_layers(); ++l) {
+    LayerActs& a = acts[size_t(l)];
+    a.keep_fp8 = recompute_layers_ == 0;  // (recomputed and lean layers quantize again)
+    Tensor x_out;
+    layers_[size_t(l)].forward(l, b, x, a, &x_out, nullptr);
+    if (l < recompute_layers_) {  // backward recomputes the rest from the layer input
+      a = LayerActs{};
+      a.x_in = x;
+    } else if (recompute_layers_ > 0) {  // memory is short: drop what is cheap to redo
+      TransformerLayer::drop_cheap(a);
+    }
+    x = x_out;
+  }
+  return x;
+}
+
+Tensor TransformerStack::forward(const Batch& b, Tensor x, KvCache* cache) const {
+  for (int l = 0; l < num_layers(); ++l) {
+    LayerActs a;
+    Tensor x_out;
+    layers_[size_t(l)].forward(l, b, x, a, &x_out, cache);
+    x = x_out;
+  }
+  return x;
+}
+
+void TransformerStack::backward(const Batch& b, std::vector<LayerActs>& acts, Tensor& dx,
+                                const GradsReadyHook& hook) const {
+  for (int l = num_layers() - 1; l >= 0; --l) {
+    layers_[size_t(l)].backward(l, b, acts[size_t(l)], dx);
+    acts[size_t(l)] = LayerActs{};  // free as we go
+    if (hook) hook(l);
+  }
+}
+
+}  // namespace biofm

@@ -1,0 +1,43 @@
+// TransformerStack: the layer loop and its memory policies.
+//
+//  - keep everything (default): each layer keeps what its backward reads;
+//  - recompute (the first `recompute_layers` layers): a layer keeps only its input and runs its
+//    forward again in backward, without the last GEMM, whose output backward does not need;
+//  - lean (with recompute on, the layers that are not recomputed): norm and activation
+//    outputs are dropped after forward and redone in backward, one elementwise pass each.
+// Backward walks the layers in reverse, frees each layer's activations as it goes, and calls
+// the grads-ready hook once a layer's parameter gradients are final for this micro batch
+// (where data-parallel training starts reducing them while backward goes on).
+#pragma once
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "biofm/models/blocks/layer.h"
+
+namespace biofm {
+
+class TransformerStack {
+ public:
+  TransformerStack() = default;
+  explicit TransformerStack(std::vector<TransformerLayer> layers) : layers_(std::move(layers)) {}
+
+  int num_layers() const { return int(layers_.size()); }
+  // on: recompute the first `layers` layers (-1: all), the others lean; off: keep everything.
+  void set_recompute(bool on, int layers = -1) {
+    recompute_layers_ = !on ? 0 : layers < 0 ? std::numeric_limits<int>::max() : layers;
+  }
+
+  // Training forward: fills acts (one entry per layer) as the policy says; returns the output.
+  Tensor forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts) const;
+  // Inference forward: keeps nothing (cache: incremental decoding).
+  Tensor forward(const Batch& b, Tensor x, KvCache* cache = nullptr) const;
+  // dx: the gradient w.r.t. the stack's output on entry, w.r.t. its input on exit.
+  void backward(const Batch& b, std::vector<LayerActs>& acts, Tensor& dx, const GradsReadyHook& hook) const;
+
+ private:
+  std::vector<TransformerLayer> layers_;
+  int recompute_layers_ = 0;  // the first this many layers recompute in backward
+};
+
+}  // namespace biofm

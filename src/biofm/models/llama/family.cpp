@@ -1,0 +1,84 @@
+// The Llama entry of the model registry: causal LM on DNA (the OpenGenome2 recipe).
+#include <sstream>
+
+#include "biofm/models/llama/model.h"
+#include "biofm/models/registry.h"
+
+namespace biofm {
+
+namespace {
+
+template <class... A>
+void add(std::vector<std::string>& errs, const A&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  errs.push_back(os.str());
+}
+
+void check_config(const ModelShape& m, const DataOptions& d, std::vector<std::string>& errs) {
+  if (m.hidden_act != "silu")
+    add(errs, "model.config.hidden_act '", m.hidden_act,
+        "' does not fit model.family llama (Llama uses silu); set model.config.hidden_act: silu");
+  if (m.rope_scaling_type == "llama3" && !(m.high_freq_factor > m.low_freq_factor))
+    add(errs, "model.config.high_freq_factor (", m.high_freq_factor, ") must be greater than model.config.low_freq_factor (",
+        m.low_freq_factor, ") for llama3 rope scaling");
+  if (d.stride >= d.max_seq_length)
+    add(errs, "dataset.stride (", d.stride, ") must be smaller than dataset.max_seq_length (", d.max_seq_length, ")");
+}
+
+std::unique_ptr<LanguageModel> build(const ModelShape& m, Device device, const BuildOptions& o) {
+  LlamaConfig c;
+  c.vocab_size = m.vocab_size;
+  c.hidden_size = m.hidden_size;
+  c.intermediate_size = m.intermediate_size;
+  c.num_hidden_layers = m.num_hidden_layers;
+  c.num_attention_heads = m.num_attention_heads;
+  c.num_key_value_heads = m.kv_heads();
+  c.head_dim = 0;  // hidden_size / num_attention_heads
+  c.max_position_embeddings = m.max_position_embeddings;
+  c.rms_norm_eps = m.rms_norm_eps;
+  c.rope_theta = m.rope_theta;
+  c.rope_type = m.rope_scaling_type.empty() ? "default" : m.rope_scaling_type;
+  c.rope_factor = m.rope_scaling_factor;
+  c.low_freq_factor = m.low_freq_factor;
+  c.high_freq_factor = m.high_freq_factor;
+  c.original_max_position_embeddings = m.original_max_position_embeddings;
+  c.tie_word_embeddings = m.tie_word_embeddings;
+  c.initializer_range = m.initializer_range;
+  c.embedding_init_std = m.embedding_init_std;
+  c.scaled_init = m.scaled_init;
+  auto model = std::make_unique<LlamaModel>(c, device, o.precision, o.no_decay_on_1d_and_embeddings);
+  model->params().init(o.seed);
+  return model;
+}
+
+std::unique_ptr<LanguageModel> load(const std::string& dir, Device device, const BuildOptions& o) {
+  return LlamaModel::from_hf_dir(dir, device, o.precision, o.no_decay_on_1d_and_embeddings);
+}
+
+const Tokenizer& tokenizer() { return nucleotide_tokenizer(); }
+
+std::unique_ptr<BatchSource> batches(const DataOptions& o, const SequenceDataset& data) {
+  return make_causal_source(o, data, nucleotide_tokenizer());
+}
+
+}  // namespace
+
+const ModelFamily& llama_family() {
+  static const ModelFamily f = [] {
+    ModelFamily f;
+    f.name = "llama";
+    f.hf_model_type = "llama";
+    f.objective = Objective::CausalLM;
+    f.embed = f.eval = f.generate = true;
+    f.check_config = check_config;
+    f.build = build;
+    f.load = load;
+    f.tokenizer = tokenizer;
+    f.batches = batches;
+    return f;
+  }();
+  return f;
+}
+
+}  // namespace biofm

@@ -1,0 +1,179 @@
+#include "biofm/models/transformer_lm.h"
+
+#include <algorithm>
+
+#include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/loss/op.h"
+
+namespace biofm {
+
+namespace {
+
+// Every parameter name of a layer, for its flat range.
+std::vector<std::string> all_names(const LayerParamNames& n) {
+  std::vector<std::string> v{n.norm1_weight, n.norm1_bias, n.out_weight,  n.out_bias,      n.norm2_weight,
+                             n.norm2_bias,   n.mlp_in_bias, n.mlp_out_weight, n.mlp_out_bias};
+  for (const auto* list : {&n.qkv_weight, &n.qkv_bias, &n.mlp_in_weight}) v.insert(v.end(), list->begin(), list->end());
+  v.erase(std::remove(v.begin(), v.end(), std::string()), v.end());
+  return v;
+}
+
+}  // namespace
+
+TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device device, Precision precision)
+    : params_(std::move(table), device, master_dtype(precision)), spec_(std::move(spec)) {
+  if (precision != Precision::F32) {
+    if (device == Device::CPU)
+      fail(precision_name(precision), " precision needs the CUDA backend (the CPU backend computes in fp32)");
+    // bf16-mixed: fp32 masters plus a bf16 compute copy; bf16: the masters are bf16 already.
+    if (precision == Precision::Bf16Mixed) params_.enable_compute_copy();
+    ctx_.act_dtype = DType::BF16;
+  }
+  ctx_.params = &params_;
+  const ArchSpec& s = spec_;
+  std::vector<float> f = s.rope_inv_freq;
+  if (f.empty()) f.assign(size_t(s.head_dim / 2), 0.0f);  // angle 0: rotary is the identity
+  inv_freq_ = Tensor::from_f32({int64_t(f.size())}, f).to(device);
+
+  const ParamStore& p = params_;
+  auto linear = [&](const std::vector<std::string>& w, const std::string& b, bool fp8) {
+    return Linear(&ctx_, ParamRef(p, w), ParamRef(p, b), fp8);
+  };
+  auto norm = [&](NormKind kind, const std::string& w, const std::string& b) {
+    return Norm(&ctx_, kind, ParamRef(p, w), ParamRef(p, b), s.norm_eps);
+  };
+  embed_ = TokenEmbedding(&ctx_, ParamRef(p, s.embed_weight), s.esm_rescale, s.mask_token_id);
+  std::vector<TransformerLayer> layers;
+  for (int l = 0; l < int(s.layers); ++l) {
+    const LayerParamNames n = s.layer_names(l);
+    const std::vector<std::string> qkv_bias = n.qkv_bias;
+    SelfAttention attn(&ctx_, {s.heads, s.kv_heads, s.head_dim, s.causal},
+                       Linear(&ctx_, ParamRef(p, n.qkv_weight), ParamRef(p, qkv_bias), true),
+                       linear({n.out_weight}, n.out_bias, true), &inv_freq_);
+    Mlp mlp(&ctx_, s.mlp, linear(n.mlp_in_weight, n.mlp_in_bias, true), linear({n.mlp_out_weight}, n.mlp_out_bias, true));
+    layers.emplace_back(&ctx_, norm(s.norm, n.norm1_weight, n.norm1_bias), std::move(attn),
+                        norm(s.norm, n.norm2_weight, n.norm2_bias), std::move(mlp));
+    int64_t lo = p.numel(), hi = 0;
+    for (const std::string& name : all_names(n)) {
+      const size_t i = p.index(name);
+      lo = std::min(lo, p.offset(i));
+      hi = std::max(hi, p.offset(i) + shape_numel(p.spec(i).shape));
+    }
+    layer_ranges_.push_back({lo, hi});
+  }
+  stack_ = TransformerStack(std::move(layers));
+  final_norm_ = norm(s.norm, s.final_norm_weight, s.final_norm_bias);
+  const bool transform = !s.head_dense_weight.empty();
+  head_ = LmHead(&ctx_, transform ? linear({s.head_dense_weight}, s.head_dense_bias, false) : Linear(),
+                 transform ? norm(NormKind::LayerNorm, s.head_norm_weight, s.head_norm_bias) : Norm(),
+                 linear({s.decoder_weight}, s.decoder_bias, false), transform);
+}
+
+ModelDims TransformerLM::dims() const {
+  return {spec_.hidden, spec_.layers, spec_.vocab, spec_.ffn, spec_.heads, spec_.kv_heads, spec_.parameters, spec_.max_positions};
+}
+
+void TransformerLM::set_fp8(std::optional<ops::Fp8Recipe> recipe) { ctx_.fp8 = recipe; }
+
+std::pair<int64_t, int64_t> TransformerLM::layer_param_range(int layer) const {
+  return layer_ranges_.at(size_t(layer));
+}
+
+void TransformerLM::check_batch(const Batch& b) const {
+  if (b.input_ids.device() != device())
+    fail("batch is on ", device_name(b.input_ids.device()), ", model on ", device_name(device()));
+}
+
+Tensor TransformerLM::final_hidden(const Batch& b, KvCache* cache) {
+  check_batch(b);
+  Tensor row_scale;
+  Tensor x = stack_.forward(b, embed_.forward(b, row_scale), cache);
+  Tensor out;
+  NormStats st;
+  final_norm_.forward(out, st, x);
+  return out;
+}
+
+Tensor TransformerLM::hidden_states(const Batch& b) { return final_hidden(b, nullptr); }
+
+Tensor TransformerLM::logits(const Batch& b) {
+  HeadActs h;
+  return head_.forward(final_hidden(b, nullptr), h);
+}
+
+Tensor TransformerLM::token_losses(const Batch& b) {
+  Tensor lg = logits(b);
+  Tensor token_loss = ctx_.f32({b.num_rows()}), none;
+  ops::cross_entropy_forward_backward(token_loss, none, lg, b.labels, 0.0f);
+  return token_loss;
+}
+
+LossSums TransformerLM::evaluate(const Batch& b, bool count_correct) {
+  Tensor lg = logits(b);
+  Tensor token_loss = ctx_.f32({b.num_rows()}), none;
+  ops::cross_entropy_forward_backward(token_loss, none, lg, b.labels, 0.0f);
+  return sum_losses(token_loss, lg, b.labels, count_correct);
+}
+
+void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) {
+  check_batch(b);
+  // Forward, keeping what backward reads.
+  Tensor row_scale;
+  std::vector<LayerActs> acts;
+  Tensor x_last = stack_.forward_train(b, embed_.forward(b, row_scale), acts);
+  Tensor h;
+  NormStats final_st;
+  final_norm_.forward(h, final_st, x_last);
+  HeadActs head_acts;
+  Tensor lg = head_.forward(h, head_acts);
+  Tensor token_loss = ctx_.f32({b.num_rows()});
+  ops::cross_entropy_forward_backward(token_loss, lg, lg, b.labels, grad_scale);  // dlogits in place
+  ops::sum_accumulate(loss_acc, token_loss);  // ignored rows hold 0
+
+  // Backward: head, final norm, layers (in reverse, freeing as it goes), embedding.
+  Tensor dh;
+  head_.backward(dh, lg, h, head_acts);
+  lg = Tensor();
+  Tensor dx = ctx_.act(x_last.shape());
+  final_norm_.backward(dx, dh, x_last, final_st);
+  dh = h = Tensor();
+  stack_.backward(b, acts, dx, grads_ready_);
+  embed_.backward(dx, b, row_scale);
+}
+
+KvCache TransformerLM::new_cache(int64_t capacity) const {
+  if (!spec_.causal) fail("incremental decoding needs a causal model");
+  if (capacity <= 0) fail("KV cache capacity must be positive, got ", capacity);
+  KvCache c;
+  c.capacity = capacity;
+  for (int l = 0; l < int(spec_.layers); ++l) {
+    c.k.push_back(Tensor::zeros({capacity, spec_.kv_heads, spec_.head_dim}, ctx_.act_dtype, device()));
+    c.v.push_back(Tensor::zeros({capacity, spec_.kv_heads, spec_.head_dim}, ctx_.act_dtype, device()));
+  }
+  return c;
+}
+
+Tensor TransformerLM::forward_cached(const std::vector<int32_t>& ids, KvCache& cache) {
+  const int64_t n = int64_t(ids.size());
+  if (n == 0) fail("forward_cached: no tokens");
+  if (cache.length + n > cache.capacity)
+    fail("KV cache full: ", cache.length, " + ", n, " tokens exceed its capacity ", cache.capacity);
+  if (int64_t(cache.k.size()) != spec_.layers) fail("KV cache was not made by this model");
+  std::vector<int32_t> pos(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) pos[size_t(i)] = int32_t(cache.length + i);
+  Batch b;
+  b.input_ids = Tensor::from_i32({n}, ids);
+  b.labels = Tensor::from_i32({n}, std::vector<int32_t>(size_t(n), ops::kIgnoreIndex));
+  b.positions = Tensor::from_i32({n}, pos);
+  b.cu_seqlens = Tensor::from_i32({2}, {0, int32_t(n)});
+  b.seq_lens = Tensor::from_i32({1}, {int32_t(n)});
+  b.max_seqlen = int32_t(n);
+  b.num_real_tokens = n;
+  b = b.to(device());
+  HeadActs h;
+  Tensor lg = head_.forward(final_hidden(b, &cache), h);
+  cache.length += n;
+  return lg;
+}
+
+}  // namespace biofm

@@ -1,0 +1,71 @@
+#include "biofm/train/setup.h"
+
+namespace biofm {
+
+Device device_of(const TrainConfig& cfg) { return cfg.device == "cuda" ? Device::CUDA : Device::CPU; }
+
+Precision precision_for(const TrainConfig& cfg, Device device) {
+  if (device == Device::CPU || cfg.precision == "fp32") return Precision::F32;
+  if (cfg.precision == "bf16-mixed") return Precision::Bf16Mixed;
+  if (cfg.precision == "bf16") return Precision::Bf16;
+  fail("precision '", cfg.precision, "' is not one of fp32, bf16-mixed, bf16");
+}
+
+std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device) {
+  if (!cfg.fp8_config.enabled) return std::nullopt;
+  if (device == Device::CUDA && precision_for(cfg, device) == Precision::F32)
+    fail("fp8_config.enabled needs precision bf16-mixed or bf16 on CUDA (FP8 GEMMs read bf16 activations), "
+         "got precision ", cfg.precision);
+  if (cfg.fp8_config.fp8_recipe != "Float8CurrentScaling")
+    fail("fp8_config.fp8_recipe '", cfg.fp8_config.fp8_recipe, "' is not supported (Float8CurrentScaling)");
+  ops::Fp8Recipe r;
+  if (cfg.fp8_config.fp8_format == "E4M3")
+    r.bwd = ops::Fp8Type::E4M3;
+  else if (cfg.fp8_config.fp8_format != "HYBRID")
+    fail("fp8_config.fp8_format '", cfg.fp8_config.fp8_format, "' is not one of HYBRID, E4M3");
+  return r;
+}
+
+DataOptions data_options(const TrainConfig& cfg) {
+  const auto& d = cfg.dataset;
+  DataOptions o;
+  o.seed = uint64_t(cfg.seed);
+  o.max_seq_length = d.max_seq_length;
+  o.mlm_probability = d.mlm_probability;
+  o.mode = parse_batch_mode(d.packing);
+  o.max_tokens_per_batch = d.max_tokens_per_batch;
+  o.micro_batch_size = d.micro_batch_size;
+  o.pad_to_multiple_of = d.pad_to_multiple_of;
+  o.shuffle = d.shuffle;
+  o.stride = d.stride;
+  o.uppercase_labels = d.uppercase_labels;
+  return o;
+}
+
+std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device) {
+  const std::optional<ops::Fp8Recipe> fp8 = fp8_recipe_for(cfg, device);  // (a bad setting fails before the build)
+  const ModelFamily& family = family_named(cfg.model.family);
+  BuildOptions o;
+  o.precision = precision_for(cfg, device);
+  o.seed = uint64_t(cfg.seed);
+  o.no_decay_on_1d_and_embeddings = cfg.optimizer.no_decay_on_1d_and_embeddings;
+  std::unique_ptr<LanguageModel> m;
+  if (!cfg.model.init_from.empty()) {
+    const ModelFamily& held = family_of_dir(cfg.model.init_from);
+    if (&held != &family)
+      fail("model.init_from '", cfg.model.init_from, "' holds a ", held.name, " model but model.family is ",
+           family.name);
+    m = family.load(cfg.model.init_from, device, o);
+  } else {
+    m = family.build(cfg.model.config, device, o);
+  }
+  m->set_recompute(cfg.recompute, cfg.recompute_layers);
+  m->set_fp8(fp8);
+  return m;
+}
+
+std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceDataset& data) {
+  return family_named(cfg.model.family).batches(data_options(cfg), data);
+}
+
+}  // namespace biofm

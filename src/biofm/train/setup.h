@@ -1,0 +1,28 @@
+// From a training config to the objects a run needs: the model (built or imported, with its
+// precision, recompute policy and FP8 recipe) and the batch source, both through the model
+// family's registry entry (models/registry.h).
+#pragma once
+#include <memory>
+#include <optional>
+
+#include "biofm/data/batch_source.h"
+#include "biofm/models/registry.h"
+#include "biofm/train/config.h"
+
+namespace biofm {
+
+Device device_of(const TrainConfig& cfg);
+// fp32 on the CPU; the config's precision on CUDA.
+Precision precision_for(const TrainConfig& cfg, Device device);
+// The FP8 recipe of fp8_config (nullopt when off); an error for a combination that cannot run.
+std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device);
+// The dataset section as the batchers read it.
+DataOptions data_options(const TrainConfig& cfg);
+
+// The model the config describes: loaded from model.init_from, else randomly initialised
+// from model.config with the seed.
+std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device);
+// The family's batches over `data` (which must outlive the source).
+std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceDataset& data);
+
+}  // namespace biofm

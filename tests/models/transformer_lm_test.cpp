@@ -1,0 +1,64 @@
+// TransformerLM's stack: the grads-ready hook fires once per layer, last layer first, and
+// when it fires that layer's gradients are final (equal to the gradients after the whole
+// backward); the layers' flat ranges tile their parameters.
+#include <gtest/gtest.h>
+
+#include "biofm/data/dataset.h"
+#include "biofm/models/registry.h"
+
+using namespace biofm;
+
+TEST(TransformerLM, GradsReadyHookSeesFinalLayerGradients) {
+  for (const char* name : {"esm2", "llama"}) {
+    SCOPED_TRACE(name);
+    const ModelFamily& f = family_named(name);
+    ModelShape shape;
+    shape.hidden_size = 32;
+    shape.num_hidden_layers = 3;
+    shape.num_attention_heads = 4;
+    shape.intermediate_size = 64;
+    if (f.objective == Objective::CausalLM) {
+      shape.vocab_size = 256;
+      shape.hidden_act = "silu";
+      shape.num_key_value_heads = 2;
+    }
+    std::unique_ptr<LanguageModel> m = f.build(shape, Device::CPU, BuildOptions{});
+    const std::string path = std::string(BIOFM_SOURCE_DIR) + "/data/" +
+                             (f.objective == Objective::MaskedLM ? "proteins_sample.fasta" : "dna_sample.fasta");
+    SequenceDataset data = SequenceDataset::load(path, ReaderOptions{});
+    DataOptions d;
+    d.max_seq_length = 64;
+    d.stride = 16;
+    d.max_tokens_per_batch = 256;
+    Batch b = f.batches(d, data)->next();
+
+    for (int recompute : {0, 1}) {
+      m->set_recompute(recompute != 0, -1);
+      std::vector<int> order;
+      std::vector<std::vector<float>> at_hook(3);
+      m->set_grads_ready_hook([&](int l) {
+        order.push_back(l);
+        auto [lo, hi] = m->layer_param_range(l);
+        const float* g = m->params().grad_flat().f32();
+        at_hook[size_t(l)].assign(g + lo, g + hi);
+      });
+      m->params().zero_grad();
+      Tensor loss = Tensor::zeros({1}, DType::F32);
+      m->forward_backward(b, 1.0f / float(b.num_label_tokens), loss);
+      EXPECT_EQ(order, (std::vector<int>{2, 1, 0}));
+      for (int l = 0; l < 3; ++l) {
+        auto [lo, hi] = m->layer_param_range(l);
+        ASSERT_EQ(int64_t(at_hook[size_t(l)].size()), hi - lo);
+        const float* g = m->params().grad_flat().f32();
+        double nonzero = 0;
+        for (int64_t i = lo; i < hi; ++i) {
+          ASSERT_EQ(g[i], at_hook[size_t(l)][size_t(i - lo)]) << "layer " << l << " element " << i - lo;
+          nonzero += g[i] != 0;
+        }
+        EXPECT_GT(nonzero, 0.3 * double(hi - lo));
+        if (l > 0) EXPECT_LE(m->layer_param_range(l - 1).second, lo) << "layer ranges do not overlap";
+      }
+      m->set_grads_ready_hook(nullptr);
+    }
+  }
+}
