@@ -81,3 +81,106 @@ TEST(TrainCheckpoint, UnwritableDirectoryFails) {
     EXPECT_THROW(save_checkpoint("/proc/biofm_ckpt", make(1, 1.0f), 1), Error);
   }
 }
+
+// ---------------------------------------------------------------- training checkpoints
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "biofm/models/esm2/model.h"
+#include "biofm/models/registry.h"
+#include "hf_fixture.h"
+
+namespace {
+
+Esm2Config small_esm() {
+  Esm2Config c;
+  c.hidden_size = 32;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.intermediate_size = 64;
+  return c;
+}
+
+// One unpadded sequence <cls> residues <eos>, no labels.
+Batch small_batch() {
+  SafetensorsFile f;
+  std::vector<int32_t> ids = {0, 5, 9, 13, 4, 20, 8, 11, 2};
+  const int64_t S = int64_t(ids.size());
+  f.tensors["input_ids"] = Tensor::from_i32({1, S}, ids);
+  f.tensors["attention_mask"] = Tensor::from_i32({1, S}, std::vector<int32_t>(size_t(S), 1));
+  f.tensors["labels"] = Tensor::from_i32({1, S}, std::vector<int32_t>(size_t(S), -100));
+  std::vector<int64_t> row_of;
+  return testkit::hf_fixture_batch(f, false, false, row_of);
+}
+
+}  // namespace
+
+TEST(TrainCheckpoint, TrainingCheckpointResumesAndIsAModelDirectory) {
+  const std::string dir = fresh_dir("training");
+  Esm2Model model(small_esm(), Device::CPU);
+  model.params().init(11);
+  AdamW opt(model.params(), AdamWConfig{});
+  model.params().grad_flat().fill_(0.01f);
+  opt.step(1e-3f);  // non-zero moments
+  TrainerState st{7, 70, R"({"epoch": 1})", "seed: 3\n"};
+  const std::string step_dir = save_training_checkpoint(dir, st, model, opt, 2);
+  EXPECT_EQ(fs::path(step_dir).filename(), "step_7");
+
+  // The manifest covers the Hugging Face metadata too.
+  nlohmann::json manifest = nlohmann::json::parse(read_file(step_dir + "/manifest.json"));
+  for (const char* f : {"model.safetensors", "optimizer.safetensors", "trainer_state.json", "config.yaml", "config.json",
+                        "vocab.txt"})
+    EXPECT_TRUE(manifest["files"].contains(f)) << f;
+
+  // biofm embed/eval --model ckpt/step_N: the step directory loads as a model directory.
+  const Batch b = small_batch();
+  const Tensor want = model.logits(b);
+  auto loaded = load_model_dir(step_dir, Device::CPU);
+  const Tensor got = loaded->logits(b);
+  ASSERT_EQ(got.numel(), want.numel());
+  for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(got.f32()[i], want.f32()[i]) << i;
+
+  // Resume restores parameters, moments and the trainer state.
+  Esm2Model fresh(small_esm(), Device::CPU);
+  AdamW fresh_opt(fresh.params(), AdamWConfig{});
+  std::string chosen;
+  auto back = resume_training_checkpoint(dir, fresh, fresh_opt, &chosen);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(chosen, step_dir);
+  EXPECT_EQ(back->step, 7);
+  EXPECT_EQ(back->data_cursor, 70u);
+  EXPECT_EQ(back->config_yaml, "seed: 3\n");
+  EXPECT_EQ(nlohmann::json::parse(back->state_json)["epoch"], 1);
+  EXPECT_EQ(fresh_opt.steps_taken(), 7);
+  for (size_t p = 0; p < model.params().size(); ++p) {
+    const Tensor a = model.params().param(p), b2 = fresh.params().param(p);
+    for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(b2.f32()[i], a.f32()[i]) << model.params().spec(p).name;
+  }
+  for (const char* k : {"exp_avg", "exp_avg_sq"})
+    for (int64_t i = 0; i < model.params().numel(); ++i)
+      ASSERT_EQ(fresh_opt.moment(k).f32()[i], opt.moment(k).f32()[i]) << k << " " << i;
+}
+
+TEST(TrainCheckpoint, ResumeSkipsACorruptNewestTrainingCheckpoint) {
+  const std::string dir = fresh_dir("training_corrupt");
+  Esm2Model model(small_esm(), Device::CPU);
+  model.params().init(1);
+  AdamW opt(model.params(), AdamWConfig{});
+  save_training_checkpoint(dir, {1, 10, "", ""}, model, opt, 3);
+  const std::string newest = save_training_checkpoint(dir, {2, 20, "", ""}, model, opt, 3);
+  {
+    std::fstream f(newest + "/optimizer.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+  }
+  Esm2Model fresh(small_esm(), Device::CPU);
+  AdamW fresh_opt(fresh.params(), AdamWConfig{});
+  testing::internal::CaptureStderr();
+  auto back = resume_training_checkpoint(dir, fresh, fresh_opt);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->step, 1);
+  EXPECT_NE(err.find("optimizer.safetensors"), std::string::npos) << err;
+}

@@ -1,9 +1,21 @@
 // Hugging Face model directories: config.json plus the weights, read and written for any
 // family. A family says how its parameter names map onto what transformers writes (the
-// prefix a bare base model lacks, and names that are not parameters); everything else —
-// which files hold the weights, tensor dtypes, legacy names — is handled here.
+// prefix a bare base model lacks, and names that are not parameters); everything else is
+// handled here, the way transformers' from_pretrained reads a directory:
+//  - weights in model.safetensors, or sharded: model.safetensors.index.json, whose weight_map
+//    names the shard of each tensor (a missing shard is an error naming it); a directory with
+//    only pytorch_model.bin (a pickle) is an error saying how to convert it;
+//  - tensors in F32, BF16 or F16, converted into the store's dtype;
+//  - legacy LayerNorm names (`gamma` / `beta` for `weight` / `bias`, as transformers still
+//    writes for ESM), with or without the base-model prefix;
+//  - tensors that are not parameters (ESM's contact head, a bare EsmModel's pooler, rotary
+//    `inv_freq` and `position_ids` buffers, whatever the family calls ignorable) are skipped
+//    with one note on stderr saying what was skipped;
+//  - a bare base-model checkpoint (no LM head) leaves the `lm_head.*` parameters as they are,
+//    with a note.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +28,8 @@ namespace biofm {
 struct HfDirContents {
   std::string dir, config_path, config_json;
   std::vector<std::string> weight_files;  // model.safetensors, or the shards of an index
+  std::string index_path;                 // model.safetensors.index.json when sharded, else ""
+  std::map<std::string, std::string> weight_map;  // sharded: tensor name → shard path
 };
 HfDirContents read_hf_dir(const std::string& dir);
 
@@ -29,10 +43,11 @@ struct HfNaming {
   std::function<bool(const std::string&)> ignorable;
 };
 
-// Loads every parameter of `store` from the directory's weights; an unknown name, a missing
-// parameter or a wrong shape throws, naming the tensor and the file.
+// Loads every parameter of `store` from the directory's weights (memory-mapped, converted
+// straight into the store); an unknown name, a missing parameter or a wrong shape throws,
+// naming the tensor and the file, before any parameter is written.
 void load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming);
-// Writes dir/model.safetensors: every parameter in fp32 under its Hugging Face name.
+// Writes dir/model.safetensors: every parameter in fp32 under its Hugging Face name (streamed).
 void save_hf_weights(const ParamStore& store, const std::string& dir);
 
 }  // namespace biofm

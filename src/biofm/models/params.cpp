@@ -116,6 +116,30 @@ void ParamStore::load(const SafetensorsFile& f,
   set_from_host_f32(host);
 }
 
+void ParamStore::load_mapped(const std::vector<Source>& sources) {
+  if (sources.size() != specs_.size())
+    fail("ParamStore::load_mapped: ", sources.size(), " sources for ", specs_.size(), " parameters");
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const Source& s = sources[i];
+    if (!s.file) continue;
+    if (s.entry->shape != specs_[i].shape)
+      fail(s.file->path(), ": tensor '", s.entry->name, "' has shape ", shape_str(s.entry->shape), ", model expects ",
+           shape_str(specs_[i].shape), " for '", specs_[i].name, "'");
+    if (s.entry->dtype != "F32" && s.entry->dtype != "BF16" && s.entry->dtype != "F16")
+      fail(s.file->path(), ": tensor '", s.entry->name, "' has unsupported dtype ", s.entry->dtype);
+  }
+  ++version_;
+  for (size_t i = 0; i < specs_.size(); ++i)
+    if (sources[i].file) sources[i].file->copy_into(*sources[i].entry, param(i));
+  refresh_compute_copy();
+}
+
+std::vector<SafetensorsSource> ParamStore::tensors_for_writing(DType dtype) const {
+  std::vector<SafetensorsSource> out;
+  for (size_t i = 0; i < specs_.size(); ++i) out.push_back({specs_[i].name, param(i), dtype});
+  return out;
+}
+
 std::map<std::string, Tensor> ParamStore::export_tensors(DType dtype) const {
   Tensor host = flat_.to(Device::CPU);
   std::map<std::string, Tensor> out;

@@ -106,7 +106,20 @@ class ParamStore {
   // store rounds F32 values to bf16 (exact for values that came from bf16).
   void load(const SafetensorsFile& f, const std::function<bool(const std::string&)>& ignorable,
             const std::function<std::string(const std::string&)>& rename = nullptr);
-  // Parameters by name, converted to `dtype` on the CPU (BF16 → F32 is exact).
+  // Loads parameter i from sources[i] (a tensor of a memory-mapped safetensors file, F32, BF16
+  // or F16), converted into the store's dtype in bounded chunks straight from the mapping; a
+  // source with file == nullptr leaves its parameter as it is. Shapes are checked before
+  // anything is written (an error names the file, the tensor and the parameter).
+  struct Source {
+    const MappedSafetensors* file = nullptr;
+    const SafetensorsEntry* entry = nullptr;
+  };
+  void load_mapped(const std::vector<Source>& sources);
+  // Every parameter under its name as written to a file in `dtype` (views of the store, no
+  // copies: write_safetensors_stream converts chunk by chunk).
+  std::vector<SafetensorsSource> tensors_for_writing(DType dtype) const;
+  // Parameters by name, converted to `dtype` on the CPU (BF16 → F32 is exact). Whole copies:
+  // for tests and small models; files are written through tensors_for_writing.
   std::map<std::string, Tensor> export_tensors(DType dtype) const;
 
  private:

@@ -1,15 +1,16 @@
 #include "biofm/train/checkpoint.h"
 
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
+#include "biofm/io/stream_file.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -17,17 +18,6 @@ using json = nlohmann::json;
 namespace biofm {
 
 namespace {
-
-uint32_t crc32_of(const std::string& bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    uInt chunk = uInt(std::min<size_t>(bytes.size() - done, 1u << 30));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + done), chunk);
-    done += chunk;
-  }
-  return uint32_t(crc);
-}
 
 bool parse_step_dir(const std::string& name, int64_t& step) {
   if (name.rfind("step_", 0) != 0 || name.size() == 5) return false;
@@ -37,46 +27,115 @@ bool parse_step_dir(const std::string& name, int64_t& step) {
   return true;
 }
 
+// A step directory under construction: files are written into a hidden temporary directory,
+// each recorded in the manifest with the size and CRC32 computed while it was written; finish()
+// writes the manifest last and renames the directory into place.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(const std::string& ckpt_dir, int64_t step) : ckpt_dir_(ckpt_dir), step_(step) {
+    make_dirs_writable(ckpt_dir);
+    final_dir_ = (fs::path(ckpt_dir) / ("step_" + std::to_string(step))).string();
+    tmp_dir_ = (fs::path(ckpt_dir) / (".tmp_step_" + std::to_string(step) + "." + std::to_string(::getpid()))).string();
+    fs::remove_all(tmp_dir_);
+    make_dirs_writable(tmp_dir_);
+  }
+  ~CheckpointWriter() {
+    std::error_code ec;
+    if (!done_) fs::remove_all(tmp_dir_, ec);
+  }
+  std::string path(const std::string& name) const { return tmp_dir_ + "/" + name; }
+  const std::string& tmp_dir() const { return tmp_dir_; }
+
+  void add(const std::string& name, FileDigest d) { files_[name] = {{"bytes", d.bytes}, {"crc32", d.crc32}}; }
+  void add_text(const std::string& name, const std::string& text) {
+    AtomicFileWriter w(path(name));
+    w.write(text.data(), text.size());
+    w.commit();
+    add(name, {w.bytes(), w.crc32()});
+  }
+  // Files others wrote into the directory (e.g. the model's config.json and tokenizer files).
+  void add_unlisted_files() {
+    for (auto& e : fs::directory_iterator(tmp_dir_)) {
+      const std::string name = e.path().filename().string();
+      if (!e.is_regular_file() || files_.contains(name)) continue;
+      MappedFile m(e.path().string());
+      add(name, {m.size(), m.crc32()});
+    }
+  }
+
+  std::string finish(int keep) {
+    json manifest = {{"format", "biofm-checkpoint-v1"}, {"step", step_}, {"files", files_}};
+    // The manifest is written last: a directory without one is never a checkpoint.
+    write_file_atomic(path("manifest.json"), manifest.dump(2) + "\n");
+    fsync_dir(tmp_dir_);
+    std::error_code ec;
+    if (fs::exists(final_dir_)) fs::remove_all(final_dir_, ec);  // re-save of the same step
+    fs::rename(tmp_dir_, final_dir_, ec);
+    if (ec) fail("cannot move checkpoint into '", final_dir_, "': ", ec.message());
+    done_ = true;
+    fsync_dir(ckpt_dir_);
+    auto all = list_checkpoints(ckpt_dir_);
+    if (keep > 0 && int(all.size()) > keep)
+      for (size_t i = 0; i + size_t(keep) < all.size(); ++i) fs::remove_all(all[i].second, ec);
+    return final_dir_;
+  }
+
+ private:
+  std::string ckpt_dir_, final_dir_, tmp_dir_;
+  int64_t step_;
+  json files_ = json::object();
+  bool done_ = false;
+};
+
+std::string state_text(const std::string& state_json, int64_t step, uint64_t cursor) {
+  json state = state_json.empty() ? json::object() : json::parse(state_json);
+  state["step"] = step;
+  state["data_cursor"] = cursor;
+  return state.dump(2) + "\n";
+}
+
+// Checks every file of the manifest (size, and CRC32 streamed over a mapping); returns the
+// manifest's file names.
+std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
+  const std::string mpath = step_dir + "/manifest.json";
+  json manifest;
+  try {
+    manifest = json::parse(read_file(mpath));
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(mpath, ": corrupt manifest: ", e.what());
+  }
+  std::vector<std::string> names;
+  try {
+    for (auto& [name, info] : manifest.at("files").items()) {
+      const std::string path = step_dir + "/" + name;
+      MappedFile m(path);
+      if (m.size() != info.at("bytes").get<size_t>() || m.crc32() != info.at("crc32").get<uint32_t>())
+        fail("checkpoint file '", path, "' is corrupt (size or CRC32 differs from the manifest)");
+      names.push_back(name);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(mpath, ": malformed manifest: ", e.what());
+  }
+  return names;
+}
+
 }  // namespace
 
 std::string save_checkpoint(const std::string& ckpt_dir, const CheckpointContents& c, int keep) {
-  make_dirs_writable(ckpt_dir);
-  const std::string final_dir = (fs::path(ckpt_dir) / ("step_" + std::to_string(c.step))).string();
-  const std::string tmp_dir =
-      (fs::path(ckpt_dir) / (".tmp_step_" + std::to_string(c.step) + "." + std::to_string(::getpid()))).string();
-  fs::remove_all(tmp_dir);
-  make_dirs_writable(tmp_dir);
-
-  json manifest = {{"format", "biofm-checkpoint-v1"}, {"step", c.step}, {"files", json::object()}};
-  auto add_file = [&](const std::string& name) {
-    std::string bytes = read_file(tmp_dir + "/" + name);
-    manifest["files"][name] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
-  };
+  CheckpointWriter w(ckpt_dir, c.step);
   for (auto& [stem, tensors] : c.files) {
-    write_safetensors(tmp_dir + "/" + stem + ".safetensors", tensors);
-    add_file(stem + ".safetensors");
+    std::vector<SafetensorsSource> src;
+    for (auto& [name, t] : tensors) src.push_back({name, t, t.dtype()});
+    const std::string file = stem + ".safetensors";
+    w.add(file, write_safetensors_stream(w.path(file), src));
   }
-  json state = c.state_json.empty() ? json::object() : json::parse(c.state_json);
-  state["step"] = c.step;
-  state["data_cursor"] = c.data_cursor;
-  write_file_atomic(tmp_dir + "/trainer_state.json", state.dump(2) + "\n");
-  add_file("trainer_state.json");
-  write_file_atomic(tmp_dir + "/config.yaml", c.config_yaml);
-  add_file("config.yaml");
-  // The manifest is written last: a directory without one is never a checkpoint.
-  write_file_atomic(tmp_dir + "/manifest.json", manifest.dump(2) + "\n");
-  fsync_dir(tmp_dir);
-
-  std::error_code ec;
-  if (fs::exists(final_dir)) fs::remove_all(final_dir, ec);  // re-save of the same step
-  fs::rename(tmp_dir, final_dir, ec);
-  if (ec) fail("cannot move checkpoint into '", final_dir, "': ", ec.message());
-  fsync_dir(ckpt_dir);
-
-  auto all = list_checkpoints(ckpt_dir);
-  if (keep > 0 && int(all.size()) > keep)
-    for (size_t i = 0; i + size_t(keep) < all.size(); ++i) fs::remove_all(all[i].second, ec);
-  return final_dir;
+  w.add_text("trainer_state.json", state_text(c.state_json, c.step, c.data_cursor));
+  w.add_text("config.yaml", c.config_yaml);
+  return w.finish(keep);
 }
 
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& ckpt_dir) {
@@ -94,28 +153,16 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
 }
 
 CheckpointContents load_checkpoint(const std::string& step_dir) {
-  json manifest;
-  std::string mpath = step_dir + "/manifest.json";
-  try {
-    manifest = json::parse(read_file(mpath));
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    fail(mpath, ": corrupt manifest: ", e.what());
-  }
   CheckpointContents c;
-  for (auto& [name, info] : manifest.at("files").items()) {
-    std::string path = step_dir + "/" + name;
-    std::string bytes = read_file(path);
-    if (bytes.size() != info.at("bytes").get<size_t>() || crc32_of(bytes) != info.at("crc32").get<uint32_t>())
-      fail("checkpoint file '", path, "' is corrupt (size or CRC32 differs from the manifest)");
+  for (const std::string& name : verify_checkpoint(step_dir)) {
+    const std::string path = step_dir + "/" + name;
     if (name == "config.yaml") {
-      c.config_yaml = bytes;
+      c.config_yaml = read_file(path);
     } else if (name == "trainer_state.json") {
-      json st = json::parse(bytes);
+      c.state_json = read_file(path);
+      json st = json::parse(c.state_json);
       c.step = st.at("step").get<int64_t>();
       c.data_cursor = st.at("data_cursor").get<uint64_t>();
-      c.state_json = bytes;
     } else if (name.size() > 12 && name.substr(name.size() - 12) == ".safetensors") {
       c.files[name.substr(0, name.size() - 12)] = read_safetensors(path).tensors;
     }
@@ -123,8 +170,7 @@ CheckpointContents load_checkpoint(const std::string& step_dir) {
   return c;
 }
 
-std::optional<CheckpointContents> load_latest_checkpoint(const std::string& ckpt_dir,
-                                                         std::string* chosen_dir) {
+std::optional<CheckpointContents> load_latest_checkpoint(const std::string& ckpt_dir, std::string* chosen_dir) {
   auto all = list_checkpoints(ckpt_dir);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     try {
@@ -140,28 +186,82 @@ std::optional<CheckpointContents> load_latest_checkpoint(const std::string& ckpt
 
 std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
                                      const AdamW& opt, int keep) {
-  CheckpointContents c;
-  c.step = st.step;
-  c.data_cursor = st.data_cursor;
-  c.config_yaml = st.config_yaml;
-  c.state_json = st.state_json;
-  c.files["model"] = model.params().export_tensors(DType::F32);
-  c.files["optimizer"] = opt.state();
-  return save_checkpoint(ckpt_dir, c, keep);
+  CheckpointWriter w(ckpt_dir, st.step);
+  // model.safetensors + config.json + tokenizer files: the step directory is also a Hugging
+  // Face model directory (biofm embed/eval --model ckpt/step_N).
+  w.add("model.safetensors", write_safetensors_stream(w.path("model.safetensors"),
+                                                      model.params().tensors_for_writing(DType::F32), {{"format", "pt"}}));
+  std::vector<SafetensorsSource> moments;
+  for (auto& [name, t] : opt.state()) moments.push_back({name, t, DType::F32});
+  w.add("optimizer.safetensors", write_safetensors_stream(w.path("optimizer.safetensors"), moments));
+  w.add_text("trainer_state.json", state_text(st.state_json, st.step, st.data_cursor));
+  w.add_text("config.yaml", st.config_yaml);
+  model.save_hf_metadata(w.tmp_dir());
+  w.add_unlisted_files();
+  return w.finish(keep);
 }
+
+namespace {
+
+void load_model_file(const std::string& path, ParamStore& store) {
+  MappedSafetensors f(path);
+  std::vector<ParamStore::Source> sources(store.size());
+  for (const SafetensorsEntry& e : f.entries()) {
+    size_t i;
+    try {
+      i = store.index(e.name);
+    } catch (const Error&) {
+      fail(path, ": unexpected tensor '", e.name, "' (not a parameter of this model)");
+    }
+    sources[i] = {&f, &e};
+  }
+  for (size_t i = 0; i < store.size(); ++i)
+    if (!sources[i].file) fail(path, ": missing parameter '", store.spec(i).name, "'");
+  store.load_mapped(sources);
+}
+
+void load_optimizer_file(const std::string& path, AdamW& opt) {
+  MappedSafetensors f(path);
+  for (const char* k : {"exp_avg", "exp_avg_sq"}) {
+    const SafetensorsEntry* e = f.find(k);
+    if (!e) fail(path, ": optimizer state has no '", k, "'");
+    Tensor& dst = opt.moment(k);
+    if (shape_numel(e->shape) != dst.numel())
+      fail(path, ": optimizer state '", k, "' has ", shape_numel(e->shape), " elements, model needs ", dst.numel());
+    f.copy_into(*e, dst);
+  }
+}
+
+}  // namespace
 
 std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,
                                                        std::string* chosen_dir) {
-  std::string chosen;
-  std::optional<CheckpointContents> c = load_latest_checkpoint(ckpt_dir, &chosen);
-  if (!c) return std::nullopt;
-  SafetensorsFile f;
-  f.tensors = c->files.at("model");
-  f.source = chosen + "/model.safetensors";
-  model.params().load(f, nullptr);
-  opt.load_state(c->files.at("optimizer"), c->step);
-  if (chosen_dir) *chosen_dir = chosen;
-  return TrainerState{c->step, c->data_cursor, c->state_json, c->config_yaml};
+  auto all = list_checkpoints(ckpt_dir);
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const std::string& dir = it->second;
+    try {
+      verify_checkpoint(dir);
+    } catch (const Error& e) {
+      std::cerr << "warning: skipping checkpoint " << dir << ": " << e.what() << "\n";
+      continue;
+    }
+    TrainerState st;
+    st.config_yaml = read_file(dir + "/config.yaml");
+    st.state_json = read_file(dir + "/trainer_state.json");
+    try {
+      json j = json::parse(st.state_json);
+      st.step = j.at("step").get<int64_t>();
+      st.data_cursor = j.at("data_cursor").get<uint64_t>();
+    } catch (const std::exception& e) {
+      fail(dir, "/trainer_state.json: malformed: ", e.what());
+    }
+    load_model_file(dir + "/model.safetensors", model.params());
+    load_optimizer_file(dir + "/optimizer.safetensors", opt);
+    opt.set_steps_taken(st.step);
+    if (chosen_dir) *chosen_dir = dir;
+    return st;
+  }
+  return std::nullopt;
 }
 
 }  // namespace biofm

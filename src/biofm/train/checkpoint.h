@@ -2,7 +2,8 @@
 // trainer state (step, data cursor, seed) and the resolved config, with a manifest of
 // sizes and CRC32s. A checkpoint is written into a hidden temporary directory and renamed
 // into place only when whole, so a crash mid-save leaves the previous one intact and no
-// half step_N that resume could pick.
+// half step_N that resume could pick. Files are streamed (bounded host memory, CRC32 computed
+// while writing; loads verify by streaming over a memory mapping), see io/safetensors.h.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -48,7 +49,8 @@ struct TrainerState {
 };
 
 // A training checkpoint of `model` and `opt`: ckpt_dir/step_<step>/, written atomically, the
-// oldest beyond `keep` deleted. Returns the directory.
+// oldest beyond `keep` deleted. The directory also holds the model's config.json and tokenizer
+// files (save_hf_metadata), so it loads as a Hugging Face model directory. Returns it.
 std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
                                      const AdamW& opt, int keep);
 // Restores `model` and `opt` from the newest verifiable checkpoint under ckpt_dir and returns

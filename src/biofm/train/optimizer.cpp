@@ -23,6 +23,12 @@ double AdamW::read_grad_norm() const { return double(norm_.to(Device::CPU).f32()
 
 std::map<std::string, Tensor> AdamW::state() const { return {{"exp_avg", m_}, {"exp_avg_sq", v_}}; }
 
+Tensor& AdamW::moment(const std::string& name) {
+  if (name == "exp_avg") return m_;
+  if (name == "exp_avg_sq") return v_;
+  fail("AdamW has no state '", name, "' (exp_avg, exp_avg_sq)");
+}
+
 void AdamW::load_state(const std::map<std::string, Tensor>& st, int64_t steps_taken) {
   for (const char* k : {"exp_avg", "exp_avg_sq"}) {
     auto it = st.find(k);

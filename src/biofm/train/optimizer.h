@@ -30,6 +30,10 @@ class AdamW {
 
   std::map<std::string, Tensor> state() const;  // moments, for checkpoints
   void load_state(const std::map<std::string, Tensor>& st, int64_t steps_taken);
+  // A moment buffer itself ("exp_avg" or "exp_avg_sq": F32 [numel] on the store's device), for
+  // checkpoint loading that streams straight into it; then set_steps_taken.
+  Tensor& moment(const std::string& name);
+  void set_steps_taken(int64_t steps_taken) { step_ = steps_taken; }
 
  private:
   ParamStore& params_;

@@ -1,0 +1,169 @@
+// Hugging Face directories exactly as transformers' save_pretrained writes them
+// (tests/fixtures/hf_dirs, made by tools/make_hf_dir_fixtures.py): legacy LayerNorm names,
+// the ESM contact head, rotary buffers, shards, bf16/fp16 weights, a bare EsmModel, Llama
+// tied and untied. Our logits must match transformers' within 1e-4; broken directories must
+// fail naming what is wrong.
+#include "biofm/models/hf_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "biofm/io/atomic_file.h"
+#include "biofm/io/safetensors.h"
+#include "biofm/models/esm2/model.h"
+#include "biofm/models/llama/model.h"
+#include "biofm/models/registry.h"
+#include "hf_fixture.h"
+
+using namespace biofm;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/hf_dirs/" + name; }
+
+// max |ours - ref| over every position of the fixture's (unpadded) batch.
+double worst_diff(const Tensor& ours, const Tensor& ref, const std::vector<int64_t>& row_of) {
+  const int64_t C = ref.size(-1);
+  double worst = 0;
+  for (size_t i = 0; i < row_of.size(); ++i)
+    for (int64_t c = 0; c < C; ++c)
+      worst = std::max(worst, double(std::fabs(ours.f32()[row_of[i] * C + c] - ref.f32()[int64_t(i) * C + c])));
+  std::printf("[hf_dir] max|diff| %.3g, max|ref| %.3g\n", worst, testkit::max_abs(ref));
+  return worst;
+}
+
+// Loads with the family's from_hf_dir, returns the stderr notes and the worst difference of
+// the logits (or, for a base model, the last hidden states) from transformers'.
+template <class Model>
+double check_dir(const std::string& name, bool causal, std::string& notes, const char* what = "logits") {
+  testing::internal::CaptureStderr();
+  auto model = Model::from_hf_dir(fixture(name), Device::CPU);
+  notes = testing::internal::GetCapturedStderr();
+  SafetensorsFile ref = read_safetensors(fixture(name) + "/reference.safetensors");
+  std::vector<int64_t> row_of;
+  Batch batch = testkit::hf_fixture_batch(ref, /*packed=*/false, causal, row_of);
+  Tensor ours = std::string(what) == "logits" ? model->logits(batch) : model->hidden_states(batch);
+  return worst_diff(ours, ref.get(what), row_of);
+}
+
+std::string copy_fixture(const std::string& name, const std::string& as) {
+  const std::string dir = testing::TempDir() + "/biofm_hfdir_" + as;
+  fs::remove_all(dir);
+  fs::copy(fixture(name), dir, fs::copy_options::recursive);
+  return dir;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(ModelsHfDir, EsmMaskedLmWithLegacyNamesAndContactHead) {
+  std::string notes;
+  EXPECT_LT(check_dir<Esm2Model>("esm2_mlm", false, notes), 1e-4);
+  EXPECT_NE(notes.find("ignored 2 contact-head tensors"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("1 rotary inv_freq tensor"), std::string::npos) << notes;
+  EXPECT_EQ(std::count(notes.begin(), notes.end(), '\n'), 1) << "one note: " << notes;
+}
+
+TEST(ModelsHfDir, EsmSharded) {
+  ASSERT_TRUE(fs::exists(fixture("esm2_sharded/model.safetensors.index.json")));
+  const HfDirContents c = read_hf_dir(fixture("esm2_sharded"));
+  EXPECT_GT(c.weight_files.size(), 1u);
+  std::string notes;
+  EXPECT_LT(check_dir<Esm2Model>("esm2_sharded", false, notes), 1e-4);
+  EXPECT_NE(notes.find("contact-head"), std::string::npos) << notes;
+}
+
+// transformers saves ESM's rotary inv_freq buffer in the model's dtype and, loading, uses that
+// rounded copy (bf16: 0.10009765625 for 0.1); biofm ignores the buffer and computes the
+// frequencies in fp32, as from an fp32 checkpoint. That alone moves logits of ~2 by up to
+// ~1e-4 (bf16) / ~3e-5 (fp16); the weights themselves are widened exactly.
+TEST(ModelsHfDir, EsmHalfPrecisionWeights) {
+  std::string notes;
+  EXPECT_LT(check_dir<Esm2Model>("esm2_bf16", false, notes), 3e-4) << "bf16";
+  EXPECT_LT(check_dir<Esm2Model>("esm2_fp16", false, notes), 1e-4) << "fp16";
+}
+
+TEST(ModelsHfDir, BareEsmModelWithoutPrefixOrHead) {
+  std::string notes;
+  EXPECT_LT(check_dir<Esm2Model>("esm2_base", false, notes, "last_hidden_state"), 1e-4);
+  EXPECT_NE(notes.find("pooler"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("bare base model"), std::string::npos) << notes;
+  EXPECT_EQ(std::count(notes.begin(), notes.end(), '\n'), 1) << "one note: " << notes;
+}
+
+TEST(ModelsHfDir, LlamaTiedAndUntied) {
+  std::string notes;
+  EXPECT_LT(check_dir<LlamaModel>("llama_untied", true, notes), 1e-4) << "untied";
+  EXPECT_EQ(notes, "");
+  EXPECT_LT(check_dir<LlamaModel>("llama_tied", true, notes), 1e-4) << "tied";
+  EXPECT_EQ(notes, "");
+}
+
+TEST(ModelsHfDir, LoadModelDirPicksTheFamily) {
+  testing::internal::CaptureStderr();
+  auto m = load_model_dir(fixture("esm2_sharded"), Device::CPU);
+  testing::internal::GetCapturedStderr();
+  EXPECT_EQ(m->family(), "esm2");
+  EXPECT_EQ(load_model_dir(fixture("llama_tied"), Device::CPU)->family(), "llama");
+}
+
+TEST(ModelsHfDir, MissingShardIsNamed) {
+  const std::string dir = copy_fixture("esm2_sharded", "missing_shard");
+  fs::remove(dir + "/model-00002-of-00003.safetensors");
+  const std::string msg = error_of([&] { read_hf_dir(dir); });
+  EXPECT_NE(msg.find("model-00002-of-00003.safetensors"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
+}
+
+TEST(ModelsHfDir, PickleOnlyDirectoryIsRefused) {
+  const std::string dir = testing::TempDir() + "/biofm_hfdir_pickle";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy(fixture("esm2_mlm/config.json"), dir + "/config.json");
+  write_file_atomic(dir + "/pytorch_model.bin", "PK not really a pickle");
+  const std::string msg = error_of([&] { Esm2Model::from_hf_dir(dir, Device::CPU); });
+  EXPECT_NE(msg.find("pytorch_model.bin"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("save_pretrained"), std::string::npos) << msg;
+}
+
+TEST(ModelsHfDir, WrongShapeAndUnknownTensorAreNamed) {
+  SafetensorsFile f = read_safetensors(fixture("esm2_mlm/model.safetensors"));
+  {
+    const std::string dir = copy_fixture("esm2_mlm", "wrong_shape");
+    auto t = f.tensors;
+    t["lm_head.bias"] = Tensor::zeros({34}, DType::F32);
+    write_safetensors(dir + "/model.safetensors", t);
+    const std::string msg = error_of([&] { Esm2Model::from_hf_dir(dir, Device::CPU); });
+    EXPECT_NE(msg.find("lm_head.bias"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[34]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("model.safetensors"), std::string::npos) << msg;
+  }
+  {
+    const std::string dir = copy_fixture("esm2_mlm", "unknown");
+    auto t = f.tensors;
+    t["esm.encoder.layer.0.adapter.weight"] = Tensor::zeros({2, 2}, DType::F32);
+    write_safetensors(dir + "/model.safetensors", t);
+    const std::string msg = error_of([&] { Esm2Model::from_hf_dir(dir, Device::CPU); });
+    EXPECT_NE(msg.find("esm.encoder.layer.0.adapter.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unexpected"), std::string::npos) << msg;
+  }
+  {
+    const std::string dir = copy_fixture("esm2_mlm", "missing_param");
+    auto t = f.tensors;
+    t.erase("esm.encoder.layer.1.output.dense.weight");
+    write_safetensors(dir + "/model.safetensors", t);
+    const std::string msg = error_of([&] { Esm2Model::from_hf_dir(dir, Device::CPU); });
+    EXPECT_NE(msg.find("esm.encoder.layer.1.output.dense.weight"), std::string::npos) << msg;
+  }
+}
