@@ -113,7 +113,7 @@ void run_case(const Case& c, DType dt, ad::AttentionPath path, int iters) {
   ms_f /= float(iters);
   ms_b /= float(iters);
   std::printf("%-22s %-4s %-8s B=%-4lld N=%-6lld maxL=%-5d Hq=%-3lld Hkv=%-3lld D=%-3lld %-6s  fwd %8.3f ms %7.1f TFLOP/s   bwd %8.3f ms %7.1f TFLOP/s\n",
-              c.name, dtype_name(dt), ad::path_name(path), (long long)B, (long long)N, max_len,
+              c.name, dtype_name(dt), ops::attention_backend_name(path), (long long)B, (long long)N, max_len,
               (long long)c.Hq, (long long)c.Hkv, (long long)c.D, c.causal ? "causal" : "bidir", ms_f,
               flops / (ms_f * 1e-3) / 1e12, ms_b, 2.5 * flops / (ms_b * 1e-3) / 1e12);
   std::fflush(stdout);

@@ -134,14 +134,14 @@ TEST(CudaActivation, SwigluPackedMatchesCpu) {
       Tensor gu0 = round_to(randn({N, 2 * F}, seed, 3.0f), dt);
       Tensor d0 = round_to(randn({N, F}, seed + 1), dt);
       Tensor y_ref = Tensor::empty({N, F}, DType::F32), dgu_ref = Tensor::empty({N, 2 * F}, DType::F32);
-      ops::cpu::swiglu_forward_packed(y_ref, gu0);
-      ops::cpu::swiglu_backward_packed(dgu_ref, d0, gu0);
+      ops::cpu::swiglu_forward_packed(y_ref, gu0, Tensor());
+      ops::cpu::swiglu_backward_packed(dgu_ref, d0, gu0, Tensor());
       Tensor gu = to_device(gu0, dt), d = to_device(d0, dt);
       Tensor y = Tensor::empty({N, F}, dt, Device::CUDA), dgu = Tensor::empty({N, 2 * F}, dt, Device::CUDA);
       poison(y);
       poison(dgu);
-      ops::cuda::swiglu_forward_packed(y, gu);
-      ops::cuda::swiglu_backward_packed(dgu, d, gu);
+      ops::cuda::swiglu_forward_packed(y, gu, Tensor());
+      ops::cuda::swiglu_backward_packed(dgu, d, gu, Tensor());
       const std::string L = std::string("swiglu packed ") + dtname(dt) + " [" + std::to_string(N) + ", " +
                             std::to_string(F) + "]";
       EXPECT_TRUE(close(L + " forward", to_host_f32(y), y_ref, tol(dt)));

@@ -222,7 +222,7 @@ Result run_gpu(const Batch& b, const Inputs& in, DType dt, AttentionPath path, b
 }
 
 void expect_matches_cpu(const Batch& b, DType dt, AttentionPath path, uint64_t seed) {
-  SCOPED_TRACE(b.name() + " " + dtype_name(dt) + " path " + ad::path_name(path));
+  SCOPED_TRACE(b.name() + " " + dtype_name(dt) + " path " + ops::attention_backend_name(path));
   const bool bf16 = dt == DType::BF16;
   const Inputs in = make_inputs(b, seed, bf16);
   const Result ref = run_cpu(b, in);
@@ -236,7 +236,7 @@ void expect_matches_cpu(const Batch& b, DType dt, AttentionPath path, uint64_t s
   EXPECT_TRUE(matches("dk", got.dk, ref.dk, b, tol, false, &e[3]));
   EXPECT_TRUE(matches("dv", got.dv, ref.dv, b, tol, false, &e[4]));
   std::printf("  %-55s %-4s %-8s worst per-sequence error: out %.1e lse %.1e dq %.1e dk %.1e dv %.1e\n",
-              b.name().c_str(), dtype_name(dt), ad::path_name(path), e[0], e[1], e[2], e[3], e[4]);
+              b.name().c_str(), dtype_name(dt), ops::attention_backend_name(path), e[0], e[1], e[2], e[3], e[4]);
 }
 
 bool cudnn_available(DType dt, int64_t D, int64_t Hq, int64_t Hkv, std::string* why) {
@@ -275,7 +275,7 @@ bool bits_equal_rows(const Tensor& a, const Tensor& b, const Batch& batch, int s
 // accumulates dQ with atomics (run-to-run bit differences), so its dq is compared with a tight
 // tolerance instead.
 void expect_isolated(const Batch& b, DType dt, AttentionPath path) {
-  SCOPED_TRACE(b.name() + " " + dtype_name(dt) + " path " + ad::path_name(path));
+  SCOPED_TRACE(b.name() + " " + dtype_name(dt) + " path " + ops::attention_backend_name(path));
   const Inputs in = make_inputs(b, 7, dt == DType::BF16);
   const Result r1 = run_gpu(b, in, dt, path);
   const Result r1b = run_gpu(b, in, dt, path);
@@ -427,7 +427,7 @@ TEST(CudaAttention, PathsShareTheLseConvention) {
   const Result ref = run_cpu(b, in);
   for (auto [fp, bp] : {std::pair{AttentionPath::Cudnn, AttentionPath::Fallback},
                         std::pair{AttentionPath::Fallback, AttentionPath::Cudnn}}) {
-    SCOPED_TRACE(std::string("forward ") + ad::path_name(fp) + ", backward " + ad::path_name(bp));
+    SCOPED_TRACE(std::string("forward ") + ops::attention_backend_name(fp) + ", backward " + ops::attention_backend_name(bp));
     const Result got = run_gpu(b, in, DType::BF16, fp, true, nullptr, bp);
     EXPECT_TRUE(matches("lse", got.lse, ref.lse, b, 2e-2, true));
     EXPECT_TRUE(matches("dq", got.dq, ref.dq, b, 2e-2));
@@ -461,7 +461,7 @@ TEST(CudaAttention, MaxSeqlenUnsetIsDerived) {
 }
 
 TEST(CudaAttention, PublicOpDispatchesToCuda) {
-  // ops::attention_forward/backward on GPU tensors go through cuda:: (path from BIOFM_ATTENTION).
+  // ops::attention_forward/backward on GPU tensors go through cuda:: (path from ops.attention, OpOptions::attention).
   const Batch b = Batch::packed({9, 65}, 4, 2, 16, true);
   const Inputs in = make_inputs(b, 950, false);
   const Result ref = run_cpu(b, in);

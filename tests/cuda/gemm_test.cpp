@@ -80,7 +80,7 @@ void run_case(const Case& c, uint64_t seed) {
 
   // CPU reference in fp32.
   Tensor out_c = Tensor::empty({c.N, c.O}, DType::F32);
-  ops::cpu::linear_forward(out_c, x, w, b);
+  ops::cpu::linear_forward(out_c, x, w, b, Tensor());
   Tensor dx_c = c.want_dx ? Tensor::empty({c.N, c.I}, DType::F32) : Tensor();
   Tensor dw_c = dw0.clone(), db_c = c.bias ? db0.clone() : Tensor();
   ops::cpu::linear_backward(dx_c, dw_c, db_c, dout, x, w);
@@ -90,7 +90,7 @@ void run_case(const Case& c, uint64_t seed) {
   const Tensor xg = upload_at(x, dt, off), wg = upload_at(w, dt, off),
                bg = c.bias ? upload_at(b, dt, off) : Tensor(), doutg = upload_at(dout, dt, off);
   Tensor out_g = nan_gpu({c.N, c.O}, dt);
-  ops::cuda::linear_forward(out_g, xg, wg, bg);
+  ops::cuda::linear_forward(out_g, xg, wg, bg, Tensor());
   Tensor dx_g = c.want_dx ? nan_gpu({c.N, c.I}, dt) : Tensor();
   Tensor dw_g = dw0.to(Device::CUDA), db_g = c.bias ? db0.to(Device::CUDA) : Tensor();
   ops::cuda::linear_backward(dx_g, dw_g, db_g, doutg, xg, wg);
@@ -177,9 +177,9 @@ TEST(CudaGemm, LeadingDimensions) {
   const Tensor x = testkit::randn({3, 5, 24}, 600), w = testkit::randn({40, 24}, 601),
                b = testkit::randn({40}, 602);
   Tensor out_c = Tensor::empty({3, 5, 40}, DType::F32);
-  ops::cpu::linear_forward(out_c, x, w, b);
+  ops::cpu::linear_forward(out_c, x, w, b, Tensor());
   Tensor out_g = nan_gpu({3, 5, 40}, DType::F32);
-  ops::cuda::linear_forward(out_g, x.to(Device::CUDA), w.to(Device::CUDA), b.to(Device::CUDA));
+  ops::cuda::linear_forward(out_g, x.to(Device::CUDA), w.to(Device::CUDA), b.to(Device::CUDA), Tensor());
   EXPECT_LT(rel_err(host_f32(out_g), out_c), 2e-5);
 }
 
@@ -190,9 +190,9 @@ TEST(CudaGemm, MixedWeightDtype) {
   const Tensor w = in_precision(testkit::randn({40, 24}, 701), DType::BF16);
   const Tensor b = in_precision(testkit::randn({40}, 702), DType::BF16);
   Tensor out_c = Tensor::empty({37, 40}, DType::F32);
-  ops::cpu::linear_forward(out_c, x, w, b);
+  ops::cpu::linear_forward(out_c, x, w, b, Tensor());
   Tensor out_g = nan_gpu({37, 40}, DType::F32);
-  ops::cuda::linear_forward(out_g, x.to(Device::CUDA), upload(w, DType::BF16), upload(b, DType::BF16));
+  ops::cuda::linear_forward(out_g, x.to(Device::CUDA), upload(w, DType::BF16), upload(b, DType::BF16), Tensor());
   EXPECT_LT(rel_err(host_f32(out_g), out_c), 2e-5);
 }
 
@@ -203,8 +203,8 @@ TEST(CudaGemm, RepeatableAndAccumulates) {
   const Tensor w = upload(testkit::randn({160, 96}, 801), DType::BF16);
   const Tensor dout = upload(testkit::randn({256, 160}, 802), DType::BF16);
   Tensor o1 = nan_gpu({256, 160}, DType::BF16), o2 = nan_gpu({256, 160}, DType::BF16);
-  ops::cuda::linear_forward(o1, x, w, Tensor());
-  ops::cuda::linear_forward(o2, x, w, Tensor());
+  ops::cuda::linear_forward(o1, x, w, Tensor(), Tensor());
+  ops::cuda::linear_forward(o2, x, w, Tensor(), Tensor());
   const Tensor h1 = host_f32(o1), h2 = host_f32(o2);
   for (int64_t i = 0; i < h1.numel(); ++i) ASSERT_EQ(h1.f32()[i], h2.f32()[i]) << "element " << i;
 
@@ -270,10 +270,10 @@ TEST(CudaGemm, BadArgumentsThrow) {
   REQUIRE_GPU();
   Tensor out = Tensor::empty({4, 5}, DType::F32, Device::CUDA);
   const Tensor x = Tensor::empty({4, 3}, DType::F32, Device::CUDA);
-  EXPECT_THROW(ops::cuda::linear_forward(out, x, Tensor::empty({5, 4}, DType::F32, Device::CUDA), Tensor()),
+  EXPECT_THROW(ops::cuda::linear_forward(out, x, Tensor::empty({5, 4}, DType::F32, Device::CUDA), Tensor(), Tensor()),
                Error);
   Tensor out_bf = Tensor::empty({4, 5}, DType::BF16, Device::CUDA);
-  EXPECT_THROW(ops::cuda::linear_forward(out_bf, x, Tensor::empty({5, 3}, DType::F32, Device::CUDA), Tensor()),
+  EXPECT_THROW(ops::cuda::linear_forward(out_bf, x, Tensor::empty({5, 3}, DType::F32, Device::CUDA), Tensor(), Tensor()),
                Error);
   Tensor dx, db, dw_bf = Tensor::empty({5, 3}, DType::BF16, Device::CUDA);
   EXPECT_THROW(ops::cuda::linear_backward(dx, dw_bf, db, Tensor::empty({4, 5}, DType::F32, Device::CUDA), x,
@@ -309,7 +309,7 @@ TEST(CudaGemm, ThroughputReport) {
     std::printf("[gemm bf16 %ldx%ldx%ld] %-22s %7.3f ms  %6.1f TFLOP/s\n", long(N), long(I), long(O), name,
                 ms / iters, tflops);
   };
-  time_it("forward (+bias)", [&] { ops::cuda::linear_forward(out, x, w, b); });
+  time_it("forward (+bias)", [&] { ops::cuda::linear_forward(out, x, w, b, Tensor()); });
   time_it("backward dx", [&] { ops::cuda::linear_backward(dx, none, none, out, x, w); });
   time_it("backward dw (+=)", [&] { ops::cuda::linear_backward(none, dw, none, out, x, w); });
   time_it("backward dw+dbias", [&] { ops::cuda::linear_backward(none, dw, db, out, x, w); });

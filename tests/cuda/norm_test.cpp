@@ -58,7 +58,7 @@ TEST(CudaNorm, LayerNormForwardBackwardMatchCpu) {
       ops::cpu::layernorm_forward(out_ref, mean_ref, rstd_ref, in.x, in.w, in.b, eps);
       Tensor dx_ref = Tensor::empty({c.rows, c.C}, DType::F32);
       Tensor dw_ref = in.dw0.clone(), db_ref = in.db0.clone();
-      ops::cpu::layernorm_backward(dx_ref, dw_ref, db_ref, in.dout, in.x, in.w, mean_ref, rstd_ref);
+      ops::cpu::layernorm_backward(dx_ref, dw_ref, db_ref, in.dout, in.x, in.w, mean_ref, rstd_ref, Tensor());
 
       Tensor x = to_device(in.x, dt.act), w = to_device(in.w, dt.param),
              b = to_device(in.b, dt.param);
@@ -77,7 +77,7 @@ TEST(CudaNorm, LayerNormForwardBackwardMatchCpu) {
       Tensor dx = Tensor::empty({c.rows, c.C}, dt.act, Device::CUDA);
       poison(dx);
       Tensor dw = to_device(in.dw0, DType::F32), db = to_device(in.db0, DType::F32);
-      ops::cuda::layernorm_backward(dx, dw, db, dout, x, w, mean, rstd);
+      ops::cuda::layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, Tensor());
       const double tp = dt.act == DType::F32 ? 1e-5 : 1e-4;  // F32 sums of identical inputs
       EXPECT_TRUE(close(L + " dx", to_host_f32(dx), dx_ref, tol(dt.act)));
       EXPECT_TRUE(close(L + " dw", to_host_f32(dw), dw_ref, tp));
@@ -113,12 +113,12 @@ TEST(CudaNorm, LayerNormOptionalTensorsAndAliasing) {
     Tensor mean = to_device(mean_ref, DType::F32), rstd = to_device(rstd_ref, DType::F32);
     Tensor dx_ref = Tensor::empty({c.rows, c.C}, DType::F32);
     Tensor dw_ref = in.dw0.clone(), db_ref = in.db0.clone();
-    ops::cpu::layernorm_backward(dx_ref, dw_ref, db_ref, in.dout, in.x, in.w, mean_ref, rstd_ref);
+    ops::cpu::layernorm_backward(dx_ref, dw_ref, db_ref, in.dout, in.x, in.w, mean_ref, rstd_ref, Tensor());
 
     // dx aliasing dout.
     Tensor g = to_device(in.dout, dt.act);
     Tensor dw = to_device(in.dw0, DType::F32), db = to_device(in.db0, DType::F32);
-    ops::cuda::layernorm_backward(g, dw, db, g, x, w, mean, rstd);
+    ops::cuda::layernorm_backward(g, dw, db, g, x, w, mean, rstd, Tensor());
     EXPECT_TRUE(close(L + " dx in place", to_host_f32(g), dx_ref, tol(dt.act)));
     EXPECT_TRUE(close(L + " dw (in place dx)", to_host_f32(dw), dw_ref, 1e-4));
 
@@ -126,15 +126,15 @@ TEST(CudaNorm, LayerNormOptionalTensorsAndAliasing) {
     Tensor dout = to_device(in.dout, dt.act);
     dw = to_device(in.dw0, DType::F32);
     db = to_device(in.db0, DType::F32);
-    ops::cuda::layernorm_backward(none, dw, db, dout, x, w, mean, rstd);
+    ops::cuda::layernorm_backward(none, dw, db, dout, x, w, mean, rstd, Tensor());
     EXPECT_TRUE(close(L + " dw only", to_host_f32(dw), dw_ref, 1e-4));
     EXPECT_TRUE(close(L + " db only", to_host_f32(db), db_ref, 1e-4));
     Tensor dx = Tensor::empty({c.rows, c.C}, dt.act, Device::CUDA);
     poison(dx);
-    ops::cuda::layernorm_backward(dx, none, none, dout, x, w, mean, rstd);
+    ops::cuda::layernorm_backward(dx, none, none, dout, x, w, mean, rstd, Tensor());
     EXPECT_TRUE(close(L + " dx only", to_host_f32(dx), dx_ref, tol(dt.act)));
     // Accumulation: a second call adds the same increment again.
-    ops::cuda::layernorm_backward(none, dw, db, dout, x, w, mean, rstd);
+    ops::cuda::layernorm_backward(none, dw, db, dout, x, w, mean, rstd, Tensor());
     Tensor dw2_ref = dw_ref.clone();
     for (int64_t i = 0; i < c.C; ++i) dw2_ref.f32()[i] += dw_ref.f32()[i] - in.dw0.f32()[i];
     EXPECT_TRUE(close(L + " dw accumulates", to_host_f32(dw), dw2_ref, 1e-4));
@@ -152,16 +152,16 @@ TEST(CudaNorm, RmsNormForwardBackwardMatchCpu) {
       const std::string L = label("rmsnorm", c, dt);
       Tensor out_ref = Tensor::empty({c.rows, c.C}, DType::F32);
       Tensor rstd_ref = Tensor::empty({c.rows}, DType::F32);
-      ops::cpu::rmsnorm_forward(out_ref, rstd_ref, in.x, in.w, eps);
+      ops::cpu::rmsnorm_forward(out_ref, rstd_ref, in.x, in.w, eps, Tensor());
       Tensor dx_ref = Tensor::empty({c.rows, c.C}, DType::F32), dw_ref = in.dw0.clone();
-      ops::cpu::rmsnorm_backward(dx_ref, dw_ref, in.dout, in.x, in.w, rstd_ref);
+      ops::cpu::rmsnorm_backward(dx_ref, dw_ref, in.dout, in.x, in.w, rstd_ref, Tensor());
 
       Tensor x = to_device(in.x, dt.act), w = to_device(in.w, dt.param);
       Tensor out = Tensor::empty({c.rows, c.C}, dt.act, Device::CUDA);
       Tensor rstd = Tensor::empty({c.rows}, DType::F32, Device::CUDA);
       poison(out);
       poison(rstd);
-      ops::cuda::rmsnorm_forward(out, rstd, x, w, eps);
+      ops::cuda::rmsnorm_forward(out, rstd, x, w, eps, Tensor());
       EXPECT_TRUE(close(L + " out", to_host_f32(out), out_ref, tol(dt.act)));
       EXPECT_TRUE(close(L + " rstd", to_host_f32(rstd), rstd_ref, 1e-5));
 
@@ -169,7 +169,7 @@ TEST(CudaNorm, RmsNormForwardBackwardMatchCpu) {
       Tensor dx = Tensor::empty({c.rows, c.C}, dt.act, Device::CUDA);
       poison(dx);
       Tensor dw = to_device(in.dw0, DType::F32);
-      ops::cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd);
+      ops::cuda::rmsnorm_backward(dx, dw, dout, x, w, rstd, Tensor());
       const double tp = dt.act == DType::F32 ? 1e-5 : 1e-4;
       EXPECT_TRUE(close(L + " dx", to_host_f32(dx), dx_ref, tol(dt.act)));
       EXPECT_TRUE(close(L + " dw", to_host_f32(dw), dw_ref, tp));
@@ -179,15 +179,15 @@ TEST(CudaNorm, RmsNormForwardBackwardMatchCpu) {
       // Optional tensors: no saved rstd; dx only; dw only; dx aliasing dout.
       Tensor none;
       poison(out);
-      ops::cuda::rmsnorm_forward(out, none, x, w, eps);
+      ops::cuda::rmsnorm_forward(out, none, x, w, eps, Tensor());
       EXPECT_TRUE(close(L + " out (no rstd)", to_host_f32(out), out_ref, tol(dt.act)));
       poison(dx);
-      ops::cuda::rmsnorm_backward(dx, none, dout, x, w, rstd);
+      ops::cuda::rmsnorm_backward(dx, none, dout, x, w, rstd, Tensor());
       EXPECT_TRUE(close(L + " dx only", to_host_f32(dx), dx_ref, tol(dt.act)));
       dw = to_device(in.dw0, DType::F32);
-      ops::cuda::rmsnorm_backward(none, dw, dout, x, w, rstd);
+      ops::cuda::rmsnorm_backward(none, dw, dout, x, w, rstd, Tensor());
       EXPECT_TRUE(close(L + " dw only", to_host_f32(dw), dw_ref, tp));
-      ops::cuda::rmsnorm_backward(dout, none, dout, x, w, rstd);
+      ops::cuda::rmsnorm_backward(dout, none, dout, x, w, rstd, Tensor());
       EXPECT_TRUE(close(L + " dx in place", to_host_f32(dout), dx_ref, tol(dt.act)));
 
       // The residual gradient folded into dx (separate, and aliasing dx), RMSNorm and LayerNorm.

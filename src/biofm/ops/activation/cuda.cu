@@ -72,9 +72,9 @@ void launch_elementwise(int64_t n, bool vec8, const Fn& fn, const Tensor& amax =
   constexpr int kThreads = 256;
   if (vec8)
     elementwise_kernel<8>
-        <<<grid_for(n / 8 + 1, kThreads, 16), kThreads, 0, cuda_ctx::stream()>>>(n, fn, bits);
+        <<<grid_for(n / 8 + 1, kThreads, sm_waves(16)), kThreads, 0, cuda_ctx::stream()>>>(n, fn, bits);
   else
-    elementwise_kernel<1><<<grid_for(n, kThreads, 16), kThreads, 0, cuda_ctx::stream()>>>(n, fn, bits);
+    elementwise_kernel<1><<<grid_for(n, kThreads, sm_waves(16)), kThreads, 0, cuda_ctx::stream()>>>(n, fn, bits);
   BIOFM_CUDA_LAUNCH_CHECK();
 }
 

@@ -23,46 +23,6 @@ void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out
 void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
                             const Tensor& dgate_up_amax = Tensor());
 
-namespace cpu {
-void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
-void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind);
-void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
-void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
-                     const Tensor& up);
-void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out_amax = Tensor());
-void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
-                            const Tensor& dgate_up_amax = Tensor());
-}  // namespace cpu
-namespace cuda {
-void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
-void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind);
-void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);
-void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
-                     const Tensor& up);
-void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out_amax = Tensor());
-void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
-                            const Tensor& dgate_up_amax = Tensor());
-}  // namespace cuda
-
-inline void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
-  BIOFM_DISPATCH(x.device(), gelu_forward, out, x, kind);
-}
-inline void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind) {
-  BIOFM_DISPATCH(x.device(), gelu_backward, dx, dout, x, kind);
-}
-inline void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up) {
-  BIOFM_DISPATCH(gate.device(), swiglu_forward, out, gate, up);
-}
-inline void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
-                            const Tensor& up) {
-  BIOFM_DISPATCH(gate.device(), swiglu_backward, dgate, dup, dout, gate, up);
-}
-inline void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out_amax) {
-  BIOFM_DISPATCH(gate_up.device(), swiglu_forward_packed, out, gate_up, out_amax);
-}
-inline void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
-                                   const Tensor& dgate_up_amax) {
-  BIOFM_DISPATCH(gate_up.device(), swiglu_backward_packed, dgate_up, dout, gate_up, dgate_up_amax);
-}
+BIOFM_BACKENDS(gelu_forward, gelu_backward, swiglu_forward, swiglu_backward, swiglu_forward_packed, swiglu_backward_packed)
 
 }  // namespace biofm::ops

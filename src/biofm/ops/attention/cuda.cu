@@ -26,8 +26,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
@@ -37,31 +35,16 @@
 #include "biofm/core/cuda_context.h"
 #include "biofm/ops/attention/cudnn_sdpa.h"
 #include "biofm/ops/attention/op.h"
+#include "biofm/ops/cuda_util.cuh"
 
 namespace biofm::ops::cuda {
 namespace attention_detail {
 namespace {
+using namespace cuda_detail;
 
 constexpr int kThreads = 256;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-
-// ---------------------------------------------------------------------------------------------
-// Element access
-// ---------------------------------------------------------------------------------------------
-
-__device__ __forceinline__ float to_f32(float x) { return x; }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <typename T>
-__device__ __forceinline__ T from_f32(float x);
-template <>
-__device__ __forceinline__ float from_f32<float>(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
 
 // Rows [row0, row0 + rows) of one head of a sequence into shared memory s[rows][DP + 1] as
 // fp32; rows at or after `len` and columns at or after D are zero. `g` points at the head's
@@ -497,19 +480,9 @@ __global__ void sdpa_offsets_kernel(const int32_t* __restrict__ cu, const int32_
 // Host side
 // ---------------------------------------------------------------------------------------------
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::strcmp(v, "0") != 0;
-}
-
-bool verbose() {
-  static const bool v = env_flag("BIOFM_ATTENTION_VERBOSE");
-  return v;
-}
-
-// Prints `line` once per process (BIOFM_ATTENTION_VERBOSE=1 only).
+// Prints `line` once per process (ops.attention_verbose only).
 void verbose_once(const std::string& line) {
-  if (!verbose()) return;
+  if (!op_options().attention_verbose) return;
   static std::mutex mu;
   static std::set<std::string> seen;
   std::lock_guard<std::mutex> lock(mu);
@@ -641,7 +614,7 @@ void fallback_backward(const Problem& p, const AttentionShape& a, const Tensor& 
                        const Tensor& lens) {
   Tensor dvec = Tensor::empty({p.N, p.Hq}, DType::F32, Device::CUDA);
   const int64_t rows = p.N * p.Hq;
-  const unsigned blocks = unsigned((rows * 32 + kThreads - 1) / kThreads);
+  const unsigned blocks = unsigned(ceil_div(rows * 32, kThreads));
   attn_dvec_kernel<T><<<blocks, kThreads, 0, cuda_ctx::stream()>>>(cptr<T>(dout), cptr<T>(out),
                                                                     dvec.f32(), rows, int(p.D));
   BIOFM_CUDA_LAUNCH_CHECK();
@@ -655,18 +628,12 @@ void fallback_backward(const Problem& p, const AttentionShape& a, const Tensor& 
 
 // ---- argument checks ----
 
-void require_cuda(const Tensor& t, const char* op, const char* name) {
-  if (!t.defined()) fail(op, ": ", name, " is undefined");
-  if (t.device() != Device::CUDA) fail(op, ": ", name, " must be on the GPU, got ", t.describe());
-}
-
 void require(const Tensor& t, DType dt, const Shape& shape, const char* op, const char* name) {
-  require_cuda(t, op, name);
-  if (t.dtype() != dt) fail(op, ": ", name, " must be ", dtype_name(dt), ", got ", t.describe());
-  if (t.shape() != shape) fail(op, ": ", name, " must have shape ", shape_str(shape), ", got ", t.describe());
+  require_dtype(t, dt, op, name);
+  require_shape(t, shape, op, name);
 }
 
-// Host copy of the (device) layout: only with BIOFM_ATTENTION_CHECK=1, or when max_seqlen was
+// Host copy of the (device) layout: only with ops.attention_check, or when max_seqlen was
 // not given. Synchronises the stream.
 int64_t inspect_layout(const char* op, const Tensor& cu, const Tensor& lens, int64_t N,
                        int64_t max_seqlen_hint, bool full_check) {
@@ -718,7 +685,7 @@ Problem make_problem(const char* op, const Tensor& q, const Tensor& k, const Ten
     fail(op, ": cu_seqlens must be I32[B+1] and seq_lens I32[B], got ", cu.describe(), " and ",
          lens.describe());
   p.B = lens.numel();
-  static const bool check = env_flag("BIOFM_ATTENTION_CHECK");
+  const bool check = op_options().attention_check;
   p.max_seqlen = a.max_seqlen;
   if (p.B > 0 && (check || a.max_seqlen <= 0)) {
     const int64_t mx = inspect_layout(op, cu, lens, p.N, a.max_seqlen, check);
@@ -731,7 +698,6 @@ Problem make_problem(const char* op, const Tensor& q, const Tensor& k, const Ten
   return p;
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 std::string shape_line(const char* dir, const Problem& p, const AttentionShape& a) {
   return std::string(dir) + " " + dtype_name(p.dtype) + " Hq=" + std::to_string(p.Hq) +
@@ -762,26 +728,6 @@ AttentionPath choose(AttentionPath requested, const Problem& p, const char* op,
 
 }  // namespace
 
-const char* path_name(AttentionPath p) {
-  switch (p) {
-    case AttentionPath::Auto: return "auto";
-    case AttentionPath::Cudnn: return "cudnn";
-    case AttentionPath::Fallback: return "fallback";
-  }
-  return "?";
-}
-
-AttentionPath env_attention_path() {
-  static const AttentionPath path = [] {
-    const char* v = std::getenv("BIOFM_ATTENTION");
-    if (!v || !*v || std::strcmp(v, "auto") == 0) return AttentionPath::Auto;
-    if (std::strcmp(v, "cudnn") == 0) return AttentionPath::Cudnn;
-    if (std::strcmp(v, "fallback") == 0) return AttentionPath::Fallback;
-    fail("BIOFM_ATTENTION must be one of auto, cudnn, fallback; got '", v, "'");
-  }();
-  return path;
-}
-
 AttentionPath attention_path_for(AttentionPath requested, DType dtype, int64_t head_dim, int64_t hq,
                                  int64_t hkv) {
   if (requested == AttentionPath::Fallback) return AttentionPath::Fallback;
@@ -793,7 +739,7 @@ void launch_sdpa_offsets(const int32_t* cu_seqlens, const int32_t* seq_lens, int
                          int64_t B_bucket, int64_t qo_mult, int64_t kv_mult, int64_t stats_mult,
                          int32_t* seq_len, int64_t* off_qo, int64_t* off_kv, int64_t* off_stats) {
   const int64_t n = B_bucket + 1;
-  const unsigned blocks = unsigned(std::min<int64_t>((n + kThreads - 1) / kThreads, 1024));
+  const unsigned blocks = unsigned(std::min<int64_t>(ceil_div(n, kThreads), 1024));
   sdpa_offsets_kernel<<<blocks, kThreads, 0, cuda_ctx::stream()>>>(
       cu_seqlens, seq_lens, B, B_bucket, qo_mult, kv_mult, stats_mult, seq_len, off_qo, off_kv,
       off_stats);
@@ -890,15 +836,15 @@ void attention_backward_with(AttentionPath path, Tensor& dq, Tensor& dk, Tensor&
 
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                        const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
-  attention_detail::attention_forward_with(attention_detail::env_attention_path(), out, lse, q, k,
-                                           v, cu_seqlens, seq_lens, a);
+  attention_detail::attention_forward_with(op_options().attention, out, lse, q, k, v, cu_seqlens,
+                                           seq_lens, a);
 }
 
 void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
                         const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
-  attention_detail::attention_backward_with(attention_detail::env_attention_path(), dq, dk, dv,
-                                            dout, q, k, v, out, lse, cu_seqlens, seq_lens, a);
+  attention_detail::attention_backward_with(op_options().attention, dq, dk, dv, dout, q, k, v,
+                                            out, lse, cu_seqlens, seq_lens, a);
 }
 
 }  // namespace biofm::ops::cuda

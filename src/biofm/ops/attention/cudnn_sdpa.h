@@ -6,9 +6,10 @@
 //     ragged offsets, Hopper or newer, cuDNN >= 9.6;
 //   * plain CUDA kernels (cuda.cu): any head dim up to 128, F32 or BF16, used for everything
 //     cuDNN does not take and whenever a cuDNN graph fails to build.
-// The public ops pick the path with attention_path_for(); BIOFM_ATTENTION=fallback|cudnn|auto
-// overrides the choice (cudnn: a shape cuDNN cannot take is an error rather than a fallback),
-// and BIOFM_ATTENTION_VERBOSE=1 prints, once per shape, which path ran.
+// The public ops pick the path with attention_path_for(); the option ops.attention
+// (OpOptions::attention: fallback|cudnn|auto) overrides the choice (cudnn: a shape cuDNN cannot
+// take is an error rather than a fallback), and ops.attention_verbose prints, once per shape,
+// which path ran.
 // This header includes no CUDA or cuDNN header, so tests can use it from plain C++.
 #pragma once
 #include <cstddef>
@@ -16,14 +17,11 @@
 #include <string>
 
 #include "biofm/ops/attention/op.h"
+#include "biofm/ops/options.h"
 
 namespace biofm::ops::cuda::attention_detail {
 
-enum class AttentionPath { Auto, Cudnn, Fallback };
-const char* path_name(AttentionPath p);
-
-// BIOFM_ATTENTION read once: "fallback" → Fallback, "cudnn" → Cudnn, unset/"auto" → Auto.
-AttentionPath env_attention_path();
+using AttentionPath = AttentionBackend;
 
 // Static capability check for the cuDNN path (no graph is built): BF16, head dim a multiple of
 // 8 in [8, 128], Hq a multiple of Hkv, a GPU of compute capability >= 9.0 (not 12.x) and
@@ -37,8 +35,8 @@ bool cudnn_sdpa_supported(DType dtype, int64_t head_dim, int64_t hq, int64_t hkv
 AttentionPath attention_path_for(AttentionPath requested, DType dtype, int64_t head_dim,
                                  int64_t hq, int64_t hkv);
 
-// The public ops with an explicit path (tests and benchmarks). Auto is the public behaviour
-// apart from BIOFM_ATTENTION, which only the public ops read.
+// The public ops with an explicit path (tests and benchmarks). The public ops call these with
+// op_options().attention.
 void attention_forward_with(AttentionPath path, Tensor& out, Tensor& lse, const Tensor& q,
                             const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                             const Tensor& seq_lens, const AttentionShape& a);

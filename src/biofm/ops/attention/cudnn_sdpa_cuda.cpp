@@ -95,19 +95,13 @@ struct GraphEntry {
   std::shared_ptr<fe::graph::Graph> graph;  // null when the build failed
   int64_t workspace = 0;
   std::string error;
-  bool tuned = false;  // autotuned on its first execution (BIOFM_SDPA_AUTOTUNE=1)
+  bool tuned = false;  // autotuned on its first execution (ops.sdpa_autotune)
 };
 
-// BIOFM_SDPA_AUTOTUNE=1: build every engine configuration cuDNN offers for a graph and time
-// them on the graph's first execution (real data, once per graph), instead of taking the
+// ops.sdpa_autotune: build every engine configuration cuDNN offers for a graph and time them
+// on the graph's first execution (real data, once per graph), instead of taking the
 // heuristic's first choice. Costs build time per graph shape.
-bool autotune_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("BIOFM_SDPA_AUTOTUNE");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return on;
-}
+bool autotune_enabled() { return op_options().sdpa_autotune; }
 
 std::mutex g_mutex;  // guards everything below
 std::map<GraphKey, GraphEntry> g_cache;

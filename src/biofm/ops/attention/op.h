@@ -36,42 +36,6 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, 
 void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       int64_t cache_len, int64_t q_start_pos, float scale);
 
-namespace cpu {
-void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
-void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
-                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                        const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
-void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                      int64_t cache_len, int64_t q_start_pos, float scale);
-}  // namespace cpu
-namespace cuda {
-void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                       const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
-void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, const Tensor& q,
-                        const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                        const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
-void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                      int64_t cache_len, int64_t q_start_pos, float scale);
-}  // namespace cuda
-
-inline void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
-                              const Tensor& v, const Tensor& cu_seqlens, const Tensor& seq_lens,
-                              const AttentionShape& a) {
-  BIOFM_DISPATCH(q.device(), attention_forward, out, lse, q, k, v, cu_seqlens, seq_lens, a);
-}
-inline void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
-                               const Tensor& q, const Tensor& k, const Tensor& v,
-                               const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
-                               const Tensor& seq_lens, const AttentionShape& a) {
-  BIOFM_DISPATCH(q.device(), attention_backward, dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens,
-                 seq_lens, a);
-}
-inline void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache,
-                             const Tensor& v_cache, int64_t cache_len, int64_t q_start_pos,
-                             float scale) {
-  BIOFM_DISPATCH(q.device(), attention_decode, out, q, k_cache, v_cache, cache_len, q_start_pos,
-                 scale);
-}
+BIOFM_BACKENDS(attention_forward, attention_backward, attention_decode)
 
 }  // namespace biofm::ops

@@ -3,11 +3,11 @@
 // pointer allows them. All work is queued on the compute stream; nothing waits for it.
 #include <cuda_bf16.h>
 
-#include "biofm/core/cuda_helpers_cuda.h"
+#include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/elementwise/op.h"
 
 namespace biofm::ops::cuda {
-using namespace ::biofm::cuda_core;
+using namespace cuda_detail;
 
 namespace {
 
@@ -67,8 +67,8 @@ __global__ void __launch_bounds__(kSumMaxBlocks) add_partials_kernel(const doubl
 
 void add_inplace(Tensor& y, const Tensor& x) {
   const char* op = "add_inplace";
-  require_cuda_float(y, op, "y");
-  require_cuda(x, y.dtype(), op, "x");
+  require_float(y, op, "y");
+  require_dtype(x, y.dtype(), op, "x");
   if (x.shape() != y.shape()) fail(op, ": x ", x.describe(), " must match y ", y.describe());
   const int64_t n = y.numel();
   if (y.dtype() == DType::F32)
@@ -101,8 +101,8 @@ void cast(Tensor& dst, const Tensor& src) {
 
 void sum_accumulate(Tensor& acc, const Tensor& x) {
   const char* op = "sum_accumulate";
-  require_cuda_float(x, op, "x");
-  require_cuda(acc, DType::F32, op, "acc");
+  require_float(x, op, "x");
+  require_dtype(acc, DType::F32, op, "acc");
   if (acc.numel() != 1) fail(op, ": acc must hold one element, got ", acc.describe());
   const int64_t n = x.numel();
   if (n == 0) return;

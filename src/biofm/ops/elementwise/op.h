@@ -11,21 +11,6 @@ void cast(Tensor& dst, const Tensor& src);
 // acc[1] (F32) += Σ x (x F32 or BF16), without a host read.
 void sum_accumulate(Tensor& acc, const Tensor& x);
 
-namespace cpu {
-void add_inplace(Tensor& y, const Tensor& x);
-void cast(Tensor& dst, const Tensor& src);
-void sum_accumulate(Tensor& acc, const Tensor& x);
-}  // namespace cpu
-namespace cuda {
-void add_inplace(Tensor& y, const Tensor& x);
-void cast(Tensor& dst, const Tensor& src);
-void sum_accumulate(Tensor& acc, const Tensor& x);
-}  // namespace cuda
-
-inline void add_inplace(Tensor& y, const Tensor& x) { BIOFM_DISPATCH(y.device(), add_inplace, y, x); }
-inline void cast(Tensor& dst, const Tensor& src) { BIOFM_DISPATCH(src.device(), cast, dst, src); }
-inline void sum_accumulate(Tensor& acc, const Tensor& x) {
-  BIOFM_DISPATCH(x.device(), sum_accumulate, acc, x);
-}
+BIOFM_BACKENDS(add_inplace, cast, sum_accumulate)
 
 }  // namespace biofm::ops

@@ -243,7 +243,7 @@ void launch_scale_rows(Tensor& x, const Tensor& scale, int64_t N, int64_t C, con
     using T = typename decltype(tt)::type;
     const int vec = vec8 ? 8 : 1;
     const RowGroups rg = row_groups(C / vec);
-    const unsigned grid = grid_for(ceil_div(N, rg.rpb), 1, 16);
+    const unsigned grid = grid_for(N, rg.rpb, sm_waves(16));
     if (vec8)
       scale_rows_kernel<T, 8, ZERO_ROWS><<<grid, 256, 0, cuda_ctx::stream()>>>(
           static_cast<T*>(x.raw()), scale.f32(), N, C, rg.tpr);
@@ -274,7 +274,7 @@ void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table) {
     dispatch_float(table.dtype(), op, [&](auto tt) {
       using Tab = typename decltype(tt)::type;
       const RowGroups rg = row_groups(vec8 ? C / 8 : C);
-      const unsigned grid = grid_for(ceil_div(N, rg.rpb), 1, 16);
+      const unsigned grid = grid_for(N, rg.rpb, sm_waves(16));
       if (vec8)
         embedding_forward_kernel<T, Tab, 8><<<grid, 256, 0, cuda_ctx::stream()>>>(
             static_cast<T*>(out.raw()), ids.i32(), static_cast<const Tab*>(table.raw()), N, C, V,
@@ -306,7 +306,7 @@ void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids) {
     const T* g = static_cast<const T*>(dout.raw());
     if (V > kMaxSlotMapV) {
       embedding_backward_atomic_kernel<T>
-          <<<grid_for(N * C, 256, 16), 256, 0, stream>>>(dtable.f32(), g, ids.i32(), N, C, V);
+          <<<grid_for(N * C, 256, sm_waves(16)), 256, 0, stream>>>(dtable.f32(), g, ids.i32(), N, C, V);
       BIOFM_CUDA_LAUNCH_CHECK();
       return;
     }

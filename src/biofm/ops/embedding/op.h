@@ -22,35 +22,6 @@ void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
 // dh[N,C] *= scale (row-wise), in place.
 void scale_rows_inplace(Tensor& dh, const Tensor& scale);
 
-namespace cpu {
-void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table);
-void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids);
-void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
-                               const Tensor& cu_seqlens, const Tensor& seq_lens, int32_t mask_id);
-void scale_rows_inplace(Tensor& dh, const Tensor& scale);
-}  // namespace cpu
-namespace cuda {
-void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table);
-void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids);
-void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
-                               const Tensor& cu_seqlens, const Tensor& seq_lens, int32_t mask_id);
-void scale_rows_inplace(Tensor& dh, const Tensor& scale);
-}  // namespace cuda
-
-inline void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table) {
-  BIOFM_DISPATCH(table.device(), embedding_forward, out, ids, table);
-}
-inline void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids) {
-  BIOFM_DISPATCH(dout.device(), embedding_backward, dtable, dout, ids);
-}
-inline void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
-                                      const Tensor& cu_seqlens, const Tensor& seq_lens,
-                                      int32_t mask_id) {
-  BIOFM_DISPATCH(h.device(), esm_token_dropout_forward, h, scale_out, ids, cu_seqlens, seq_lens,
-                 mask_id);
-}
-inline void scale_rows_inplace(Tensor& dh, const Tensor& scale) {
-  BIOFM_DISPATCH(dh.device(), scale_rows_inplace, dh, scale);
-}
+BIOFM_BACKENDS(embedding_forward, embedding_backward, esm_token_dropout_forward, scale_rows_inplace)
 
 }  // namespace biofm::ops

@@ -6,13 +6,11 @@
 
 #include <algorithm>
 
-#include "biofm/core/cuda_helpers_cuda.h"
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/fp8/op.h"
 
 namespace biofm::ops::cuda {
 using namespace cuda_detail;
-using ::biofm::cuda_core::aligned;
 
 namespace {
 
@@ -112,7 +110,7 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   if (!given_amax.defined()) {
     own_amax = Tensor::empty({1}, DType::F32, Device::CUDA);
     const int64_t n = R * C;
-    amax_kernel<T><<<grid_for(n / (16 / int64_t(sizeof(T))) + 1, 256), 256, 0, st>>>(
+    amax_kernel<T><<<grid_for(n / (16 / int64_t(sizeof(T))) + 1, 256, sm_waves(8)), 256, 0, st>>>(
         xp, n, amax_accumulator(own_amax, "fp8_quantize"));
     BIOFM_CUDA_LAUNCH_CHECK();
   }

@@ -35,20 +35,11 @@ float fp8_scale_for(float amax, Fp8Type t);  // fp8_max / amax, or 1
 void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
                   const Tensor& amax = Tensor());
 
+BIOFM_BACKENDS(fp8_quantize)
+
 namespace cpu {
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
-                  const Tensor& amax = Tensor());
 // out = x quantized and dequantized (F32; x F32 or BF16): what an FP8 GEMM sees of x.
 void fp8_fake_quantize(Tensor& out, const Tensor& x, Fp8Type t);
 }  // namespace cpu
-namespace cuda {
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
-                  const Tensor& amax = Tensor());
-}  // namespace cuda
-
-inline void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
-                         const Tensor& amax) {
-  BIOFM_DISPATCH(x.device(), fp8_quantize, q, q_t, scale_inv, x, t, amax);
-}
 
 }  // namespace biofm::ops

@@ -22,11 +22,11 @@
 // (shape, leading dimensions, dtypes, epilogue, pointer alignments) gets its descriptors and
 // its heuristic algorithm once; later calls reuse them from a small map.
 //
-// Environment (read once per process):
-//   BIOFM_GEMM_FUSED_BGRAD=0     never use the BGRADB epilogue (always the column-sum kernel);
-//   BIOFM_GEMM_INPLACE_SPLITK=1  restrict split-K algorithms to in-place reduction (no
-//                                separate split-K reduction kernel); an experiment, off by
-//                                default: it may make the heuristic pick slower kernels.
+// Options (ops/options.h):
+//   ops.gemm_fused_bgrad: false   never use the BGRADB epilogue (always the column-sum kernel);
+//   ops.gemm_inplace_splitk: true restrict split-K algorithms to in-place reduction (no
+//                                 separate split-K reduction kernel); an experiment, off by
+//                                 default: it may make the heuristic pick slower kernels.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
@@ -39,13 +39,14 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "biofm/core/cuda_helpers_cuda.h"
+#include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/gemm/cublaslt_plans_cuda.h"
 #include "biofm/ops/gemm/op.h"
+#include "biofm/ops/options.h"
 
 namespace biofm::ops::cuda {
-using namespace ::biofm::cuda_core;
+using namespace cuda_detail;
 using namespace gemm_detail;
 
 namespace {
@@ -71,19 +72,8 @@ struct GemmKeyHash {
   }
 };
 
-// Environment variable `name` set to `value` (unset or empty reads as not set).
-bool env_is(const char* name, const char* value) {
-  const char* v = std::getenv(name);
-  return v && *v && std::strcmp(v, value) == 0;
-}
-bool fused_bgrad_enabled() {
-  static const bool on = !env_is("BIOFM_GEMM_FUSED_BGRAD", "0");
-  return on;
-}
-bool inplace_splitk_only() {
-  static const bool on = env_is("BIOFM_GEMM_INPLACE_SPLITK", "1");
-  return on;
-}
+bool fused_bgrad_enabled() { return op_options().gemm_fused_bgrad; }
+bool inplace_splitk_only() { return op_options().gemm_inplace_splitk; }
 
 #define GEMM_CHECK(expr, key)                                                                   \
   do {                                                                                          \
@@ -353,7 +343,7 @@ void launch_colsum_v(const T* g, int64_t N, int64_t O, float* dbias) {
   Scratch partial(size_t(splits * O) * sizeof(float));
   colsum_kernel<T, V><<<grid, block, 0, st>>>(g, N, O, rows_per_split, partial.as<float>(), nullptr);
   BIOFM_CUDA_LAUNCH_CHECK();
-  colsum_finish_kernel<<<grid_for(O, 256), 256, 0, st>>>(partial.as<float>(), splits, O, dbias);
+  colsum_finish_kernel<<<grid_for(O, 256, int64_t(1) << 20), 256, 0, st>>>(partial.as<float>(), splits, O, dbias);
   BIOFM_CUDA_LAUNCH_CHECK();
 }
 
@@ -382,7 +372,7 @@ void fill_rows(Tensor& out, const Tensor& bias, int64_t N, int64_t O) {
     out.zero_();
     return;
   }
-  const unsigned blocks = grid_for(N * O, 256, int64_t(cuda_ctx::sm_count()) * 8);
+  const unsigned blocks = grid_for(N * O, 256, sm_waves(8));
   cudaStream_t st = cuda_ctx::stream();
   const bool tb = out.dtype() == DType::BF16, bb = bias.dtype() == DType::BF16;
   if (tb && bb)
@@ -406,7 +396,7 @@ Tensor in_dtype(const Tensor& t, DType dt) {
 }
 
 void check_weight(const Tensor& w, const char* op) {
-  require_cuda_float(w, op, "w");
+  require_float(w, op, "w");
   if (w.dim() != 2) fail(op, ": w must be [out, in], got ", w.describe());
 }
 
@@ -470,19 +460,19 @@ void column_sums_into(Tensor& dbias, const Tensor& g) {
 
 LinearDims check_linear_forward(const char* op, const Tensor& out, const Tensor& x, const Tensor& w,
                                 const Tensor& bias, const Tensor& residual) {
-  require_cuda_float(x, op, "x");
+  require_float(x, op, "x");
   check_weight(w, op);
-  require_cuda(out, x.dtype(), op, "out");
+  require_dtype(out, x.dtype(), op, "out");
   const int64_t O = w.size(0), I = w.size(1);
   const int64_t N = rows_of(x, I, op, "x");
   if (rows_of(out, O, op, "out") != N)
     fail(op, ": out ", out.describe(), " does not match x ", x.describe(), " and w ", w.describe());
   if (bias.defined()) {
-    require_cuda_float(bias, op, "bias");
+    require_float(bias, op, "bias");
     if (bias.shape() != Shape{O}) fail(op, ": bias must have shape [", O, "], got ", bias.describe());
   }
   if (residual.defined()) {
-    require_cuda(residual, x.dtype(), op, "residual");
+    require_dtype(residual, x.dtype(), op, "residual");
     if (residual.numel() != out.numel())
       fail(op, ": residual ", residual.describe(), " does not match out ", out.describe());
   }
@@ -491,23 +481,23 @@ LinearDims check_linear_forward(const char* op, const Tensor& out, const Tensor&
 
 LinearDims check_linear_backward(const char* op, const Tensor& dx, const Tensor& dw, const Tensor& dbias,
                                  const Tensor& dout, const Tensor& x, const Tensor& w) {
-  require_cuda_float(x, op, "x");
-  require_cuda(dout, x.dtype(), op, "dout");
+  require_float(x, op, "x");
+  require_dtype(dout, x.dtype(), op, "dout");
   check_weight(w, op);
   const int64_t O = w.size(0), I = w.size(1);
   const int64_t N = rows_of(x, I, op, "x");
   if (rows_of(dout, O, op, "dout") != N)
     fail(op, ": dout ", dout.describe(), " does not match x ", x.describe(), " and w ", w.describe());
   if (dx.defined()) {
-    require_cuda(dx, x.dtype(), op, "dx");
+    require_dtype(dx, x.dtype(), op, "dx");
     if (rows_of(dx, I, op, "dx") != N) fail(op, ": dx ", dx.describe(), " does not match x ", x.describe());
   }
   if (dw.defined()) {
-    require_cuda(dw, DType::F32, op, "dw");
+    require_dtype(dw, DType::F32, op, "dw");
     if (dw.shape() != Shape{O, I}) fail(op, ": dw must have shape [", O, ", ", I, "], got ", dw.describe());
   }
   if (dbias.defined()) {
-    require_cuda(dbias, DType::F32, op, "dbias");
+    require_dtype(dbias, DType::F32, op, "dbias");
     if (dbias.shape() != Shape{O}) fail(op, ": dbias must have shape [", O, "], got ", dbias.describe());
   }
   return {N, I, O};

@@ -13,14 +13,14 @@
 #include <atomic>
 #include <cstdio>
 
-#include "biofm/core/cuda_helpers_cuda.h"
+#include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/cublaslt_plans_cuda.h"
 #include "biofm/ops/gemm/op.h"
 
 namespace biofm::ops::cuda {
-using namespace ::biofm::cuda_core;
+using namespace cuda_detail;
 using namespace gemm_detail;
 
 namespace {

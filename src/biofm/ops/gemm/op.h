@@ -48,49 +48,6 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
                          const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr,
                          const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr);
 
-namespace cpu {
-void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
-                        const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),
-                        Fp8WeightCodes* w_codes = nullptr);
-void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr,
-                         const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr);
-void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    const Tensor& residual = Tensor());
-void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                     const Tensor& w);
-}  // namespace cpu
-namespace cuda {
-void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
-                        const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),
-                        Fp8WeightCodes* w_codes = nullptr);
-void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr,
-                         const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr);
-void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
-                    const Tensor& residual = Tensor());
-void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                     const Tensor& w);
-}  // namespace cuda
-
-inline void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
-                           const Tensor& residual) {
-  BIOFM_DISPATCH(x.device(), linear_forward, out, x, w, bias, residual);
-}
-inline void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout,
-                            const Tensor& x, const Tensor& w) {
-  BIOFM_DISPATCH(x.device(), linear_backward, dx, dw, dbias, dout, x, w);
-}
-
-inline void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
-                               const Tensor& residual, const Fp8Recipe& recipe, Fp8SavedInput* save,
-                               const Tensor& x_amax, Fp8WeightCodes* w_codes) {
-  BIOFM_DISPATCH(x.device(), linear_forward_fp8, out, x, w, bias, residual, recipe, save, x_amax, w_codes);
-}
-inline void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
-                                const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved,
-                                const Tensor& dout_amax, const Fp8WeightCodes* w_codes) {
-  BIOFM_DISPATCH(x.device(), linear_backward_fp8, dx, dw, dbias, dout, x, w, recipe, saved, dout_amax, w_codes);
-}
+BIOFM_BACKENDS(linear_forward, linear_backward, linear_forward_fp8, linear_backward_fp8)
 
 }  // namespace biofm::ops

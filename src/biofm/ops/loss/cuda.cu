@@ -144,7 +144,7 @@ void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const T
     tpr = threads = V <= 4096 ? 128 : (V <= 32768 ? 256 : 512);
   }
   const int rpb = threads / tpr;
-  const unsigned grid = grid_for(ceil_div(N, rpb), 1, 2048 / threads * 2);
+  const unsigned grid = grid_for(N, rpb, sm_waves(2048 / threads * 2));
   float* tl = token_loss.defined() ? token_loss.f32() : nullptr;
   dispatch_float(logits.dtype(), op, [&](auto lt) {
     using T = typename decltype(lt)::type;

@@ -13,20 +13,6 @@ constexpr int32_t kIgnoreIndex = -100;
 void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const Tensor& logits,
                                     const Tensor& labels, float grad_scale);
 
-namespace cpu {
-void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const Tensor& logits,
-                                    const Tensor& labels, float grad_scale);
-}
-namespace cuda {
-void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const Tensor& logits,
-                                    const Tensor& labels, float grad_scale);
-}
-
-inline void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits,
-                                           const Tensor& logits, const Tensor& labels,
-                                           float grad_scale) {
-  BIOFM_DISPATCH(logits.device(), cross_entropy_forward_backward, token_loss, dlogits, logits,
-                 labels, grad_scale);
-}
+BIOFM_BACKENDS(cross_entropy_forward_backward)
 
 }  // namespace biofm::ops

@@ -347,7 +347,7 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
       auto go = [&](auto vec_c) {
         constexpr int VEC = decltype(vec_c)::value;
         const RowLayout l = row_layout(a.C, VEC, fwd_max_chunks<VEC>(), op);
-        const unsigned grid = grid_for(ceil_div(a.N, l.rpb), 1, 2048 / l.threads() * 2);
+        const unsigned grid = grid_for(a.N, l.rpb, sm_waves(2048 / l.threads() * 2));
         const size_t shm = size_t(l.rpb) * (l.tpr / 32) * sizeof(float);
         norm_forward_kernel<T, Wt, VEC, RMS><<<grid, l.threads(), shm, cuda_ctx::stream()>>>(
             static_cast<T*>(out.raw()), mean.defined() ? mean.f32() : nullptr,
@@ -408,7 +408,7 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
         const RowLayout l = row_layout(C, VEC, bwd_max_chunks<VEC>(), op);
         // About 1024 resident threads per SM: enough loads in flight, few partial rows.
         const int per_sm = std::max(1, 1024 / l.threads());
-        const unsigned grid = grid_for(ceil_div(N, l.rpb), 1, per_sm);
+        const unsigned grid = grid_for(N, l.rpb, sm_waves(per_sm));
         const size_t shm = std::max(size_t(l.rpb) * (l.tpr / 32) * sizeof(float2),
                                     l.rpb > 1 ? size_t(l.threads()) * VEC * sizeof(float) : 0);
         Tensor part_w, part_b;

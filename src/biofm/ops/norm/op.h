@@ -21,43 +21,6 @@ void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                       const Tensor& rstd, const Tensor& dres = Tensor());
 
-namespace cpu {
-void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
-                       const Tensor& b, float eps);
-void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres = Tensor());
-void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
-                     const Tensor& out_amax = Tensor());
-void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd, const Tensor& dres = Tensor());
-}  // namespace cpu
-namespace cuda {
-void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
-                       const Tensor& b, float eps);
-void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres = Tensor());
-void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
-                     const Tensor& out_amax = Tensor());
-void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd, const Tensor& dres = Tensor());
-}  // namespace cuda
-
-inline void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
-                              const Tensor& w, const Tensor& b, float eps) {
-  BIOFM_DISPATCH(x.device(), layernorm_forward, out, mean, rstd, x, w, b, eps);
-}
-inline void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout,
-                               const Tensor& x, const Tensor& w, const Tensor& mean,
-                               const Tensor& rstd, const Tensor& dres) {
-  BIOFM_DISPATCH(x.device(), layernorm_backward, dx, dw, db, dout, x, w, mean, rstd, dres);
-}
-inline void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
-                            const Tensor& out_amax) {
-  BIOFM_DISPATCH(x.device(), rmsnorm_forward, out, rstd, x, w, eps, out_amax);
-}
-inline void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x,
-                             const Tensor& w, const Tensor& rstd, const Tensor& dres) {
-  BIOFM_DISPATCH(x.device(), rmsnorm_backward, dx, dw, dout, x, w, rstd, dres);
-}
+BIOFM_BACKENDS(layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward)
 
 }  // namespace biofm::ops

@@ -11,11 +11,11 @@
 #include <cstdlib>
 #include <type_traits>
 
-#include "biofm/core/cuda_helpers_cuda.h"
+#include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/optim/op.h"
 
 namespace biofm::ops::cuda {
-using namespace ::biofm::cuda_core;
+using namespace cuda_detail;
 
 namespace {
 
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(kSumMaxBlocks) norm_clip_kernel(const double* 
 }
 
 void require_flat_f32(const Tensor& t, int64_t n, const char* op, const char* name) {
-  require_cuda(t, DType::F32, op, name);
+  require_dtype(t, DType::F32, op, name);
   if (t.numel() != n) fail(op, ": ", name, " must hold ", n, " elements, got ", t.describe());
 }
 
@@ -195,11 +195,11 @@ void require_flat_f32(const Tensor& t, int64_t n, const char* op, const char* na
 
 void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWHyper& h) {
   const char* op = "adamw_step";
-  require_cuda(param, DType::F32, op, "param");
+  require_dtype(param, DType::F32, op, "param");
   const Tensor* others[] = {&grad, &m, &v};
   const char* names[] = {"grad", "m", "v"};
   for (int k = 0; k < 3; ++k) {
-    require_cuda(*others[k], DType::F32, op, names[k]);
+    require_dtype(*others[k], DType::F32, op, names[k]);
     if (others[k]->shape() != param.shape())
       fail(op, ": ", names[k], " must have shape ", shape_str(param.shape()), ", got ",
            others[k]->describe());
@@ -215,8 +215,8 @@ void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const A
 
 void sum_squares_accumulate(Tensor& acc, const Tensor& g) {
   const char* op = "sum_squares_accumulate";
-  require_cuda(g, DType::F32, op, "g");
-  require_cuda(acc, DType::F32, op, "acc");
+  require_dtype(g, DType::F32, op, "g");
+  require_dtype(acc, DType::F32, op, "acc");
   if (acc.numel() != 1) fail(op, ": acc must hold one element, got ", acc.describe());
   const int64_t n = g.numel();
   if (n == 0) return;
@@ -229,7 +229,7 @@ void sum_squares_accumulate(Tensor& acc, const Tensor& g) {
 }
 
 void scale_inplace(Tensor& g, float factor) {
-  require_cuda(g, DType::F32, "scale_inplace", "g");
+  require_dtype(g, DType::F32, "scale_inplace", "g");
   ScaleFn fn{g.f32(), factor};
   if (aligned(fn.g, 16))
     launch_vec_loop<4>(g.numel(), fn);
@@ -239,7 +239,7 @@ void scale_inplace(Tensor& g, float factor) {
 
 void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm) {
   const char* op = "grad_norm_clip_coef";
-  require_cuda(grad, DType::F32, op, "grad");
+  require_dtype(grad, DType::F32, op, "grad");
   require_flat_f32(norm, 1, op, "norm");
   require_flat_f32(clip_coef, 1, op, "clip_coef");
   const int64_t n = grad.numel();
@@ -255,7 +255,7 @@ void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor&
                 const Tensor& decay_ranges, const Tensor& clip_coef, const AdamWHyper& h) {
   const char* op = "adamw_flat";
   const bool bf16_params = param.defined() && param.dtype() == DType::BF16;
-  require_cuda(param, bf16_params ? DType::BF16 : DType::F32, op, "param");  // F32 or BF16
+  require_dtype(param, bf16_params ? DType::BF16 : DType::F32, op, "param");  // F32 or BF16
   const int64_t n = param.numel();
   require_flat_f32(grad, n, op, "grad");
   require_flat_f32(m, n, op, "m");
@@ -265,7 +265,7 @@ void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor&
   // (checking it would need a host read of device memory).
   int64_t R = 0;
   if (decay_ranges.defined()) {
-    require_cuda(decay_ranges, DType::I64, op, "decay_ranges");
+    require_dtype(decay_ranges, DType::I64, op, "decay_ranges");
     if (decay_ranges.dim() != 2 || decay_ranges.size(1) != 2)
       fail(op, ": decay_ranges must be [R, 2], got ", decay_ranges.describe());
     R = decay_ranges.size(0);
@@ -273,7 +273,7 @@ void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor&
   if (bf16_params && compute_copy.defined())
     fail(op, ": BF16 parameters take no compute copy (got ", compute_copy.describe(), ")");
   if (compute_copy.defined()) {
-    require_cuda(compute_copy, DType::BF16, op, "compute_copy");
+    require_dtype(compute_copy, DType::BF16, op, "compute_copy");
     if (compute_copy.numel() != n)
       fail(op, ": compute_copy must hold ", n, " elements, got ", compute_copy.describe());
   }

@@ -22,27 +22,7 @@ void sum_squares_accumulate(Tensor& acc, const Tensor& g);
 // g *= factor.
 void scale_inplace(Tensor& g, float factor);
 
-namespace cpu {
-void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWHyper& h);
-void sum_squares_accumulate(Tensor& acc, const Tensor& g);
-void scale_inplace(Tensor& g, float factor);
-}  // namespace cpu
-namespace cuda {
-void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWHyper& h);
-void sum_squares_accumulate(Tensor& acc, const Tensor& g);
-void scale_inplace(Tensor& g, float factor);
-}  // namespace cuda
-
-inline void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
-                       const AdamWHyper& h) {
-  BIOFM_DISPATCH(param.device(), adamw_step, param, grad, m, v, h);
-}
-inline void sum_squares_accumulate(Tensor& acc, const Tensor& g) {
-  BIOFM_DISPATCH(g.device(), sum_squares_accumulate, acc, g);
-}
-inline void scale_inplace(Tensor& g, float factor) {
-  BIOFM_DISPATCH(g.device(), scale_inplace, g, factor);
-}
+BIOFM_BACKENDS(adamw_step, sum_squares_accumulate, scale_inplace)
 
 // ---- Whole-buffer optimizer ops (one launch each on CUDA, no host synchronisation) ----
 
@@ -64,26 +44,6 @@ void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, fl
 void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m, Tensor& v,
                 const Tensor& decay_ranges, const Tensor& clip_coef, const AdamWHyper& h);
 
-namespace cpu {
-void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm);
-void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m, Tensor& v,
-                const Tensor& decay_ranges, const Tensor& clip_coef, const AdamWHyper& h);
-}  // namespace cpu
-namespace cuda {
-void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm);
-void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m, Tensor& v,
-                const Tensor& decay_ranges, const Tensor& clip_coef, const AdamWHyper& h);
-}  // namespace cuda
-
-inline void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad,
-                                float max_norm) {
-  BIOFM_DISPATCH(grad.device(), grad_norm_clip_coef, norm, clip_coef, grad, max_norm);
-}
-inline void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m,
-                       Tensor& v, const Tensor& decay_ranges, const Tensor& clip_coef,
-                       const AdamWHyper& h) {
-  BIOFM_DISPATCH(param.device(), adamw_flat, param, compute_copy, grad, m, v, decay_ranges,
-                 clip_coef, h);
-}
+BIOFM_BACKENDS(grad_norm_clip_coef, adamw_flat)
 
 }  // namespace biofm::ops

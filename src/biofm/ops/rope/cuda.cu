@@ -121,7 +121,7 @@ void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
     auto go = [&](auto vec_c) {
       constexpr int VEC = decltype(vec_c)::value;
       const int64_t total = N * (half / VEC);
-      rope_kernel<T, VEC><<<grid_for(total, 256, 16), 256, 0, cuda_ctx::stream()>>>(
+      rope_kernel<T, VEC><<<grid_for(total, 256, sm_waves(16)), 256, 0, cuda_ctx::stream()>>>(
           p, positions.i32(), inv_freq.f32(), N, int(H), int(half), inverse);
       BIOFM_CUDA_LAUNCH_CHECK();
     };
@@ -169,7 +169,7 @@ void move_qkv(const Tensor& packed, const Tensor& q, const Tensor& k, const Tens
     auto go = [&](auto vec_c) {
       constexpr int VEC = decltype(vec_c)::value;
       const int64_t total = N * (half / VEC);
-      rope_qkv_kernel<T, VEC, PACK><<<grid_for(total, 256, 16), 256, 0, cuda_ctx::stream()>>>(
+      rope_qkv_kernel<T, VEC, PACK><<<grid_for(total, 256, sm_waves(16)), 256, 0, cuda_ctx::stream()>>>(
           pp, qp, kp, vp, positions.i32(), inv_freq.f32(), N, int(Hq), int(Hkv), int(half));
       BIOFM_CUDA_LAUNCH_CHECK();
     };

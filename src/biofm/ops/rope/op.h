@@ -20,31 +20,6 @@ void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, cons
 void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                         const Tensor& positions, const Tensor& inv_freq);
 
-namespace cpu {
-void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse);
-void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, const Tensor& positions,
-                     const Tensor& inv_freq);
-void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                        const Tensor& positions, const Tensor& inv_freq);
-}  // namespace cpu
-namespace cuda {
-void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse);
-void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, const Tensor& positions,
-                     const Tensor& inv_freq);
-void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                        const Tensor& positions, const Tensor& inv_freq);
-}  // namespace cuda
-
-inline void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
-  BIOFM_DISPATCH(x.device(), rope_apply, x, positions, inv_freq, inverse);
-}
-inline void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, const Tensor& positions,
-                            const Tensor& inv_freq) {
-  BIOFM_DISPATCH(packed.device(), rope_unpack_qkv, q, k, v, packed, positions, inv_freq);
-}
-inline void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                               const Tensor& positions, const Tensor& inv_freq) {
-  BIOFM_DISPATCH(dq.device(), rope_pack_qkv_grad, dpacked, dq, dk, dv, positions, inv_freq);
-}
+BIOFM_BACKENDS(rope_apply, rope_unpack_qkv, rope_pack_qkv_grad)
 
 }  // namespace biofm::ops

@@ -1,0 +1,181 @@
+// The public ops' definitions: each picks the backend from the device of one of its tensors
+// (BIOFM_DISPATCH). Their declarations, with the documentation and default arguments, are in
+// the families' op.h; BIOFM_BACKENDS declares the cpu:: and cuda:: versions from them.
+#include "biofm/ops/activation/op.h"
+#include "biofm/ops/attention/op.h"
+#include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/embedding/op.h"
+#include "biofm/ops/fp8/op.h"
+#include "biofm/ops/gemm/op.h"
+#include "biofm/ops/loss/op.h"
+#include "biofm/ops/norm/op.h"
+#include "biofm/ops/optim/op.h"
+#include "biofm/ops/rope/op.h"
+
+namespace biofm::ops {
+
+// ---- gemm
+
+void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                    const Tensor& residual) {
+  BIOFM_DISPATCH(x.device(), linear_forward, out, x, w, bias, residual);
+}
+void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout,
+                     const Tensor& x, const Tensor& w) {
+  BIOFM_DISPATCH(x.device(), linear_backward, dx, dw, dbias, dout, x, w);
+}
+void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                        const Tensor& residual, const Fp8Recipe& recipe, Fp8SavedInput* save,
+                        const Tensor& x_amax, Fp8WeightCodes* w_codes) {
+  BIOFM_DISPATCH(x.device(), linear_forward_fp8, out, x, w, bias, residual, recipe, save, x_amax, w_codes);
+}
+void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
+                         const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved,
+                         const Tensor& dout_amax, const Fp8WeightCodes* w_codes) {
+  BIOFM_DISPATCH(x.device(), linear_backward_fp8, dx, dw, dbias, dout, x, w, recipe, saved, dout_amax, w_codes);
+}
+
+// ---- norm
+
+void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
+                       const Tensor& w, const Tensor& b, float eps) {
+  BIOFM_DISPATCH(x.device(), layernorm_forward, out, mean, rstd, x, w, b, eps);
+}
+void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout,
+                        const Tensor& x, const Tensor& w, const Tensor& mean,
+                        const Tensor& rstd, const Tensor& dres) {
+  BIOFM_DISPATCH(x.device(), layernorm_backward, dx, dw, db, dout, x, w, mean, rstd, dres);
+}
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
+                     const Tensor& out_amax) {
+  BIOFM_DISPATCH(x.device(), rmsnorm_forward, out, rstd, x, w, eps, out_amax);
+}
+void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x,
+                      const Tensor& w, const Tensor& rstd, const Tensor& dres) {
+  BIOFM_DISPATCH(x.device(), rmsnorm_backward, dx, dw, dout, x, w, rstd, dres);
+}
+
+// ---- elementwise
+
+void add_inplace(Tensor& y, const Tensor& x) { BIOFM_DISPATCH(y.device(), add_inplace, y, x); }
+void cast(Tensor& dst, const Tensor& src) { BIOFM_DISPATCH(src.device(), cast, dst, src); }
+void sum_accumulate(Tensor& acc, const Tensor& x) {
+  BIOFM_DISPATCH(x.device(), sum_accumulate, acc, x);
+}
+
+// ---- activation
+
+void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
+  BIOFM_DISPATCH(x.device(), gelu_forward, out, x, kind);
+}
+void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind) {
+  BIOFM_DISPATCH(x.device(), gelu_backward, dx, dout, x, kind);
+}
+void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up) {
+  BIOFM_DISPATCH(gate.device(), swiglu_forward, out, gate, up);
+}
+void swiglu_backward(Tensor& dgate, Tensor& dup, const Tensor& dout, const Tensor& gate,
+                     const Tensor& up) {
+  BIOFM_DISPATCH(gate.device(), swiglu_backward, dgate, dup, dout, gate, up);
+}
+void swiglu_forward_packed(Tensor& out, const Tensor& gate_up, const Tensor& out_amax) {
+  BIOFM_DISPATCH(gate_up.device(), swiglu_forward_packed, out, gate_up, out_amax);
+}
+void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& gate_up,
+                            const Tensor& dgate_up_amax) {
+  BIOFM_DISPATCH(gate_up.device(), swiglu_backward_packed, dgate_up, dout, gate_up, dgate_up_amax);
+}
+
+// ---- attention
+
+void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
+                       const Tensor& v, const Tensor& cu_seqlens, const Tensor& seq_lens,
+                       const AttentionShape& a) {
+  BIOFM_DISPATCH(q.device(), attention_forward, out, lse, q, k, v, cu_seqlens, seq_lens, a);
+}
+void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout,
+                        const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
+                        const Tensor& seq_lens, const AttentionShape& a) {
+  BIOFM_DISPATCH(q.device(), attention_backward, dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens,
+          seq_lens, a);
+}
+void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache,
+                      const Tensor& v_cache, int64_t cache_len, int64_t q_start_pos,
+                      float scale) {
+  BIOFM_DISPATCH(q.device(), attention_decode, out, q, k_cache, v_cache, cache_len, q_start_pos,
+          scale);
+}
+
+// ---- embedding
+
+void embedding_forward(Tensor& out, const Tensor& ids, const Tensor& table) {
+  BIOFM_DISPATCH(table.device(), embedding_forward, out, ids, table);
+}
+void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids) {
+  BIOFM_DISPATCH(dout.device(), embedding_backward, dtable, dout, ids);
+}
+void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
+                               const Tensor& cu_seqlens, const Tensor& seq_lens,
+                               int32_t mask_id) {
+  BIOFM_DISPATCH(h.device(), esm_token_dropout_forward, h, scale_out, ids, cu_seqlens, seq_lens,
+          mask_id);
+}
+void scale_rows_inplace(Tensor& dh, const Tensor& scale) {
+  BIOFM_DISPATCH(dh.device(), scale_rows_inplace, dh, scale);
+}
+
+// ---- fp8
+
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
+                  const Tensor& amax) {
+  BIOFM_DISPATCH(x.device(), fp8_quantize, q, q_t, scale_inv, x, t, amax);
+}
+
+// ---- loss
+
+void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits,
+                                    const Tensor& logits, const Tensor& labels,
+                                    float grad_scale) {
+  BIOFM_DISPATCH(logits.device(), cross_entropy_forward_backward, token_loss, dlogits, logits,
+          labels, grad_scale);
+}
+
+// ---- optim
+
+void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
+                const AdamWHyper& h) {
+  BIOFM_DISPATCH(param.device(), adamw_step, param, grad, m, v, h);
+}
+void sum_squares_accumulate(Tensor& acc, const Tensor& g) {
+  BIOFM_DISPATCH(g.device(), sum_squares_accumulate, acc, g);
+}
+void scale_inplace(Tensor& g, float factor) {
+  BIOFM_DISPATCH(g.device(), scale_inplace, g, factor);
+}
+void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad,
+                         float max_norm) {
+  BIOFM_DISPATCH(grad.device(), grad_norm_clip_coef, norm, clip_coef, grad, max_norm);
+}
+void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m,
+                Tensor& v, const Tensor& decay_ranges, const Tensor& clip_coef,
+                const AdamWHyper& h) {
+  BIOFM_DISPATCH(param.device(), adamw_flat, param, compute_copy, grad, m, v, decay_ranges,
+          clip_coef, h);
+}
+
+// ---- rope
+
+void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
+  BIOFM_DISPATCH(x.device(), rope_apply, x, positions, inv_freq, inverse);
+}
+void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, const Tensor& positions,
+                     const Tensor& inv_freq) {
+  BIOFM_DISPATCH(packed.device(), rope_unpack_qkv, q, k, v, packed, positions, inv_freq);
+}
+void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                        const Tensor& positions, const Tensor& inv_freq) {
+  BIOFM_DISPATCH(dq.device(), rope_pack_qkv_grad, dpacked, dq, dk, dv, positions, inv_freq);
+}
+
+}  // namespace biofm::ops

@@ -1,0 +1,32 @@
+#include "biofm/ops/options.h"
+
+#include <string>
+
+#include "biofm/core/error.h"
+
+namespace biofm::ops {
+
+namespace {
+OpOptions g_options;
+}  // namespace
+
+void set_op_options(const OpOptions& options) { g_options = options; }
+const OpOptions& op_options() { return g_options; }
+
+AttentionBackend parse_attention_backend(std::string_view name) {
+  if (name == "auto") return AttentionBackend::Auto;
+  if (name == "cudnn") return AttentionBackend::Cudnn;
+  if (name == "fallback") return AttentionBackend::Fallback;
+  fail("attention backend must be one of auto, cudnn, fallback; got '", std::string(name), "'");
+}
+
+const char* attention_backend_name(AttentionBackend b) {
+  switch (b) {
+    case AttentionBackend::Auto: return "auto";
+    case AttentionBackend::Cudnn: return "cudnn";
+    case AttentionBackend::Fallback: return "fallback";
+  }
+  return "?";
+}
+
+}  // namespace biofm::ops

@@ -1,0 +1,41 @@
+// Runtime options of the ops (the `ops.*` config keys and their CLI flags; benchmarks set them
+// from their own flags). Plain values, read by the ops on each call: set them once at start-up,
+// before the first op runs (the GEMM and cuDNN plan caches keep what was chosen when a shape
+// was first seen).
+#pragma once
+#include <string_view>
+
+namespace biofm::ops {
+
+// Which CUDA attention implementation runs (ops.attention).
+enum class AttentionBackend {
+  Auto,      // cuDNN's fused SDPA where it takes the shape, the CUDA fallback kernels otherwise
+  Cudnn,     // cuDNN only: a shape it cannot take is an error instead of a fallback
+  Fallback,  // the CUDA fallback kernels only
+};
+
+struct OpOptions {
+  AttentionBackend attention = AttentionBackend::Auto;  // ops.attention
+  bool attention_verbose = false;  // ops.attention_verbose: print once per shape which path ran
+  // ops.attention_check: copy cu_seqlens/seq_lens to the host on every call and check them
+  // (synchronises the stream; for debugging).
+  bool attention_check = false;
+  // ops.sdpa_autotune: time every cuDNN SDPA engine configuration on a graph's first execution
+  // instead of taking the heuristic's first choice (costs build time per graph shape).
+  bool sdpa_autotune = false;
+  // ops.gemm_fused_bgrad: the bias gradient from cuBLASLt's BGRADB epilogue where it applies
+  // (false: always the deterministic column-sum kernel).
+  bool gemm_fused_bgrad = true;
+  // ops.gemm_inplace_splitk: restrict split-K algorithms to in-place reduction (an experiment;
+  // it may make the heuristic pick slower kernels).
+  bool gemm_inplace_splitk = false;
+};
+
+void set_op_options(const OpOptions& options);
+const OpOptions& op_options();
+
+// "auto" | "cudnn" | "fallback"; anything else throws, naming the accepted values.
+AttentionBackend parse_attention_backend(std::string_view name);
+const char* attention_backend_name(AttentionBackend b);
+
+}  // namespace biofm::ops

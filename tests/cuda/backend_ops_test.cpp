@@ -1,0 +1,599 @@
+// Every public op on CUDA against the CPU reference, one table entry per (op, shape), each run
+// in F32 and (where the op takes it) BF16, in the spirit of ggml's test-backend-ops.
+//
+// An entry is a function of an Env: it asks the Env for inputs (random, from a counter-based
+// seed, so the CPU and the CUDA run see the same values), runs the op through the public
+// dispatch and names the outputs to compare. The harness runs it once on the CPU (F32 tensors
+// holding the values rounded to the dtype under test) and once on the GPU (tensors in that
+// dtype; outputs poisoned with NaN first) and holds every output to a per-dtype bound on
+// ||cuda - cpu|| / ||cpu||. Accumulated outputs (+=) start from the same random values and are
+// compared as increments. The per-op tests next to this file keep the special cases (aliasing,
+// errors, determinism, alignment, paths).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "biofm/ops/activation/op.h"
+#include "biofm/ops/attention/op.h"
+#include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/embedding/op.h"
+#include "biofm/ops/fp8/op.h"
+#include "biofm/ops/gemm/op.h"
+#include "biofm/ops/loss/op.h"
+#include "biofm/ops/norm/op.h"
+#include "biofm/ops/optim/op.h"
+#include "biofm/ops/rope/op.h"
+#include "cuda/cuda_test_util.h"
+
+namespace biofm::cudatest {
+namespace {
+
+constexpr DType F32 = DType::F32, BF16 = DType::BF16;
+
+class Env {
+ public:
+  Env(Device dev, DType dt) : dev_(dev), dt_(dt) {}
+  DType dt() const { return dt_; }
+  bool gpu() const { return dev_ == Device::CUDA; }
+
+  // Random normal input in the dtype under test (or `t`).
+  Tensor in(const Shape& s, float scale = 1.0f) { return place(randn(s, next_seed(), scale), dt_); }
+  Tensor in_as(const Shape& s, DType t, float scale = 1.0f) { return place(randn(s, next_seed(), scale), t); }
+  Tensor uniform(const Shape& s, float lo, float hi, DType t = F32) {
+    return place(rand_uniform(s, next_seed(), lo, hi), t);
+  }
+  Tensor i32(const Shape& s, const std::vector<int32_t>& v) { return on_dev(Tensor::from_i32(s, v)); }
+  Tensor i64(const Shape& s, const std::vector<int64_t>& v) {
+    Tensor h = Tensor::empty(s, DType::I64);
+    std::copy(v.begin(), v.end(), h.i64());
+    return on_dev(h);
+  }
+  // A host tensor in exactly dtype `t` on both backends (ops whose CPU side takes BF16 too).
+  Tensor exact(const Shape& s, DType t, float scale = 1.0f) {
+    Tensor h = randn(s, next_seed(), scale);
+    return on_dev(t == F32 ? h : h.to(t));
+  }
+
+  // An output in the dtype under test (or `t`); NaN on the GPU so that unwritten parts fail.
+  Tensor out(const Shape& s) { return out_as(s, dt_); }
+  Tensor out_as(const Shape& s, DType t) {
+    if (!gpu()) return Tensor::empty(s, (t == BF16) ? F32 : t);
+    Tensor d = Tensor::empty(s, t, Device::CUDA);
+    if (t == F32 || t == BF16) poison(d);
+    return d;
+  }
+  Tensor out_exact(const Shape& s, DType t) {
+    Tensor d = Tensor::empty(s, t, dev_);
+    if (gpu()) poison(d);
+    return d;
+  }
+  // An accumulated F32 output (+=), compared as its increment.
+  Tensor accum(const std::string& name, const Shape& s, float scale = 1.0f) {
+    Tensor h = randn(s, next_seed(), scale);
+    Tensor t = on_dev(h);
+    results_.push_back({name, t, h});
+    return t;
+  }
+  // Output `t` is compared (after the case returns).
+  void check(const std::string& name, const Tensor& t) { results_.push_back({name, t, Tensor()}); }
+
+  // Host F32 copies of the outputs, in the order they were named.
+  std::vector<std::pair<std::string, Tensor>> collect() const {
+    if (gpu()) cuda_ctx::synchronize();
+    std::vector<std::pair<std::string, Tensor>> r;
+    for (const auto& o : results_) {
+      Tensor h = o.t.to(Device::CPU).clone();
+      if (h.dtype() == BF16) h = h.to(F32);
+      if (h.dtype() != F32) {  // U8 codes compared as their values: decoded by the case
+        ADD_FAILURE() << o.name << ": compare F32/BF16 tensors, got " << h.describe();
+        continue;
+      }
+      r.emplace_back(o.name, o.init.defined() ? minus(h, o.init) : h);
+    }
+    return r;
+  }
+
+ private:
+  struct Result {
+    std::string name;
+    Tensor t, init;
+  };
+  uint64_t next_seed() { return 7919 * ++counter_; }
+  Tensor place(const Tensor& host_f32, DType t) {
+    return gpu() ? to_device(host_f32, t) : round_to(host_f32, t);
+  }
+  Tensor on_dev(const Tensor& h) { return gpu() ? h.to(Device::CUDA) : h; }
+
+  Device dev_;
+  DType dt_;
+  uint64_t counter_ = 0;
+  std::vector<Result> results_;
+};
+
+struct Case {
+  std::string op, shape;
+  std::vector<DType> dtypes;
+  std::function<void(Env&)> run;
+  double bf16_tol = 2e-2;  // the F32 bound is 1e-4
+};
+
+// ---- Sequence layouts shared by the cases (cu_seqlens slot starts, seq_lens real lengths) ----
+
+struct Layout {
+  std::string name;
+  std::vector<int32_t> cu, lens;
+  int64_t n() const { return cu.back(); }
+  int32_t max_len() const { return *std::max_element(lens.begin(), lens.end()); }
+  int64_t b() const { return int64_t(lens.size()); }
+};
+const Layout kPacked{"thd", {0, 5, 12, 31, 32}, {5, 7, 19, 1}};     // ragged, a length-1 sequence
+const Layout kPadded{"bshd", {0, 16, 32, 48}, {9, 16, 3}};          // padding slots
+const Layout kLong{"thd_long", {0, 70, 203}, {70, 133}};            // more than one tile
+
+std::vector<int32_t> positions_of(const Layout& l) {
+  std::vector<int32_t> p(size_t(l.n()), 0);
+  for (size_t s = 0; s < l.lens.size(); ++s)
+    for (int32_t i = 0; i < l.cu[s + 1] - l.cu[s]; ++i) p[size_t(l.cu[s] + i)] = i;
+  return p;
+}
+
+std::vector<float> inv_freq_of(int64_t D) {
+  std::vector<float> f(size_t(D / 2));
+  for (int64_t i = 0; i < D / 2; ++i) f[size_t(i)] = float(std::pow(10000.0, -2.0 * double(i) / double(D)));
+  return f;
+}
+
+// ---- The table ----
+
+std::string dims(std::initializer_list<int64_t> d) {
+  std::string s;
+  for (int64_t x : d) s += (s.empty() ? "" : "x") + std::to_string(x);
+  return s;
+}
+
+void add_gemm(std::vector<Case>& t) {
+  struct G {
+    int64_t N, I, O;
+    bool bias, residual;
+  };
+  for (G g : {G{7, 13, 5, true, false}, G{64, 64, 96, true, true}, G{33, 48, 40, false, false},
+              G{130, 72, 24, false, true}, G{1, 16, 16, true, false}}) {
+    const std::string shape = dims({g.N, g.I, g.O}) + (g.bias ? "+bias" : "") + (g.residual ? "+res" : "");
+    t.push_back({"linear_forward", shape, {F32, BF16}, [g](Env& e) {
+                   Tensor x = e.in({g.N, g.I}), w = e.in({g.O, g.I}, 0.3f);
+                   Tensor b = g.bias ? e.in({g.O}) : Tensor(), r = g.residual ? e.in({g.N, g.O}) : Tensor();
+                   Tensor y = e.out({g.N, g.O});
+                   ops::linear_forward(y, x, w, b, r);
+                   e.check("out", y);
+                 }});
+    t.push_back({"linear_backward", shape, {F32, BF16}, [g](Env& e) {
+                   Tensor x = e.in({g.N, g.I}), w = e.in({g.O, g.I}, 0.3f), dout = e.in({g.N, g.O});
+                   Tensor dx = e.out({g.N, g.I});
+                   Tensor dw = e.accum("dw", {g.O, g.I});
+                   Tensor db = g.bias ? e.accum("dbias", {g.O}) : Tensor();
+                   ops::linear_backward(dx, dw, db, dout, x, w);
+                   e.check("dx", dx);
+                 }});
+  }
+}
+
+void add_fp8(std::vector<Case>& t) {
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {128, 32}, {5, 16}}) {
+    for (ops::Fp8Type ft : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2}) {
+      const int64_t Rp = (R + 15) / 16 * 16;
+      t.push_back({"fp8_quantize", dims({R, C}) + " " + ops::fp8_type_name(ft), {F32, BF16}, [=](Env& e) {
+                     Tensor x = e.in({R, C}, 3.0f);
+                     Tensor q = e.out_exact({R, C}, DType::U8), qt = e.out_exact({C, Rp}, DType::U8);
+                     Tensor s = e.out_as({1}, F32);
+                     ops::fp8_quantize(q, qt, s, x, ft);
+                     // Codes are compared as the values they decode to.
+                     if (e.gpu()) cuda_ctx::synchronize();
+                     Tensor qh = q.to(Device::CPU), qth = qt.to(Device::CPU);
+                     Tensor dq = Tensor::empty({R, C}, F32), dqt = Tensor::empty({C, Rp}, F32);
+                     for (int64_t i = 0; i < R * C; ++i) dq.f32()[i] = ops::fp8_decode(static_cast<const uint8_t*>(qh.raw())[i], ft);
+                     for (int64_t i = 0; i < C * Rp; ++i) dqt.f32()[i] = ops::fp8_decode(static_cast<const uint8_t*>(qth.raw())[i], ft);
+                     e.check("codes", dq);
+                     e.check("codes_t", dqt);
+                     e.check("scale_inv", s);
+                   }});
+    }
+  }
+  for (auto [N, I, O] : {std::tuple<int64_t, int64_t, int64_t>{19, 32, 48}, {64, 64, 16}}) {
+    const std::string shape = dims({N, I, O});
+    t.push_back({"linear_forward_fp8", shape + "+bias+res", {BF16}, [=](Env& e) {
+                   Tensor x = e.in({N, I}), w = e.in({O, I}, 0.3f), b = e.in({O}), r = e.in({N, O});
+                   Tensor y = e.out({N, O});
+                   ops::linear_forward_fp8(y, x, w, b, r, ops::Fp8Recipe{});
+                   e.check("out", y);
+                 }});
+    t.push_back({"linear_backward_fp8", shape, {BF16}, [=](Env& e) {
+                   Tensor x = e.in({N, I}), w = e.in({O, I}, 0.3f), dout = e.in({N, O}, 1e-2f);
+                   Tensor dx = e.out({N, I});
+                   Tensor dw = e.accum("dw", {O, I}, 1e-3f), db = e.accum("dbias", {O}, 1e-3f);
+                   ops::linear_backward_fp8(dx, dw, db, dout, x, w, ops::Fp8Recipe{});
+                   e.check("dx", dx);
+                 }});
+  }
+}
+
+void add_embedding(std::vector<Case>& t) {
+  for (auto [N, V, C] : {std::tuple<int64_t, int64_t, int64_t>{13, 11, 24}, {64, 33, 320}, {5, 7, 9}}) {
+    const std::string shape = dims({N, V, C});
+    auto ids = [N = N, V = V] { return rand_ints(N, 91, 0, int32_t(V)); };
+    t.push_back({"embedding_forward", shape, {F32, BF16}, [=](Env& e) {
+                   Tensor table = e.in({V, C}), y = e.out({N, C});
+                   ops::embedding_forward(y, e.i32({N}, ids()), table);
+                   e.check("out", y);
+                 }});
+    t.push_back({"embedding_backward", shape, {F32, BF16}, [=](Env& e) {
+                   Tensor dout = e.in({N, C});
+                   Tensor dtable = e.accum("dtable", {V, C});
+                   ops::embedding_backward(dtable, dout, e.i32({N}, ids()));
+                 }});
+    t.push_back({"scale_rows_inplace", shape, {F32, BF16}, [=](Env& e) {
+                   Tensor dh = e.in({N, C}), scale = e.uniform({N}, 0.0f, 2.0f);
+                   ops::scale_rows_inplace(dh, scale);
+                   e.check("dh", dh);
+                 }});
+  }
+  for (const Layout& l : {kPacked, kPadded}) {
+    for (int32_t mask_id : {32, -1}) {
+      t.push_back({"esm_token_dropout_forward", l.name + (mask_id < 0 ? " off" : ""), {F32, BF16}, [=](Env& e) {
+                     const int64_t N = l.n(), C = 40;
+                     std::vector<int32_t> ids = rand_ints(N, 92, 28, 34);  // some ids are the mask (32)
+                     Tensor h = e.in({N, C}), scale = e.out_as({N}, F32);
+                     ops::esm_token_dropout_forward(h, scale, e.i32({N}, ids), e.i32({l.b() + 1}, l.cu),
+                                                    e.i32({l.b()}, l.lens), mask_id);
+                     e.check("h", h);
+                     e.check("scale_out", scale);
+                   }});
+    }
+  }
+}
+
+void add_norm(std::vector<Case>& t) {
+  for (auto [N, C] : {std::pair<int64_t, int64_t>{5, 24}, {67, 320}, {3, 1000}, {130, 64}, {2, 7}}) {
+    const std::string shape = dims({N, C});
+    for (bool with_bias : {true, false}) {
+      t.push_back({"layernorm_forward", shape + (with_bias ? "+bias" : ""), {F32, BF16}, [=](Env& e) {
+                     Tensor x = e.in({N, C}), w = e.in({C}), b = with_bias ? e.in({C}) : Tensor();
+                     Tensor y = e.out({N, C}), mean = e.out_as({N}, F32), rstd = e.out_as({N}, F32);
+                     ops::layernorm_forward(y, mean, rstd, x, w, b, 1e-5f);
+                     e.check("out", y);
+                     e.check("mean", mean);
+                     e.check("rstd", rstd);
+                   }});
+    }
+    for (bool dres : {false, true}) {
+      const std::string s = shape + (dres ? "+dres" : "");
+      t.push_back({"layernorm_backward", s, {F32, BF16}, [=](Env& e) {
+                     Tensor x = e.in({N, C}), w = e.in({C}), b = e.in({C}), dout = e.in({N, C});
+                     Tensor res = dres ? e.in({N, C}) : Tensor();
+                     Tensor y = e.out({N, C}), mean = e.out_as({N}, F32), rstd = e.out_as({N}, F32);
+                     ops::layernorm_forward(y, mean, rstd, x, w, b, 1e-5f);
+                     Tensor dx = e.out({N, C});
+                     Tensor dw = e.accum("dw", {C}), db = e.accum("db", {C});
+                     ops::layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, res);
+                     e.check("dx", dx);
+                   }});
+      t.push_back({"rmsnorm_backward", s, {F32, BF16}, [=](Env& e) {
+                     Tensor x = e.in({N, C}), w = e.in({C}), dout = e.in({N, C});
+                     Tensor res = dres ? e.in({N, C}) : Tensor();
+                     Tensor y = e.out({N, C}), rstd = e.out_as({N}, F32);
+                     ops::rmsnorm_forward(y, rstd, x, w, 1e-6f);
+                     Tensor dx = e.out({N, C});
+                     Tensor dw = e.accum("dw", {C});
+                     ops::rmsnorm_backward(dx, dw, dout, x, w, rstd, res);
+                     e.check("dx", dx);
+                   }});
+    }
+    t.push_back({"rmsnorm_forward", shape + "+amax", {F32, BF16}, [=](Env& e) {
+                   Tensor x = e.in({N, C}), w = e.in({C});
+                   Tensor y = e.out({N, C}), rstd = e.out_as({N}, F32), amax = e.out_as({1}, F32);
+                   ops::rmsnorm_forward(y, rstd, x, w, 1e-6f, amax);
+                   e.check("out", y);
+                   e.check("rstd", rstd);
+                   e.check("amax", amax);
+                 }});
+  }
+}
+
+void add_rope(std::vector<Case>& t) {
+  for (auto [H, D] : {std::pair<int64_t, int64_t>{3, 64}, {2, 24}, {1, 6}}) {
+    for (const Layout& l : {kPacked, kLong}) {
+      const std::string shape = l.name + " " + dims({l.n(), H, D});
+      for (bool inverse : {false, true}) {
+        t.push_back({"rope_apply", shape + (inverse ? " inverse" : ""), {F32, BF16}, [=](Env& e) {
+                       Tensor x = e.in({l.n(), H, D});
+                       Tensor f = Tensor::from_f32({D / 2}, inv_freq_of(D));
+                       ops::rope_apply(x, e.i32({l.n()}, positions_of(l)), e.gpu() ? f.to(Device::CUDA) : f, inverse);
+                       e.check("x", x);
+                     }});
+      }
+    }
+  }
+  for (auto [Hq, Hkv, D] : {std::tuple<int64_t, int64_t, int64_t>{4, 2, 64}, {3, 3, 24}, {2, 1, 6}}) {
+    for (const Layout& l : {kPacked, kLong}) {
+      const std::string shape = l.name + " " + dims({l.n(), Hq, Hkv, D});
+      const int64_t N = l.n(), row = (Hq + 2 * Hkv) * D;
+      t.push_back({"rope_unpack_qkv", shape, {F32, BF16}, [=](Env& e) {
+                     Tensor packed = e.in({N, row});
+                     Tensor f = Tensor::from_f32({D / 2}, inv_freq_of(D));
+                     Tensor q = e.out({N, Hq, D}), k = e.out({N, Hkv, D}), v = e.out({N, Hkv, D});
+                     ops::rope_unpack_qkv(q, k, v, packed, e.i32({N}, positions_of(l)), e.gpu() ? f.to(Device::CUDA) : f);
+                     e.check("q", q);
+                     e.check("k", k);
+                     e.check("v", v);
+                   }});
+      t.push_back({"rope_pack_qkv_grad", shape, {F32, BF16}, [=](Env& e) {
+                     Tensor dq = e.in({N, Hq, D}), dk = e.in({N, Hkv, D}), dv = e.in({N, Hkv, D});
+                     Tensor f = Tensor::from_f32({D / 2}, inv_freq_of(D));
+                     Tensor dpacked = e.out({N, row});
+                     ops::rope_pack_qkv_grad(dpacked, dq, dk, dv, e.i32({N}, positions_of(l)),
+                                             e.gpu() ? f.to(Device::CUDA) : f);
+                     e.check("dpacked", dpacked);
+                   }});
+    }
+  }
+}
+
+void add_attention(std::vector<Case>& t) {
+  struct A {
+    int64_t Hq, Hkv, D;
+    bool causal;
+  };
+  for (const Layout& l : {kPacked, kPadded, kLong}) {
+    for (A a : {A{2, 2, 64, false}, A{4, 2, 64, true}, A{2, 1, 24, false}, A{3, 3, 32, true}, A{2, 2, 20, false}}) {
+      const std::string shape = l.name + " " + dims({l.n(), a.Hq, a.Hkv, a.D}) + (a.causal ? " causal" : "") +
+                                (a.Hq != a.Hkv ? " gqa" : "");
+      const int64_t N = l.n();
+      auto forward = [=](Env& e, bool backward) {
+        Tensor q = e.in({N, a.Hq, a.D}), k = e.in({N, a.Hkv, a.D}), v = e.in({N, a.Hkv, a.D});
+        Tensor cu = e.i32({l.b() + 1}, l.cu), lens = e.i32({l.b()}, l.lens);
+        ops::AttentionShape s;
+        s.scale = 1.0f / std::sqrt(float(a.D));
+        s.causal = a.causal;
+        s.max_seqlen = l.max_len();
+        Tensor out = e.out({N, a.Hq, a.D}), lse = e.out_as({N, a.Hq}, F32);
+        ops::attention_forward(out, lse, q, k, v, cu, lens, s);
+        if (!backward) {
+          e.check("out", out);
+          e.check("lse", lse);
+          return;
+        }
+        Tensor dout = e.in({N, a.Hq, a.D});
+        Tensor dq = e.out({N, a.Hq, a.D}), dk = e.out({N, a.Hkv, a.D}), dv = e.out({N, a.Hkv, a.D});
+        ops::attention_backward(dq, dk, dv, dout, q, k, v, out, lse, cu, lens, s);
+        e.check("dq", dq);
+        e.check("dk", dk);
+        e.check("dv", dv);
+      };
+      t.push_back({"attention_forward", shape, {F32, BF16}, [=](Env& e) { forward(e, false); }});
+      t.push_back({"attention_backward", shape, {F32, BF16}, [=](Env& e) { forward(e, true); }});
+    }
+  }
+  struct Dec {
+    int64_t n_new, cap, len, start, Hq, Hkv, D;
+  };
+  for (Dec d : {Dec{1, 64, 37, 36, 4, 2, 64}, Dec{5, 40, 21, 16, 2, 2, 24}, Dec{3, 300, 259, 256, 3, 1, 32}}) {
+    t.push_back({"attention_decode",
+                 dims({d.n_new, d.cap, d.len, d.start}) + " " + dims({d.Hq, d.Hkv, d.D}),
+                 {F32, BF16},
+                 [=](Env& e) {
+                   Tensor q = e.in({d.n_new, d.Hq, d.D}), kc = e.in({d.cap, d.Hkv, d.D}), vc = e.in({d.cap, d.Hkv, d.D});
+                   Tensor out = e.out({d.n_new, d.Hq, d.D});
+                   ops::attention_decode(out, q, kc, vc, d.len, d.start, 1.0f / std::sqrt(float(d.D)));
+                   e.check("out", out);
+                 }});
+  }
+}
+
+void add_activation(std::vector<Case>& t) {
+  for (auto [N, F] : {std::pair<int64_t, int64_t>{7, 13}, {64, 256}, {33, 344}, {1, 8}}) {
+    const std::string shape = dims({N, F});
+    for (ops::GeluKind kind : {ops::GeluKind::Erf, ops::GeluKind::Tanh}) {
+      const std::string k = kind == ops::GeluKind::Erf ? " erf" : " tanh";
+      t.push_back({"gelu_forward", shape + k, {F32, BF16}, [=](Env& e) {
+                     Tensor x = e.in({N, F}, 2.0f), y = e.out({N, F});
+                     ops::gelu_forward(y, x, kind);
+                     e.check("out", y);
+                   }});
+      t.push_back({"gelu_backward", shape + k, {F32, BF16}, [=](Env& e) {
+                     Tensor x = e.in({N, F}, 2.0f), dout = e.in({N, F}), dx = e.out({N, F});
+                     ops::gelu_backward(dx, dout, x, kind);
+                     e.check("dx", dx);
+                   }});
+    }
+    t.push_back({"swiglu_forward", shape, {F32, BF16}, [=](Env& e) {
+                   Tensor g = e.in({N, F}, 2.0f), u = e.in({N, F}), y = e.out({N, F});
+                   ops::swiglu_forward(y, g, u);
+                   e.check("out", y);
+                 }});
+    t.push_back({"swiglu_backward", shape, {F32, BF16}, [=](Env& e) {
+                   Tensor g = e.in({N, F}, 2.0f), u = e.in({N, F}), dout = e.in({N, F});
+                   Tensor dg = e.out({N, F}), du = e.out({N, F});
+                   ops::swiglu_backward(dg, du, dout, g, u);
+                   e.check("dgate", dg);
+                   e.check("dup", du);
+                 }});
+    t.push_back({"swiglu_forward_packed", shape + "+amax", {F32, BF16}, [=](Env& e) {
+                   Tensor gu = e.in({N, 2 * F}, 2.0f), y = e.out({N, F}), amax = e.out_as({1}, F32);
+                   ops::swiglu_forward_packed(y, gu, amax);
+                   e.check("out", y);
+                   e.check("amax", amax);
+                 }});
+    t.push_back({"swiglu_backward_packed", shape + "+amax", {F32, BF16}, [=](Env& e) {
+                   Tensor gu = e.in({N, 2 * F}, 2.0f), dout = e.in({N, F});
+                   Tensor dgu = e.out({N, 2 * F}), amax = e.out_as({1}, F32);
+                   ops::swiglu_backward_packed(dgu, dout, gu, amax);
+                   e.check("dgate_up", dgu);
+                   e.check("amax", amax);
+                 }});
+  }
+}
+
+void add_loss(std::vector<Case>& t) {
+  for (auto [N, V] : {std::pair<int64_t, int64_t>{9, 33}, {64, 1000}, {3, 5}, {130, 257}}) {
+    t.push_back({"cross_entropy_forward_backward", dims({N, V}), {F32, BF16}, [=](Env& e) {
+                   Tensor logits = e.in({N, V}, 3.0f);
+                   std::vector<int32_t> labels = rand_ints(N, 93, 0, int32_t(V));
+                   for (int64_t i = 0; i < N; i += 4) labels[size_t(i)] = ops::kIgnoreIndex;
+                   Tensor loss = e.out_as({N}, F32), dlogits = e.out({N, V});
+                   ops::cross_entropy_forward_backward(loss, dlogits, logits, e.i32({N}, labels), 1.0f / float(N));
+                   e.check("token_loss", loss);
+                   e.check("dlogits", dlogits);
+                 }});
+  }
+}
+
+void add_optim(std::vector<Case>& t) {
+  ops::AdamWHyper h;
+  h.lr = 1e-3f;
+  h.step = 3;
+  for (int64_t n : {int64_t(1), int64_t(37), int64_t(4096), int64_t(100003)}) {
+    const std::string shape = dims({n});
+    t.push_back({"adamw_step", shape, {F32}, [=](Env& e) {
+                   Tensor p = e.in({n}), g = e.in({n}, 0.1f), m = e.in({n}, 0.01f);
+                   Tensor v = e.uniform({n}, 0.0f, 0.01f);
+                   ops::adamw_step(p, g, m, v, h);
+                   e.check("param", p);
+                   e.check("m", m);
+                   e.check("v", v);
+                 }});
+    t.push_back({"sum_squares_accumulate", shape, {F32}, [=](Env& e) {
+                   Tensor g = e.in({n});
+                   Tensor acc = e.accum("acc", {1});
+                   ops::sum_squares_accumulate(acc, g);
+                 }});
+    t.push_back({"scale_inplace", shape, {F32}, [=](Env& e) {
+                   Tensor g = e.in({n});
+                   ops::scale_inplace(g, 0.37f);
+                   e.check("g", g);
+                 }});
+    for (float max_norm : {0.0f, 1.0f, 1e6f}) {
+      t.push_back({"grad_norm_clip_coef", shape + " max_norm " + std::to_string(max_norm), {F32}, [=](Env& e) {
+                     Tensor g = e.in({n});
+                     Tensor norm = e.out_as({1}, F32), clip = e.out_as({1}, F32);
+                     ops::grad_norm_clip_coef(norm, clip, g, max_norm);
+                     e.check("norm", norm);
+                     e.check("clip_coef", clip);
+                   }});
+    }
+    // F32 parameters with a BF16 compute copy; BF16: pure bf16 parameters (widened on the CPU).
+    t.push_back({"adamw_flat", shape, {F32, BF16}, [=](Env& e) {
+                   const bool bf16_params = e.dt() == BF16;
+                   Tensor p = bf16_params ? e.exact({n}, BF16) : e.in({n});
+                   Tensor g = e.in_as({n}, F32, 0.1f), m = e.in_as({n}, F32, 0.01f);
+                   Tensor v = e.uniform({n}, 0.0f, 0.01f);
+                   Tensor copy = bf16_params ? Tensor() : e.out_exact({n}, BF16);
+                   Tensor ranges = e.i64({2, 2}, {0, n / 3, n / 2, n});
+                   Tensor clip = e.uniform({1}, 0.5f, 1.0f);
+                   ops::adamw_flat(p, copy, g, m, v, ranges, clip, h);
+                   e.check("param", p);
+                   if (copy.defined()) e.check("compute_copy", copy);
+                   e.check("m", m);
+                   e.check("v", v);
+                 }});
+  }
+}
+
+void add_elementwise(std::vector<Case>& t) {
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(4096), int64_t(100003)}) {
+    const std::string shape = dims({n});
+    t.push_back({"add_inplace", shape, {F32, BF16}, [=](Env& e) {
+                   Tensor y = e.in({n}), x = e.in({n});
+                   ops::add_inplace(y, x);
+                   e.check("y", y);
+                 }});
+    t.push_back({"sum_accumulate", shape, {F32, BF16}, [=](Env& e) {
+                   Tensor x = e.in({n});
+                   Tensor acc = e.accum("acc", {1});
+                   ops::sum_accumulate(acc, x);
+                 }});
+    for (auto [from, to] : {std::pair<DType, DType>{F32, BF16}, {BF16, F32}, {F32, F32}, {BF16, BF16}}) {
+      t.push_back({"cast", shape + " " + dtname(from) + "->" + dtname(to), {F32}, [=](Env& e) {
+                     Tensor src = e.exact({n}, from), dst = e.out_exact({n}, to);
+                     ops::cast(dst, src);
+                     e.check("dst", dst);
+                   }});
+    }
+  }
+}
+
+const std::vector<Case>& table() {
+  static const std::vector<Case> t = [] {
+    std::vector<Case> v;
+    add_gemm(v);
+    add_fp8(v);
+    add_embedding(v);
+    add_norm(v);
+    add_rope(v);
+    add_attention(v);
+    add_activation(v);
+    add_loss(v);
+    add_optim(v);
+    add_elementwise(v);
+    return v;
+  }();
+  return t;
+}
+
+// Max |a - b|, max |a - b| / |b| (over |b| > 1e-6), and ||a - b|| / ||b||.
+struct Errors {
+  double max_abs = 0, max_rel = 0, norm_rel = 0;
+};
+Errors errors(const Tensor& a, const Tensor& b) {
+  Errors r;
+  r.norm_rel = rel_error(a, b);
+  for (int64_t i = 0, n = std::min(a.numel(), b.numel()); i < n; ++i) {
+    const double d = std::fabs(double(a.f32()[i]) - double(b.f32()[i]));
+    if (!(d <= r.max_abs)) r.max_abs = d;  // NaN sticks
+    if (std::fabs(b.f32()[i]) > 1e-6) r.max_rel = std::max(r.max_rel, d / std::fabs(double(b.f32()[i])));
+  }
+  return r;
+}
+
+TEST(BackendOps, EveryOpMatchesTheCpuReference) {
+  BIOFM_REQUIRE_GPU();
+  int ran = 0, failed = 0;
+  for (const Case& c : table()) {
+    for (DType dt : c.dtypes) {
+      const std::string what = c.op + " [" + c.shape + "] " + dtname(dt);
+      const double bound = dt == F32 ? 1e-4 : c.bf16_tol;
+      std::vector<std::pair<std::string, Tensor>> ref, got;
+      try {
+        Env cpu(Device::CPU, dt), gpu(Device::CUDA, dt);
+        c.run(cpu);
+        ref = cpu.collect();
+        c.run(gpu);
+        got = gpu.collect();
+      } catch (const std::exception& ex) {
+        ADD_FAILURE() << what << ": threw: " << ex.what();
+        ++failed;
+        continue;
+      }
+      ++ran;
+      bool ok = ref.size() == got.size();
+      if (!ok) ADD_FAILURE() << what << ": " << ref.size() << " CPU outputs vs " << got.size() << " CUDA outputs";
+      for (size_t i = 0; ok && i < ref.size(); ++i) {
+        const Errors e = errors(got[i].second, ref[i].second);
+        if (!(e.norm_rel < bound)) {
+          ADD_FAILURE() << what << " output " << ref[i].first << ": ||cuda-cpu||/||cpu|| " << e.norm_rel
+                        << " >= " << bound << "; max abs error " << e.max_abs << ", max rel error " << e.max_rel
+                        << " (" << got[i].second.describe() << ")";
+          ok = false;
+        }
+      }
+      if (!ok) ++failed;
+    }
+  }
+  std::printf("backend ops: %d (op, shape, dtype) entries ran, %d failed\n", ran, failed);
+}
+
+}  // namespace
+}  // namespace biofm::cudatest

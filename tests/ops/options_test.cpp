@@ -1,0 +1,31 @@
+// ops/options.h: defaults, set/get, and the attention backend names.
+#include <gtest/gtest.h>
+
+#include "biofm/core/error.h"
+#include "biofm/ops/options.h"
+
+namespace biofm {
+namespace {
+
+TEST(OpOptions, DefaultsSetAndParse) {
+  const ops::OpOptions saved = ops::op_options();
+  const ops::OpOptions d;
+  EXPECT_EQ(d.attention, ops::AttentionBackend::Auto);
+  EXPECT_TRUE(d.gemm_fused_bgrad);
+  EXPECT_FALSE(d.gemm_inplace_splitk || d.sdpa_autotune || d.attention_check || d.attention_verbose);
+
+  ops::OpOptions o;
+  o.attention = ops::AttentionBackend::Fallback;
+  o.sdpa_autotune = true;
+  ops::set_op_options(o);
+  EXPECT_EQ(ops::op_options().attention, ops::AttentionBackend::Fallback);
+  EXPECT_TRUE(ops::op_options().sdpa_autotune);
+  ops::set_op_options(saved);
+
+  for (auto b : {ops::AttentionBackend::Auto, ops::AttentionBackend::Cudnn, ops::AttentionBackend::Fallback})
+    EXPECT_EQ(ops::parse_attention_backend(ops::attention_backend_name(b)), b);
+  EXPECT_THROW(ops::parse_attention_backend("flash"), Error);
+}
+
+}  // namespace
+}  // namespace biofm
