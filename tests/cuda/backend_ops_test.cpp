@@ -448,6 +448,12 @@ void add_loss(std::vector<Case>& t) {
                    e.check("token_loss", loss);
                    e.check("dlogits", dlogits);
                  }});
+    t.push_back({"count_labels_accumulate", dims({N}), {F32}, [=](Env& e) {
+                   std::vector<int32_t> labels = rand_ints(N, 95, 0, int32_t(V));
+                   for (int64_t i = 0; i < N; i += 3) labels[size_t(i)] = ops::kIgnoreIndex;
+                   Tensor count = e.accum("count", {1});
+                   ops::count_labels_accumulate(count, e.i32({N}, labels));
+                 }});
   }
 }
 
@@ -480,6 +486,15 @@ void add_optim(std::vector<Case>& t) {
                      Tensor g = e.in({n});
                      Tensor norm = e.out_as({1}, F32), clip = e.out_as({1}, F32);
                      ops::grad_norm_clip_coef(norm, clip, g, max_norm);
+                     e.check("norm", norm);
+                     e.check("clip_coef", clip);
+                   }});
+      t.push_back({"grad_norm_clip_coef divisor", shape + " max_norm " + std::to_string(max_norm), {F32},
+                   [=](Env& e) {
+                     Tensor g = e.in({n}, 50.0f);
+                     Tensor d = e.uniform({1}, 20.0f, 40.0f);
+                     Tensor norm = e.out_as({1}, F32), clip = e.out_as({1}, F32);
+                     ops::grad_norm_clip_coef(norm, clip, g, max_norm, d);
                      e.check("norm", norm);
                      e.check("clip_coef", clip);
                    }});

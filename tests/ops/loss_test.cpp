@@ -76,3 +76,12 @@ TEST(OpsLoss, LabelOutOfRangeThrows) {
   Tensor dl_bad = Tensor::empty({3, 4}, DType::F32);
   EXPECT_THROW(ops::cross_entropy_forward_backward(loss, dl_bad, logits, ok, 1.0f), Error);
 }
+
+TEST(OpsLoss, CountLabelsAccumulate) {
+  Tensor labels = Tensor::from_i32({6}, {3, -100, 0, 7, -100, 1});
+  Tensor count = Tensor::from_f32({1}, {2.0f});
+  ops::count_labels_accumulate(count, labels);
+  EXPECT_EQ(count.f32()[0], 6.0f);
+  Tensor wrong = Tensor::zeros({2}, DType::F32);
+  EXPECT_THROW(ops::count_labels_accumulate(wrong, labels), Error);
+}

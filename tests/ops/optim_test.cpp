@@ -161,6 +161,26 @@ TEST(OpsOptim, GradNormClipCoef) {
   EXPECT_EQ(coef.f32()[0], 1.0f);
 }
 
+// grad holding d times the gradient: norm and clip are those of grad / d, and the clip
+// coefficient carries the 1/d, so grad · clip_coef is the clipped gradient.
+TEST(OpsOptim, GradNormClipCoefWithDivisor) {
+  Tensor g = randn({5000}, 7);
+  Tensor scaled = g.clone();
+  ops::scale_inplace(scaled, 300.0f);
+  Tensor d = Tensor::from_f32({1}, {300.0f});
+  Tensor n1 = Tensor::empty({1}, DType::F32), c1 = Tensor::empty({1}, DType::F32);
+  Tensor n2 = Tensor::empty({1}, DType::F32), c2 = Tensor::empty({1}, DType::F32);
+  for (float max_norm : {0.0f, 1.0f, 1e6f}) {
+    ops::grad_norm_clip_coef(n1, c1, g, max_norm);
+    ops::grad_norm_clip_coef(n2, c2, scaled, max_norm, d);
+    EXPECT_NEAR(n2.f32()[0], n1.f32()[0], 1e-5 * n1.f32()[0]);
+    EXPECT_NEAR(c2.f32()[0] * 300.0f, c1.f32()[0], 1e-5 * c1.f32()[0]);
+  }
+  Tensor zero = Tensor::from_f32({1}, {0.0f});  // a step without labels: divisor counts as 1
+  ops::grad_norm_clip_coef(n2, c2, g, 1.0f, zero);
+  EXPECT_EQ(n2.f32()[0], n1.f32()[0]);
+}
+
 TEST(OpsOptim, AdamWFlatMatchesPerRangeSteps) {
   // Decay on [10, 9000) and [9000, 12000) (adjacent) and [15000, 20000); none elsewhere.
   const int64_t n = 20000;

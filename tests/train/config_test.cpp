@@ -42,9 +42,9 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   expect.dataset.path = "x.fasta";
   EXPECT_EQ(c, expect);
   EXPECT_EQ(c.seed, 42);
-  EXPECT_EQ(c.device, "cpu");
+  EXPECT_EQ(c.device, Device::CPU);
   EXPECT_EQ(c.num_train_steps, 1000);
-  EXPECT_EQ(c.precision, "fp32");
+  EXPECT_EQ(c.precision, Precision::F32);
   EXPECT_EQ(c.model.family, "esm2");
   EXPECT_EQ(c.model.config.hidden_size, 320);
   EXPECT_EQ(c.model.config.max_position_embeddings, 1026);
@@ -52,7 +52,7 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   EXPECT_EQ(c.model.config.kv_heads(), 20);
   EXPECT_EQ(c.model.config.head_dim(), 16);
   EXPECT_DOUBLE_EQ(c.model.config.embedding_std(), 0.02);
-  EXPECT_EQ(c.dataset.packing, "thd");
+  EXPECT_EQ(c.dataset.packing, BatchMode::Thd);
   EXPECT_EQ(c.dataset.max_seq_length, 1024);
   EXPECT_DOUBLE_EQ(c.dataset.mlm_probability, 0.15);
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 4e-4);
@@ -72,7 +72,7 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   EXPECT_EQ(c.metrics_path(), "runs/default/metrics.jsonl");
   // Every schema key is a field and vice versa, and the schema defaults are the struct's.
   EXPECT_EQ(train_config_from(config::Config(train_config_schema())), TrainConfig{});
-  EXPECT_EQ(train_config_schema().keys().size(), 67u);
+  EXPECT_EQ(train_config_schema().keys().size(), 73u);
 }
 
 TEST(ConfigTrain, EveryConfigFileLoadsAndValidates) {
@@ -133,7 +133,7 @@ TEST(ConfigTrain, PublishedEsm2Shapes) {
     EXPECT_EQ(c.model.config.num_attention_heads, s.heads);
     EXPECT_EQ(c.model.config.intermediate_size, s.ffn);
     EXPECT_EQ(c.model.config.vocab_size, 33);
-    EXPECT_EQ(c.dataset.packing, "thd");
+    EXPECT_EQ(c.dataset.packing, BatchMode::Thd);
     EXPECT_EQ(c.dataset.max_seq_length, 1024);
     EXPECT_DOUBLE_EQ(c.optimizer.lr, 4e-4);
   }
@@ -150,10 +150,10 @@ TEST(ConfigTrain, OverridesReachTypedFields) {
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 1e-3);
   EXPECT_EQ(c.optimizer.betas, (std::vector<double>{0.9, 0.95}));
   EXPECT_EQ(c.model.config.hidden_size, 256);
-  EXPECT_EQ(c.precision, "bf16-mixed");
-  EXPECT_EQ(c.device, "cuda");
+  EXPECT_EQ(c.precision, Precision::Bf16Mixed);
+  EXPECT_EQ(c.device, Device::CUDA);
   EXPECT_EQ(c.scheduler.type, "warmup_cosine");
-  EXPECT_EQ(c.dataset.packing, "bshd");
+  EXPECT_EQ(c.dataset.packing, BatchMode::Bshd);
   EXPECT_EQ(c.dataset.format, "jsonl");
   EXPECT_EQ(c.dataset.path, "data/x.jsonl");
   EXPECT_EQ(c.num_train_steps, 5000);
@@ -246,9 +246,9 @@ TEST(ConfigTrain, CrossKeyChecksNameTheKeys) {
   bad.optimizer.lr = -1;
   EXPECT_HAS(error_of([&] { check_train_config(bad); }), "config key 'optimizer.lr' must be > 0");
   bad.optimizer.lr = 1e-3;
-  bad.device = "gpu";
+  bad.model.family = "gpt";
   EXPECT_HAS(error_of([&] { check_train_config(bad); }),
-             "config key 'device' must be one of cpu, cuda; got gpu");
+             "config key 'model.family' must be one of esm2, llama; got gpt");
 }
 
 TEST(ConfigTrain, LlamaConfigFromString) {
@@ -305,11 +305,11 @@ scheduler:
 TEST(ConfigTrain, ToYamlRoundTripsEveryField) {
   TrainConfig c;
   c.seed = 7;
-  c.device = "cuda";
+  c.device = Device::CUDA;
   c.num_train_steps = 123;
   c.grad_acc_steps = 4;
   c.clip_grad_norm = 0.0;
-  c.precision = "bf16";
+  c.precision = Precision::Bf16;
   c.num_threads = 3;
   c.output_dir = "out dir/with: colon";
   c.recompute = true;
@@ -324,7 +324,7 @@ TEST(ConfigTrain, ToYamlRoundTripsEveryField) {
   c.dataset.column = "seq";
   c.dataset.max_seq_length = 100;
   c.dataset.mlm_probability = 0.2;
-  c.dataset.packing = "bshd";
+  c.dataset.packing = BatchMode::Bshd;
   c.dataset.shuffle = false;
   c.dataset.val_path = "v.fasta";
   c.dataset.val_every_n_steps = 9;

@@ -81,6 +81,7 @@ int cmd_bench(int argc, char** argv) {
   TrainConfig cfg = load_train_config(config_dir, name, ov);
   const int64_t steps = a.get_int("--steps", 30), warmup = a.get_int("--warmup", 10);
   const Device device = device_of(cfg);
+  apply_op_options(cfg);
   if (device == Device::CUDA && !cuda_available()) fail("biofm bench: no CUDA device available");
 
   ReaderOptions ro;
@@ -96,8 +97,8 @@ int cmd_bench(int argc, char** argv) {
   TrainStep train_step(*model, opt);
 
   std::printf("biofm bench: %s (%.1fM parameters), %s%s, %s %s, %lld tokens per batch, %lld+%lld steps\n",
-              name.c_str(), double(dims.parameters) / 1e6, cfg.precision.c_str(),
-              cfg.fp8_config.enabled ? (" + FP8 " + cfg.fp8_config.fp8_format).c_str() : "", cfg.dataset.packing.c_str(),
+              name.c_str(), double(dims.parameters) / 1e6, precision_name(cfg.precision),
+              cfg.fp8_config.enabled ? (" + FP8 " + cfg.fp8_config.fp8_format).c_str() : "", batch_mode_name(cfg.dataset.packing),
               cfg.recompute ? "recompute" : "no recompute", (long long)cfg.dataset.max_tokens_per_batch,
               (long long)warmup, (long long)steps);
   std::fflush(stdout);
@@ -128,9 +129,9 @@ int cmd_bench(int argc, char** argv) {
   nlohmann::json r = {
       {"config", name},
       {"parameters", dims.parameters},
-      {"precision", cfg.precision},
+      {"precision", precision_name(cfg.precision)},
       {"fp8", cfg.fp8_config.enabled ? cfg.fp8_config.fp8_format : "off"},
-      {"packing", cfg.dataset.packing},
+      {"packing", batch_mode_name(cfg.dataset.packing)},
       {"recompute", cfg.recompute},
       {"tokens_per_batch", cfg.dataset.max_tokens_per_batch},
       {"grad_acc_steps", cfg.grad_acc_steps},

@@ -134,6 +134,9 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
 
 // ---- loss
 
+void count_labels_accumulate(Tensor& count, const Tensor& labels) {
+  BIOFM_DISPATCH(labels.device(), count_labels_accumulate, count, labels);
+}
 void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits,
                                     const Tensor& logits, const Tensor& labels,
                                     float grad_scale) {
@@ -154,8 +157,8 @@ void scale_inplace(Tensor& g, float factor) {
   BIOFM_DISPATCH(g.device(), scale_inplace, g, factor);
 }
 void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad,
-                         float max_norm) {
-  BIOFM_DISPATCH(grad.device(), grad_norm_clip_coef, norm, clip_coef, grad, max_norm);
+                         float max_norm, const Tensor& grad_divisor) {
+  BIOFM_DISPATCH(grad.device(), grad_norm_clip_coef, norm, clip_coef, grad, max_norm, grad_divisor);
 }
 void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m,
                 Tensor& v, const Tensor& decay_ranges, const Tensor& clip_coef,

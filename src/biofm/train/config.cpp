@@ -1,10 +1,6 @@
 #include "biofm/train/config.h"
 
 #include <algorithm>
-
-#include "biofm/models/registry.h"
-#include "biofm/train/setup.h"
-
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -13,6 +9,9 @@
 
 #include "biofm/core/error.h"
 #include "biofm/io/config.h"
+#include "biofm/models/registry.h"
+#include "biofm/ops/options.h"
+#include "biofm/train/setup.h"
 
 namespace biofm {
 
@@ -22,9 +21,44 @@ using TC = TrainConfig;
 
 // --- field <-> value -------------------------------------------------------------------------
 
+// Config spellings of the enum-valued keys.
+template <class E>
+struct EnumNames;
+template <>
+struct EnumNames<Device> {
+  static constexpr std::pair<Device, const char*> items[] = {{Device::CPU, "cpu"}, {Device::CUDA, "cuda"}};
+};
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::pair<Precision, const char*> items[] = {
+      {Precision::F32, "fp32"}, {Precision::Bf16, "bf16"}, {Precision::Bf16Mixed, "bf16-mixed"}};
+};
+template <>
+struct EnumNames<BatchMode> {
+  static constexpr std::pair<BatchMode, const char*> items[] = {{BatchMode::Thd, "thd"}, {BatchMode::Bshd, "bshd"}};
+};
+template <>
+struct EnumNames<ops::AttentionBackend> {
+  static constexpr std::pair<ops::AttentionBackend, const char*> items[] = {
+      {ops::AttentionBackend::Auto, "auto"},
+      {ops::AttentionBackend::Cudnn, "cudnn"},
+      {ops::AttentionBackend::Fallback, "fallback"}};
+};
+
+template <class E>
+std::vector<std::string> enum_choices() {
+  std::vector<std::string> v;
+  for (const auto& [e, name] : EnumNames<E>::items) v.push_back(name);
+  return v;
+}
+
 template <class T>
 config::Value to_value(const T& v) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_enum_v<T>) {
+    for (const auto& [e, name] : EnumNames<T>::items)
+      if (e == v) return std::string(name);
+    fail("config: an enum value has no name");
+  } else if constexpr (std::is_same_v<T, bool>) {
     return v;
   } else if constexpr (std::is_integral_v<T>) {
     return int64_t(v);
@@ -37,7 +71,12 @@ config::Value to_value(const T& v) {
 
 template <class T>
 T from_value(const config::Value& v) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_enum_v<T>) {
+    const std::string& s = std::get<std::string>(v);  // one of the choices (the schema checked it)
+    for (const auto& [e, name] : EnumNames<T>::items)
+      if (s == name) return e;
+    fail("config: '", s, "' is not a valid value");
+  } else if constexpr (std::is_same_v<T, bool>) {
     return std::get<bool>(v);
   } else if constexpr (std::is_integral_v<T>) {
     return T(std::get<int64_t>(v));  // the schema range keeps it within T
@@ -80,7 +119,10 @@ struct Registry {
     spec.list_size = opt.list_size;
     spec.aliases = opt.aliases;
     spec.help = opt.help;
-    if constexpr (std::is_same_v<T, bool>) {
+    if constexpr (std::is_enum_v<T>) {
+      spec.type = config::Type::Enum;
+      spec.choices = enum_choices<T>();
+    } else if constexpr (std::is_same_v<T, bool>) {
       spec.type = config::Type::Bool;
     } else if constexpr (std::is_integral_v<T>) {
       spec.type = config::Type::Int;
@@ -119,7 +161,7 @@ Registry build_registry() {
   Registry r;
   // top level
   BIND(seed, .range = ge(0), .help = "seed of the counter-based RNG (init, shuffling, masking)");
-  BIND(device, .choices = {"cpu", "cuda"});
+  BIND(device);
   BIND(num_train_steps, .range = gt(0),
        .aliases = {"max_steps", "lr_scheduler_kwargs.num_training_steps"},
        .help = "optimizer steps to train");
@@ -127,7 +169,7 @@ Registry build_registry() {
        .help = "micro batches per optimizer step");
   BIND(clip_grad_norm, .range = ge(0), .aliases = {"max_grad_norm", "grad_clip"},
        .help = "global grad-norm clip; 0 disables");
-  BIND(precision, .choices = {"fp32", "bf16", "bf16-mixed"}, .aliases = {"dtype", "mixed_precision"},
+  BIND(precision, .aliases = {"dtype", "mixed_precision"},
        .help = "fp32 | bf16-mixed (fp32 master weights, bf16 compute) | bf16 (pure bf16 weights, "
                "fp32 grads and AdamW state; CUDA only)");
   BIND(num_threads, .range = ge(0), .help = "CPU threads; 0 = all cores");
@@ -137,6 +179,14 @@ Registry build_registry() {
   BIND(recompute_layers, .range = ge(-1), .aliases = {"activation_checkpointing_layers"},
        .help = "with recompute: recompute only the first N layers and keep the activations of the rest "
                "(trades memory for speed); -1 = all layers");
+
+  BIND(ops.attention, .help = "CUDA attention: auto (cuDNN SDPA where it takes the shape, else the CUDA kernels) | "
+                              "cudnn | fallback");
+  BIND(ops.attention_verbose, .help = "print once per shape which attention path ran");
+  BIND(ops.attention_check, .help = "check cu_seqlens/seq_lens on the host at every attention call (syncs; debug)");
+  BIND(ops.sdpa_autotune, .help = "time every cuDNN SDPA engine configuration on a graph's first use");
+  BIND(ops.gemm_fused_bgrad, .help = "bias gradients from cuBLASLt's BGRADB epilogue where it applies");
+  BIND(ops.gemm_inplace_splitk, .help = "restrict split-K GEMM algorithms to in-place reduction (experiment)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");
@@ -182,7 +232,7 @@ Registry build_registry() {
   BIND(dataset.column, .aliases = {"sequence_column", "text_column"});
   BIND(dataset.max_seq_length, .range = ge(2), .aliases = {"seq_length", "max_length"});
   BIND(dataset.mlm_probability, .range = closed(0, 1));
-  BIND(dataset.packing, .choices = {"thd", "bshd"}, .aliases = {"use_sequence_packing", "sequence_packing"},
+  BIND(dataset.packing, .aliases = {"use_sequence_packing", "sequence_packing"},
        .help = "thd (packed) | bshd (padded)");
   BIND(dataset.max_tokens_per_batch, .range = gt(0), .aliases = {"token_micro_batch_size"});
   BIND(dataset.micro_batch_size, .range = gt(0), .aliases = {"batch_size"});
@@ -300,7 +350,7 @@ void check_train_config(const TrainConfig& c) {
     err("dataset.path is empty: set it in the config or on the command line "
         "(dataset.path=FILE)");
   }
-  if (c.dataset.packing == "thd" &&
+  if (c.dataset.packing == BatchMode::Thd &&
       c.dataset.max_tokens_per_batch < c.dataset.max_seq_length) {
     err("dataset.max_tokens_per_batch (", c.dataset.max_tokens_per_batch,
         ") must be at least dataset.max_seq_length (", c.dataset.max_seq_length,

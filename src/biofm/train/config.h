@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "biofm/core/precision.h"
+#include "biofm/data/pack.h"
 #include "biofm/models/model_config.h"
+#include "biofm/ops/options.h"
 
 
 namespace biofm {
@@ -38,7 +41,7 @@ struct TrainConfig {
     std::string column = "sequence";       // csv / jsonl field holding the sequence
     int max_seq_length = 1024;             // tokens per sequence incl. special tokens
     double mlm_probability = 0.15;         // ESM-2 masking
-    std::string packing = "thd";           // thd (packed) | bshd (padded)
+    BatchMode packing = BatchMode::Thd;    // thd (packed) | bshd (padded)
     int max_tokens_per_batch = 8192;       // THD token budget per micro batch
     int micro_batch_size = 8;              // BSHD sequences per micro batch
     int pad_to_multiple_of = 1;            // THD total tokens padded to a multiple (FP8: 16)
@@ -91,12 +94,23 @@ struct TrainConfig {
     bool operator==(const Fp8&) const = default;
   };
 
+  // Runtime options of the ops (ops/options.h).
+  struct Ops {
+    ops::AttentionBackend attention = ops::AttentionBackend::Auto;
+    bool attention_verbose = false;
+    bool attention_check = false;
+    bool sdpa_autotune = false;
+    bool gemm_fused_bgrad = true;
+    bool gemm_inplace_splitk = false;
+    bool operator==(const Ops&) const = default;
+  };
+
   int64_t seed = 42;
-  std::string device = "cpu";  // cpu | cuda
+  Device device = Device::CPU;  // cpu | cuda
   int64_t num_train_steps = 1000;
   int grad_acc_steps = 1;
   double clip_grad_norm = 1.0;  // 0 disables clipping
-  std::string precision = "fp32";  // fp32 | bf16-mixed (fp32 master, bf16 compute) | bf16 (pure bf16 params)
+  Precision precision = Precision::F32;  // fp32 | bf16-mixed (fp32 master, bf16 compute) | bf16 (pure bf16 params)
   int num_threads = 0;                    // CPU threads; 0 = all cores
   std::string output_dir = "runs/default";
   bool recompute = false;  // activation recompute in backward
@@ -109,6 +123,7 @@ struct TrainConfig {
   Checkpoint checkpoint;
   Logger logger;
   Fp8 fp8_config;
+  Ops ops;
 
   // checkpoint.ckpt_dir, or <output_dir>/checkpoints when empty.
   std::string resolved_ckpt_dir() const;

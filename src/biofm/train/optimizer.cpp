@@ -11,9 +11,9 @@ AdamW::AdamW(ParamStore& params, const AdamWConfig& cfg) : params_(params), cfg_
   decay_ranges_ = params.decay_ranges();
 }
 
-void AdamW::step(float lr) {
+void AdamW::step(float lr, const Tensor& grad_divisor) {
   ++step_;
-  ops::grad_norm_clip_coef(norm_, clip_coef_, params_.grad_flat(), cfg_.max_grad_norm);
+  ops::grad_norm_clip_coef(norm_, clip_coef_, params_.grad_flat(), cfg_.max_grad_norm, grad_divisor);
   ops::AdamWHyper h{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, cfg_.weight_decay, step_};
   ops::adamw_flat(params_.flat(), params_.compute_flat(), params_.grad_flat(), m_, v_, decay_ranges_,
                   clip_coef_, h);

@@ -22,7 +22,9 @@ class AdamW {
   AdamW(ParamStore& params, const AdamWConfig& cfg);
   // Computes the gradient norm and clip coefficient, then one AdamW update with learning
   // rate `lr`. A non-finite gradient norm leaves parameters and moments untouched.
-  void step(float lr);
+  // grad_divisor (F32 [1] on the device), when given: the gradient buffer holds that many times
+  // the gradient (summed token losses; the divisor is their count), divided out on the device.
+  void step(float lr, const Tensor& grad_divisor = Tensor());
   int64_t steps_taken() const { return step_; }
   // The gradient norm of the last step (F32 [1] on the device; reading it syncs).
   const Tensor& grad_norm() const { return norm_; }

@@ -2,20 +2,28 @@
 
 namespace biofm {
 
-Device device_of(const TrainConfig& cfg) { return cfg.device == "cuda" ? Device::CUDA : Device::CPU; }
+Device device_of(const TrainConfig& cfg) { return cfg.device; }
 
 Precision precision_for(const TrainConfig& cfg, Device device) {
-  if (device == Device::CPU || cfg.precision == "fp32") return Precision::F32;
-  if (cfg.precision == "bf16-mixed") return Precision::Bf16Mixed;
-  if (cfg.precision == "bf16") return Precision::Bf16;
-  fail("precision '", cfg.precision, "' is not one of fp32, bf16-mixed, bf16");
+  return device == Device::CPU ? Precision::F32 : cfg.precision;
+}
+
+void apply_op_options(const TrainConfig& cfg) {
+  ops::OpOptions o;
+  o.attention = cfg.ops.attention;
+  o.attention_verbose = cfg.ops.attention_verbose;
+  o.attention_check = cfg.ops.attention_check;
+  o.sdpa_autotune = cfg.ops.sdpa_autotune;
+  o.gemm_fused_bgrad = cfg.ops.gemm_fused_bgrad;
+  o.gemm_inplace_splitk = cfg.ops.gemm_inplace_splitk;
+  ops::set_op_options(o);
 }
 
 std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device) {
   if (!cfg.fp8_config.enabled) return std::nullopt;
   if (device == Device::CUDA && precision_for(cfg, device) == Precision::F32)
     fail("fp8_config.enabled needs precision bf16-mixed or bf16 on CUDA (FP8 GEMMs read bf16 activations), "
-         "got precision ", cfg.precision);
+         "got precision ", precision_name(cfg.precision));
   if (cfg.fp8_config.fp8_recipe != "Float8CurrentScaling")
     fail("fp8_config.fp8_recipe '", cfg.fp8_config.fp8_recipe, "' is not supported (Float8CurrentScaling)");
   ops::Fp8Recipe r;
@@ -32,7 +40,7 @@ DataOptions data_options(const TrainConfig& cfg) {
   o.seed = uint64_t(cfg.seed);
   o.max_seq_length = d.max_seq_length;
   o.mlm_probability = d.mlm_probability;
-  o.mode = parse_batch_mode(d.packing);
+  o.mode = d.packing;
   o.max_tokens_per_batch = d.max_tokens_per_batch;
   o.micro_batch_size = d.micro_batch_size;
   o.pad_to_multiple_of = d.pad_to_multiple_of;

@@ -16,6 +16,8 @@ Device device_of(const TrainConfig& cfg);
 Precision precision_for(const TrainConfig& cfg, Device device);
 // The FP8 recipe of fp8_config (nullopt when off); an error for a combination that cannot run.
 std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device);
+// The ops.* keys into ops::set_op_options (before the first op runs).
+void apply_op_options(const TrainConfig& cfg);
 // The dataset section as the batchers read it.
 DataOptions data_options(const TrainConfig& cfg);
 

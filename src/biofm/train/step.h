@@ -1,7 +1,9 @@
 // One optimizer step, the same for `biofm train` and `biofm bench`: zero the gradients, run
-// forward/backward over the step's micro batches with each token's loss weighted by
-// 1 / (label tokens of the whole step), then clip and apply AdamW. The summed loss stays on
-// the device; nothing here reads back to the host.
+// forward/backward over the step's micro batches on the summed token losses, count the label
+// tokens on the device, then clip and apply AdamW with the gradients divided by that count
+// (inside the norm/clip kernel: no extra pass). Loss sum and label count stay on the device —
+// under data parallelism both are summed over ranks before the optimizer — and nothing here
+// reads back to the host.
 //
 // Hooks for what runs beside the step: the model's grads-ready hook (LanguageModel::
 // set_grads_ready_hook) fires inside backward per layer; before_optimizer runs once the
@@ -26,15 +28,16 @@ class TrainStep {
   std::function<void()> before_optimizer;
 
   int64_t label_tokens() const { return label_tokens_; }  // of the last step
-  // Σ token losses of the last step (F32 [1] on the device).
-  const Tensor& loss_sum() const { return loss_sum_; }
+  // Σ token losses and the label-token count of the last step (F32 [1] each, on the device).
+  Tensor& loss_sum() { return loss_sum_; }
+  Tensor& label_count() { return label_count_; }
   // Mean token loss of the last step (reads the device: a sync).
   double read_mean_loss() const;
 
  private:
   LanguageModel& model_;
   AdamW& opt_;
-  Tensor loss_sum_;
+  Tensor loss_sum_, label_count_;
   int64_t label_tokens_ = 0;
 };
 

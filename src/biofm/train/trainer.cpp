@@ -79,6 +79,7 @@ AdamWConfig adamw_config(const TrainConfig& cfg) {
 
 TrainSummary run_training(const TrainConfig& cfg) {
   const Device device = device_of(cfg);
+  apply_op_options(cfg);
   if (device == Device::CUDA && !cuda_available())
     fail("device=cuda but this biofm has no CUDA backend or no GPU is visible; use device=cpu");
   if (cfg.num_threads > 0) {

@@ -59,4 +59,13 @@ void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const T
   }
 }
 
+void count_labels_accumulate(Tensor& count, const Tensor& labels) {
+  const char* op = "count_labels_accumulate";
+  require_i32(labels, op, "labels");
+  require_f32_shape(count, {1}, op, "count");
+  int64_t n = 0;
+  for (int64_t i = 0; i < labels.numel(); ++i) n += labels.i32()[i] != kIgnoreIndex;
+  count.f32()[0] += float(n);
+}
+
 }  // namespace biofm::ops::cpu

@@ -163,4 +163,32 @@ void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const T
   });
 }
 
+namespace {
+
+// One block: each thread counts a strided share, then a block reduction (exact in F32 below 2^24).
+__global__ void count_labels_kernel(const int32_t* labels, int64_t n, float* count) {
+  __shared__ float partial[32];
+  int c = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) c += labels[i] != kIgnoreIndex;
+  float v = warp_sum(float(c));
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < (blockDim.x >> 5) ? partial[threadIdx.x] : 0.0f;
+    v = warp_sum(v);
+    if (threadIdx.x == 0) count[0] += v;
+  }
+}
+
+}  // namespace
+
+void count_labels_accumulate(Tensor& count, const Tensor& labels) {
+  const char* op = "count_labels_accumulate";
+  require_dtype(labels, DType::I32, op, "labels");
+  require_dtype(count, DType::F32, op, "count");
+  if (count.numel() != 1) fail(op, ": count must hold one element, got ", count.describe());
+  count_labels_kernel<<<1, 1024, 0, cuda_ctx::stream()>>>(labels.i32(), labels.numel(), count.f32());
+  BIOFM_CUDA_LAUNCH_CHECK();
+}
+
 }  // namespace biofm::ops::cuda

@@ -13,6 +13,10 @@ constexpr int32_t kIgnoreIndex = -100;
 void cross_entropy_forward_backward(Tensor& token_loss, Tensor& dlogits, const Tensor& logits,
                                     const Tensor& labels, float grad_scale);
 
-BIOFM_BACKENDS(cross_entropy_forward_backward)
+// count[1] (F32) += the number of labels != -100: a step's label-token count, kept on the
+// device (the divisor of the step's gradients, see grad_norm_clip_coef).
+void count_labels_accumulate(Tensor& count, const Tensor& labels);
+
+BIOFM_BACKENDS(cross_entropy_forward_backward, count_labels_accumulate)
 
 }  // namespace biofm::ops

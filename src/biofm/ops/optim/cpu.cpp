@@ -104,7 +104,8 @@ void adamw_step(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const A
   run_adamw(param.f32(), nullptr, grad.f32(), m.f32(), v.f32(), nullptr, n, chunks_for(n, {{0, n}}), s, s);
 }
 
-void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm) {
+void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm,
+                         const Tensor& grad_divisor) {
   const char* op = "grad_norm_clip_coef";
   require_f32(grad, op, "grad");
   require_f32(norm, op, "norm");
@@ -116,13 +117,18 @@ void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, fl
   double s = 0;
 #pragma omp parallel for simd schedule(static) reduction(+ : s) num_threads(threads_for(n))
   for (int64_t i = 0; i < n; ++i) s += double(g[i]) * double(g[i]);
-  const float total = float(std::sqrt(s));
+  float divisor = 1.0f;
+  if (grad_divisor.defined()) {
+    require_f32(grad_divisor, op, "grad_divisor");
+    divisor = std::max(1.0f, grad_divisor.f32()[0]);
+  }
+  const float total = float(std::sqrt(s)) / divisor;
   norm.f32()[0] = total;
   // torch.nn.utils.clip_grad_norm_: clip_coef = max_norm / (total + 1e-6), clamped to 1 (fp32).
   float coef = 1.0f;
   if (max_norm > 0.0f) coef = std::min(1.0f, max_norm / (total + 1e-6f));
   if (!std::isfinite(total)) coef = NAN;  // tells adamw_flat to skip this step
-  clip_coef.f32()[0] = coef;
+  clip_coef.f32()[0] = coef / divisor;
 }
 
 void adamw_flat(Tensor& param, Tensor& compute_copy, const Tensor& grad, Tensor& m, Tensor& v,

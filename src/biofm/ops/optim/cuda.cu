@@ -174,15 +174,16 @@ __global__ void __launch_bounds__(kSumMaxBlocks) add_partials_kernel(const doubl
 // norm = sqrt(Σ g²) (fp32, like torch's fp32 norm); clip = min(1, max_norm / (norm + 1e-6)),
 // 1 without clipping, NaN when the norm is not finite.
 __global__ void __launch_bounds__(kSumMaxBlocks) norm_clip_kernel(const double* partials, int count, float max_norm,
-                                                 float* norm, float* clip) {
+                                                 const float* divisor, float* norm, float* clip) {
   const double total = partial_sum_of(partials, count);
   if (threadIdx.x == 0) {
-    const float nrm = float(sqrt(total));
+    const float d = divisor ? fmaxf(1.0f, divisor[0]) : 1.0f;
+    const float nrm = __fdiv_rn(float(sqrt(total)), d);
     norm[0] = nrm;
     float c = 1.0f;
     if (max_norm > 0.0f) c = fminf(1.0f, __fdiv_rn(max_norm, __fadd_rn(nrm, 1e-6f)));
     if (!isfinite(nrm)) c = __int_as_float(0x7fc00000);  // NaN: adamw_flat skips the step
-    clip[0] = c;
+    clip[0] = __fdiv_rn(c, d);
   }
 }
 
@@ -237,16 +238,19 @@ void scale_inplace(Tensor& g, float factor) {
     launch_vec_loop<1>(g.numel(), fn);
 }
 
-void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm) {
+void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm,
+                         const Tensor& grad_divisor) {
   const char* op = "grad_norm_clip_coef";
   require_dtype(grad, DType::F32, op, "grad");
   require_flat_f32(norm, 1, op, "norm");
   require_flat_f32(clip_coef, 1, op, "clip_coef");
+  if (grad_divisor.defined()) require_flat_f32(grad_divisor, 1, op, "grad_divisor");
   const int64_t n = grad.numel();
   const unsigned blocks = n ? sum_blocks(n) : 0;
   Scratch partials(std::max(1u, blocks) * sizeof(double));
   if (n) launch_sum_partials<float, true>(grad.f32(), n, partials.as<double>());
   norm_clip_kernel<<<1, kSumMaxBlocks, 0, cuda_ctx::stream()>>>(partials.as<double>(), int(blocks), max_norm,
+                                                               grad_divisor.defined() ? grad_divisor.f32() : nullptr,
                                                                norm.f32(), clip_coef.f32());
   BIOFM_CUDA_LAUNCH_CHECK();
 }

@@ -30,7 +30,12 @@ BIOFM_BACKENDS(adamw_step, sum_squares_accumulate, scale_inplace)
 // (norm + 1e-6)) as torch.nn.utils.clip_grad_norm_, or 1 when max_norm <= 0; NaN when the
 // norm is not finite (adamw_flat then skips the step). Both F32 on the gradient's device;
 // the host reads norm only when it logs.
-void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm);
+// grad_divisor (F32 [1] on the same device), when defined: grad holds d times the gradient
+// (a loss summed over tokens, d = their count, known only on the device); norm is then that of
+// grad / d and clip_coef includes the 1/d, so adamw_flat applies grad · clip_coef as usual.
+// d < 1 counts as 1.
+void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, float max_norm,
+                         const Tensor& grad_divisor = Tensor());
 
 // AdamW over the flat buffers (a no-op when clip_coef[0] is not finite):
 // g = grad · clip_coef[0]; weight decay h.weight_decay applies
