@@ -2,6 +2,7 @@
 // builds, trains one step and round-trips through a Hugging Face directory.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "biofm/core/error.h"
@@ -9,28 +10,11 @@
 #include "biofm/models/registry.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/step.h"
-#include "testing.h"
+#include "models/tiny_models.h"
 
 using namespace biofm;
 
-namespace {
-
-ModelShape tiny_shape(const ModelFamily& f) {
-  ModelShape m;
-  m.hidden_size = 32;
-  m.num_hidden_layers = 2;
-  m.num_attention_heads = 4;
-  m.intermediate_size = 64;
-  if (f.objective == Objective::CausalLM) {
-    m.vocab_size = 256;
-    m.num_key_value_heads = 2;
-    m.hidden_act = "silu";
-    m.tie_word_embeddings = false;
-  }
-  return m;
-}
-
-}  // namespace
+using testkit::tiny_shape;
 
 TEST(Registry, LooksUpFamiliesByNameAndModelType) {
   EXPECT_EQ(family_named("esm2").hf_model_type, "esm");
@@ -63,20 +47,14 @@ TEST(Registry, FamilyConfigRulesNameTheKeys) {
 // Every family: build, one training step on its own batches lowers nothing to NaN and changes
 // the parameters; the Hugging Face export loads back (by model_type) with the same logits.
 TEST(Registry, EveryFamilyTrainsAndRoundTrips) {
-  const std::string data_dir = std::string(BIOFM_SOURCE_DIR) + "/data/";
   for (const ModelFamily* f : model_families()) {
     SCOPED_TRACE(f->name);
     BuildOptions o;
     o.seed = 7;
     std::unique_ptr<LanguageModel> m = f->build(tiny_shape(*f), Device::CPU, o);
     EXPECT_EQ(m->family(), f->name);
-    const std::string path = data_dir + (f->objective == Objective::MaskedLM ? "proteins_sample.fasta" : "dna_sample.fasta");
-    SequenceDataset data = SequenceDataset::load(path, ReaderOptions{});
-    DataOptions d;
-    d.max_seq_length = 64;
-    d.stride = 16;
-    d.max_tokens_per_batch = 256;
-    auto src = f->batches(d, data);
+    SequenceDataset data = testkit::bundled_data(*f);
+    auto src = f->batches(testkit::small_batches(), data);
     AdamW opt(m->params(), AdamWConfig{});
     TrainStep step(*m, opt);
     const Tensor before = m->params().flat().clone();

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "biofm/data/dataset.h"
-#include "biofm/models/registry.h"
+#include "models/tiny_models.h"
 
 using namespace biofm;
 
@@ -12,25 +12,9 @@ TEST(TransformerLM, GradsReadyHookSeesFinalLayerGradients) {
   for (const char* name : {"esm2", "llama"}) {
     SCOPED_TRACE(name);
     const ModelFamily& f = family_named(name);
-    ModelShape shape;
-    shape.hidden_size = 32;
-    shape.num_hidden_layers = 3;
-    shape.num_attention_heads = 4;
-    shape.intermediate_size = 64;
-    if (f.objective == Objective::CausalLM) {
-      shape.vocab_size = 256;
-      shape.hidden_act = "silu";
-      shape.num_key_value_heads = 2;
-    }
-    std::unique_ptr<LanguageModel> m = f.build(shape, Device::CPU, BuildOptions{});
-    const std::string path = std::string(BIOFM_SOURCE_DIR) + "/data/" +
-                             (f.objective == Objective::MaskedLM ? "proteins_sample.fasta" : "dna_sample.fasta");
-    SequenceDataset data = SequenceDataset::load(path, ReaderOptions{});
-    DataOptions d;
-    d.max_seq_length = 64;
-    d.stride = 16;
-    d.max_tokens_per_batch = 256;
-    Batch b = f.batches(d, data)->next();
+    std::unique_ptr<LanguageModel> m = f.build(testkit::tiny_shape(f, 3), Device::CPU, BuildOptions{});
+    SequenceDataset data = testkit::bundled_data(f);
+    Batch b = f.batches(testkit::small_batches(), data)->next();
 
     for (int recompute : {0, 1}) {
       m->set_recompute(recompute != 0, -1);

@@ -6,23 +6,16 @@
 #include <cmath>
 
 #include "biofm/data/dataset.h"
-#include "biofm/models/registry.h"
+#include "models/tiny_models.h"
 #include "biofm/train/step.h"
 
 using namespace biofm;
 
 TEST(TrainStep, LossIsTheMeanOverAllMicroBatchesLabelTokens) {
   const ModelFamily& f = family_named("esm2");
-  ModelShape shape;
-  shape.hidden_size = 32;
-  shape.num_hidden_layers = 2;
-  shape.num_attention_heads = 4;
-  shape.intermediate_size = 64;
-  std::unique_ptr<LanguageModel> m = f.build(shape, Device::CPU, BuildOptions{});
-  SequenceDataset data =
-      SequenceDataset::load(std::string(BIOFM_SOURCE_DIR) + "/data/proteins_sample.fasta", ReaderOptions{});
-  DataOptions d;
-  d.max_seq_length = 64;
+  std::unique_ptr<LanguageModel> m = f.build(testkit::tiny_shape(f), Device::CPU, BuildOptions{});
+  SequenceDataset data = testkit::bundled_data(f);
+  DataOptions d = testkit::small_batches();
   d.max_tokens_per_batch = 200;
   auto src = f.batches(d, data);
   std::vector<Batch> micro{src->next(), src->next(), src->next()};

@@ -5,6 +5,7 @@
 // else compares family names. docs/ARCHITECTURE.md walks through adding a family.
 #pragma once
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,14 @@ struct ModelFamily {
   // The training / evaluation batches (data and the tokenizer must outlive the source).
   std::unique_ptr<BatchSource> (*batches)(const DataOptions& o, const SequenceDataset& data) = nullptr;
 };
+
+// For check_config: appends one message made of `parts`.
+template <class... A>
+void config_error(std::vector<std::string>& errors, const A&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  errors.push_back(os.str());
+}
 
 const std::vector<const ModelFamily*>& model_families();
 std::vector<std::string> family_names();

@@ -1,6 +1,4 @@
 // The ESM-2 entry of the model registry: masked LM on protein sequences.
-#include <sstream>
-
 #include "biofm/models/esm2/model.h"
 #include "biofm/models/registry.h"
 
@@ -8,27 +6,20 @@ namespace biofm {
 
 namespace {
 
-template <class... A>
-void add(std::vector<std::string>& errs, const A&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  errs.push_back(os.str());
-}
-
 void check_config(const ModelShape& m, const DataOptions& d, std::vector<std::string>& errs) {
   if (m.num_key_value_heads != 0 && m.num_key_value_heads != m.num_attention_heads)
-    add(errs, "model.config.num_key_value_heads (", m.num_key_value_heads,
+    config_error(errs, "model.config.num_key_value_heads (", m.num_key_value_heads,
         ") must be 0 or equal to model.config.num_attention_heads for model.family esm2 "
         "(ESM-2 has no grouped-query attention)");
   if (m.hidden_act != "gelu")
-    add(errs, "model.config.hidden_act '", m.hidden_act, "' does not fit model.family esm2 (ESM-2 uses gelu)");
+    config_error(errs, "model.config.hidden_act '", m.hidden_act, "' does not fit model.family esm2 (ESM-2 uses gelu)");
   if (!m.tie_word_embeddings)
-    add(errs, "model.config.tie_word_embeddings must be true for model.family esm2 "
+    config_error(errs, "model.config.tie_word_embeddings must be true for model.family esm2 "
               "(the ESM-2 LM head decodes with the word embeddings)");
   if (!m.rope_scaling_type.empty())
-    add(errs, "model.config.rope_scaling_type '", m.rope_scaling_type, "' applies to model.family llama only");
+    config_error(errs, "model.config.rope_scaling_type '", m.rope_scaling_type, "' applies to model.family llama only");
   if (!(d.mlm_probability > 0 && d.mlm_probability < 1))
-    add(errs, "dataset.mlm_probability (", d.mlm_probability, ") must be in (0, 1) for masked LM training");
+    config_error(errs, "dataset.mlm_probability (", d.mlm_probability, ") must be in (0, 1) for masked LM training");
 }
 
 std::unique_ptr<LanguageModel> build(const ModelShape& m, Device device, const BuildOptions& o) {
@@ -60,19 +51,17 @@ std::unique_ptr<BatchSource> batches(const DataOptions& o, const SequenceDataset
 }  // namespace
 
 const ModelFamily& esm2_family() {
-  static const ModelFamily f = [] {
-    ModelFamily f;
-    f.name = "esm2";
-    f.hf_model_type = "esm";
-    f.objective = Objective::MaskedLM;
-    f.embed = f.eval = true;
-    f.check_config = check_config;
-    f.build = build;
-    f.load = load;
-    f.tokenizer = tokenizer;
-    f.batches = batches;
-    return f;
-  }();
+  static const ModelFamily f{.name = "esm2",
+                             .hf_model_type = "esm",
+                             .objective = Objective::MaskedLM,
+                             .embed = true,
+                             .eval = true,
+                             .generate = false,
+                             .check_config = check_config,
+                             .build = build,
+                             .load = load,
+                             .tokenizer = tokenizer,
+                             .batches = batches};
   return f;
 }
 

@@ -1,6 +1,4 @@
 // The Llama entry of the model registry: causal LM on DNA (the OpenGenome2 recipe).
-#include <sstream>
-
 #include "biofm/models/llama/model.h"
 #include "biofm/models/registry.h"
 
@@ -8,22 +6,15 @@ namespace biofm {
 
 namespace {
 
-template <class... A>
-void add(std::vector<std::string>& errs, const A&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  errs.push_back(os.str());
-}
-
 void check_config(const ModelShape& m, const DataOptions& d, std::vector<std::string>& errs) {
   if (m.hidden_act != "silu")
-    add(errs, "model.config.hidden_act '", m.hidden_act,
+    config_error(errs, "model.config.hidden_act '", m.hidden_act,
         "' does not fit model.family llama (Llama uses silu); set model.config.hidden_act: silu");
   if (m.rope_scaling_type == "llama3" && !(m.high_freq_factor > m.low_freq_factor))
-    add(errs, "model.config.high_freq_factor (", m.high_freq_factor, ") must be greater than model.config.low_freq_factor (",
+    config_error(errs, "model.config.high_freq_factor (", m.high_freq_factor, ") must be greater than model.config.low_freq_factor (",
         m.low_freq_factor, ") for llama3 rope scaling");
   if (d.stride >= d.max_seq_length)
-    add(errs, "dataset.stride (", d.stride, ") must be smaller than dataset.max_seq_length (", d.max_seq_length, ")");
+    config_error(errs, "dataset.stride (", d.stride, ") must be smaller than dataset.max_seq_length (", d.max_seq_length, ")");
 }
 
 std::unique_ptr<LanguageModel> build(const ModelShape& m, Device device, const BuildOptions& o) {
@@ -65,19 +56,17 @@ std::unique_ptr<BatchSource> batches(const DataOptions& o, const SequenceDataset
 }  // namespace
 
 const ModelFamily& llama_family() {
-  static const ModelFamily f = [] {
-    ModelFamily f;
-    f.name = "llama";
-    f.hf_model_type = "llama";
-    f.objective = Objective::CausalLM;
-    f.embed = f.eval = f.generate = true;
-    f.check_config = check_config;
-    f.build = build;
-    f.load = load;
-    f.tokenizer = tokenizer;
-    f.batches = batches;
-    return f;
-  }();
+  static const ModelFamily f{.name = "llama",
+                             .hf_model_type = "llama",
+                             .objective = Objective::CausalLM,
+                             .embed = true,
+                             .eval = true,
+                             .generate = true,
+                             .check_config = check_config,
+                             .build = build,
+                             .load = load,
+                             .tokenizer = tokenizer,
+                             .batches = batches};
   return f;
 }
 
