@@ -100,6 +100,16 @@ TEST(ModelsHfDir, BareEsmModelWithoutPrefixOrHead) {
   EXPECT_NE(notes.find("pooler"), std::string::npos) << notes;
   EXPECT_NE(notes.find("bare base model"), std::string::npos) << notes;
   EXPECT_EQ(std::count(notes.begin(), notes.end(), '\n'), 1) << "one note: " << notes;
+  // The absent LM head is initialised as a new model's: what init(seed) gives it.
+  auto m = Esm2Model::from_hf_dir(std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/hf_dirs/esm2_base", Device::CPU,
+                                  Precision::F32, /*init_seed=*/5);
+  Esm2Model fresh(m->config(), Device::CPU);
+  fresh.params().init(5);
+  for (const char* n : {"lm_head.dense.weight", "lm_head.layer_norm.weight", "lm_head.bias"}) {
+    Tensor a = m->params().param(n), b = fresh.params().param(n);
+    for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.f32()[i], b.f32()[i]) << n << " " << i;
+  }
+  EXPECT_NE(m->params().param("lm_head.dense.weight").f32()[0], 0.0f);
 }
 
 TEST(ModelsHfDir, LlamaTiedAndUntied) {

@@ -89,7 +89,7 @@ HfDirContents read_hf_dir(const std::string& dir) {
   return c;
 }
 
-void load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming) {
+std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming) {
   std::vector<std::unique_ptr<MappedSafetensors>> files;
   for (const std::string& p : hf.weight_files) files.push_back(std::make_unique<MappedSafetensors>(p));
   for (auto& [name, path] : hf.weight_map) {
@@ -138,12 +138,12 @@ void load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming&
     }
   }
   // A bare base model (no prefix anywhere) has no LM head: its parameters keep their values.
-  int head_kept = 0;
+  std::vector<size_t> absent;
   for (size_t i = 0; i < store.size(); ++i) {
     if (sources[i].file) continue;
     const std::string& n = store.spec(i).name;
     if (!prefixed && starts_with(n, "lm_head.")) {
-      ++head_kept;
+      absent.push_back(i);
       continue;
     }
     fail("'", hf.dir, "': missing parameter '", n, "' (in none of: ", [&] {
@@ -169,10 +169,11 @@ void load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming&
       note << (ignored_other.size() > 3 ? ", ...)" : ")");
     }
   }
-  if (head_kept)
-    note << (ignored.empty() ? "" : "; ") << "a bare base model (no LM head): " << head_kept
-         << " lm_head.* parameters keep their initial values";
+  if (!absent.empty())
+    note << (ignored.empty() ? "" : "; ") << "a bare base model (no LM head): " << absent.size()
+         << " lm_head.* parameters are initialised as for a new model";
   if (!note.str().empty()) std::cerr << "note: " << hf.dir << ": " << note.str() << "\n";
+  return absent;
 }
 
 void save_hf_weights(const ParamStore& store, const std::string& dir) {

@@ -45,8 +45,10 @@ struct HfNaming {
 
 // Loads every parameter of `store` from the directory's weights (memory-mapped, converted
 // straight into the store); an unknown name, a missing parameter or a wrong shape throws,
-// naming the tensor and the file, before any parameter is written.
-void load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming);
+// naming the tensor and the file, before any parameter is written. Returns the parameters the
+// directory did not hold (only a bare base model's LM head may be absent): the caller
+// initialises them.
+std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming);
 // Writes dir/model.safetensors: every parameter in fp32 under its Hugging Face name (streamed).
 void save_hf_weights(const ParamStore& store, const std::string& dir);
 

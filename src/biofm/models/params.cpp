@@ -29,31 +29,47 @@ size_t ParamStore::index(const std::string& name) const {
   return it->second;
 }
 
+namespace {
+
+// Parameter i's initial values (spec s) into w: each element depends on (seed, i, j) only,
+// so threads, and a partial re-initialisation, agree with a whole one.
+void fill_init(const ParamSpec& s, size_t i, uint64_t seed, float* w) {
+  const int64_t n = shape_numel(s.shape);
+  switch (s.init) {
+    case Init::Zeros:
+      std::fill(w, w + n, 0.0f);
+      break;
+    case Init::Ones:
+      std::fill(w, w + n, 1.0f);
+      break;
+    case Init::Normal:
+#pragma omp parallel for schedule(static)
+      for (int64_t j = 0; j < n; ++j) w[j] = s.std * rng_normal(seed, RngStream::Init, (uint64_t(i) << 40) | uint64_t(j), 0);
+      break;
+  }
+  if (s.zero_row >= 0) {
+    const int64_t row = n / s.shape[0];
+    std::fill(w + s.zero_row * row, w + (s.zero_row + 1) * row, 0.0f);
+  }
+}
+
+}  // namespace
+
 void ParamStore::init(uint64_t seed) {
   Tensor host = Tensor::zeros({total_}, DType::F32);
-  float* p = host.f32();
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    const ParamSpec& s = specs_[i];
-    float* w = p + offsets_[i];
-    int64_t n = shape_numel(s.shape);
-    switch (s.init) {
-      case Init::Zeros: break;
-      case Init::Ones:
-        for (int64_t j = 0; j < n; ++j) w[j] = 1.0f;
-        break;
-      case Init::Normal:
-        // Counter-based: each element's value depends on (seed, i, j) only, so threads agree.
-#pragma omp parallel for schedule(static)
-        for (int64_t j = 0; j < n; ++j)
-          w[j] = s.std * rng_normal(seed, RngStream::Init, (uint64_t(i) << 40) | uint64_t(j), 0);
-        break;
-    }
-    if (s.zero_row >= 0) {
-      int64_t row = n / s.shape[0];
-      for (int64_t j = 0; j < row; ++j) w[s.zero_row * row + j] = 0.0f;
-    }
-  }
+  for (size_t i = 0; i < specs_.size(); ++i) fill_init(specs_[i], i, seed, host.f32() + offsets_[i]);
   set_from_host_f32(host);
+}
+
+void ParamStore::init_params(uint64_t seed, const std::vector<size_t>& which) {
+  for (size_t i : which) {
+    Tensor host = Tensor::empty(specs_.at(i).shape, DType::F32);
+    fill_init(specs_[i], i, seed, host.f32());
+    Tensor dst = param(i);
+    dst.copy_from(host.to(dst.dtype()));
+  }
+  ++version_;
+  refresh_compute_copy();
 }
 
 void ParamStore::set_from_host_f32(const Tensor& host) {

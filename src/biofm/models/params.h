@@ -99,6 +99,8 @@ class ParamStore {
   // Deterministic init from (seed, parameter index, element index), computed in fp32 on the
   // host and rounded once (nearest even) for a BF16 store.
   void init(uint64_t seed);
+  // The same for the listed parameters only (values equal to what init(seed) gives them).
+  void init_params(uint64_t seed, const std::vector<size_t>& which);
 
   // Loads every parameter from Hugging Face tensors (any float dtype). Names for which
   // `ignorable` returns true may be absent from the table; any other unknown name, a

@@ -39,7 +39,7 @@ std::unique_ptr<LanguageModel> build(const ModelShape& m, Device device, const B
 }
 
 std::unique_ptr<LanguageModel> load(const std::string& dir, Device device, const BuildOptions& o) {
-  return Esm2Model::from_hf_dir(dir, device, o.precision);
+  return Esm2Model::from_hf_dir(dir, device, o.precision, o.seed);
 }
 
 const Tokenizer& tokenizer() { return esm_tokenizer(); }

@@ -112,14 +112,15 @@ ArchSpec Esm2Model::arch(const Esm2Config& c) {
 Esm2Model::Esm2Model(const Esm2Config& config, Device device, Precision precision)
     : TransformerLM(param_table(validated(config)), arch(validated(config)), device, precision), cfg_(config) {}
 
-std::unique_ptr<Esm2Model> Esm2Model::from_hf_dir(const std::string& dir, Device device, Precision precision) {
+std::unique_ptr<Esm2Model> Esm2Model::from_hf_dir(const std::string& dir, Device device, Precision precision,
+                                                  uint64_t init_seed) {
   const HfDirContents hf = read_hf_dir(dir);
   auto m = std::make_unique<Esm2Model>(esm2_config_from_hf_json(hf.config_json, hf.config_path), device, precision);
   auto ignorable = [](const std::string& n) {
     return n.rfind("esm.contact_head.", 0) == 0 || n.find("inv_freq") != std::string::npos ||
            n.find("position_ids") != std::string::npos || n == "lm_head.decoder.weight";
   };
-  load_hf_weights(m->params(), hf, {"esm.", ignorable});  // (a bare EsmModel lacks the prefix)
+  m->params().init_params(init_seed, load_hf_weights(m->params(), hf, {"esm.", ignorable}));  // (a bare EsmModel lacks the prefix)
   return m;
 }
 

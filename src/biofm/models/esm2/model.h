@@ -21,9 +21,10 @@ class Esm2Model : public TransformerLM {
 
   static std::vector<ParamSpec> param_table(const Esm2Config& c);
   static ArchSpec arch(const Esm2Config& c);
-  // Reads a Hugging Face directory (config.json + weights).
+  // Reads a Hugging Face directory (config.json + weights). A bare EsmModel has no LM head:
+  // it is initialised from init_seed as a new model's would be.
   static std::unique_ptr<Esm2Model> from_hf_dir(const std::string& dir, Device device,
-                                                Precision precision = Precision::F32);
+                                                Precision precision = Precision::F32, uint64_t init_seed = 42);
   // config.json and the ESM tokenizer files (the weights: LanguageModel::save_hf_dir).
   void save_hf_metadata(const std::string& dir) const override;
 

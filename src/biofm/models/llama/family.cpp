@@ -44,7 +44,7 @@ std::unique_ptr<LanguageModel> build(const ModelShape& m, Device device, const B
 }
 
 std::unique_ptr<LanguageModel> load(const std::string& dir, Device device, const BuildOptions& o) {
-  return LlamaModel::from_hf_dir(dir, device, o.precision, o.no_decay_on_1d_and_embeddings);
+  return LlamaModel::from_hf_dir(dir, device, o.precision, o.no_decay_on_1d_and_embeddings, o.seed);
 }
 
 const Tokenizer& tokenizer() { return nucleotide_tokenizer(); }

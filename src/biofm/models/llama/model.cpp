@@ -95,7 +95,7 @@ LlamaModel::LlamaModel(const LlamaConfig& config, Device device, Precision preci
     : TransformerLM(param_table(validated(config), no_decay_1d_emb), arch(validated(config)), device, precision), cfg_(config) {}
 
 std::unique_ptr<LlamaModel> LlamaModel::from_hf_dir(const std::string& dir, Device device, Precision precision,
-                                                    bool no_decay_1d_emb) {
+                                                    bool no_decay_1d_emb, uint64_t init_seed) {
   const HfDirContents hf = read_hf_dir(dir);
   auto m = std::make_unique<LlamaModel>(llama_config_from_hf_json(hf.config_json, hf.config_path), device, precision,
                                         no_decay_1d_emb);
@@ -104,7 +104,7 @@ std::unique_ptr<LlamaModel> LlamaModel::from_hf_dir(const std::string& dir, Devi
     return n.find("rotary_emb.inv_freq") != std::string::npos || n.find(".inv_freq") != std::string::npos ||
            (tied && n == "lm_head.weight");  // a redundant copy of the tied embedding
   };
-  load_hf_weights(m->params(), hf, {"model.", ignorable});  // (a bare LlamaModel lacks the prefix)
+  m->params().init_params(init_seed, load_hf_weights(m->params(), hf, {"model.", ignorable}));  // (a bare LlamaModel lacks the prefix)
   return m;
 }
 

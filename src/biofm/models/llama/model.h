@@ -27,10 +27,11 @@ class LlamaModel : public TransformerLM {
   static std::vector<ParamSpec> param_table(const LlamaConfig& c, bool no_decay_on_1d_and_embeddings = false);
   static ArchSpec arch(const LlamaConfig& c);
   // Reads a Hugging Face directory (config.json + weights; rotary inv_freq buffers ignored,
-  // lm_head.weight absent or ignored when tied).
+  // lm_head.weight absent or ignored when tied). A bare LlamaModel's untied head is
+  // initialised from init_seed as a new model's would be.
   static std::unique_ptr<LlamaModel> from_hf_dir(const std::string& dir, Device device,
                                                  Precision precision = Precision::F32,
-                                                 bool no_decay_on_1d_and_embeddings = false);
+                                                 bool no_decay_on_1d_and_embeddings = false, uint64_t init_seed = 42);
   // config.json (transformers-5 shape) and the nucleotide tokenizer files.
   void save_hf_metadata(const std::string& dir) const override;
 
