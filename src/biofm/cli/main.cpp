@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
     if (cmd == "generate") return biofm::cmd_generate(argc, argv);
     if (cmd == "info") return biofm::cmd_info(argc, argv);
     if (cmd == "bench") return biofm::cmd_bench(argc, argv);
+    if (cmd == "launch") return biofm::cmd_launch(argc, argv);
     std::fprintf(stderr, "biofm: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const biofm::Error& e) {
