@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "biofm/cli/commands.h"
+#include "biofm/cli/config_search.h"
+#include "biofm/cli/flags.h"
 #include "biofm/core/device_memory.h"
 
 extern "C" char* openblas_get_config(void);
@@ -11,7 +13,15 @@ namespace biofm {
 
 std::string cuda_device_summary();  // device_memory_*.cpp
 
-int cmd_info(int, char**) {
+namespace {
+const CommandSpec kInfo{"info", "", "Build and device information, and where configs are found.", {}};
+}  // namespace
+
+int cmd_info(int argc, char** argv) {
+  if (parse_flags(kInfo, argc, argv).help()) {
+    print_help(kInfo);
+    return 0;
+  }
   std::printf("biofm %s\n", BIOFM_VERSION);
 #ifdef BIOFM_WITH_CUDA
   std::printf("backends: cpu, cuda\n");
@@ -22,6 +32,9 @@ int cmd_info(int, char**) {
   std::printf("OpenMP threads: %d\n", omp_get_max_threads());
   std::printf("OpenBLAS: %s\n", openblas_get_config());
   std::printf("CUDA: %s\n", cuda_device_summary().c_str());
+  std::printf("config search path:");
+  for (const auto& d : config_search_path("")) std::printf(" %s", d.c_str());
+  std::printf("\n");
   return 0;
 }
 
