@@ -161,6 +161,10 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
   ASSERT_TRUE(fs::exists(exe));
   EXPECT_TRUE(fs::exists(prefix + "/share/biofm/configs/esm2_sanity.yaml"));
   EXPECT_TRUE(fs::exists(prefix + "/share/biofm/configs/esm2_base.yaml"));
+  EXPECT_TRUE(fs::exists(prefix + "/share/biofm/data/proteins_sample.fasta"));
+  EXPECT_FALSE(fs::exists(prefix + "/share/biofm/data/bad"));
+  const std::string installed_data = " dataset.path=" + prefix + "/share/biofm/data/proteins_sample.fasta" +
+                                     " dataset.val_path=" + prefix + "/share/biofm/data/proteins_val.fasta";
 
   const std::string in_work = "cd '" + work + "' && ";
   RunResult info = sh(in_work + exe + " info");
@@ -169,7 +173,7 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
       << info.output;
 
   RunResult t = sh(in_work + exe + " train --config-name esm2_sanity num_train_steps=2 logger.frequency=1" +
-                   " output_dir=run1" + data_args() + kTiny);
+                   " output_dir=run1" + installed_data + kTiny);
   ASSERT_EQ(t.code, 0) << t.output;
   EXPECT_TRUE(fs::exists(work + "/run1/metrics.jsonl"));
 
@@ -177,7 +181,7 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
   const std::string user = fresh_dir("userconf");
   std::ofstream(user + "/mine.yaml") << "defaults: [esm2_sanity]\nnum_train_steps: 3\nseed: 7\n";
   RunResult u = sh(in_work + exe + " train --config-dir '" + user + "' --config-name mine output_dir=run2" +
-                   " logger.frequency=1" + data_args() + kTiny);
+                   " logger.frequency=1" + installed_data + kTiny);
   ASSERT_EQ(u.code, 0) << u.output;
   const std::string saved = read_text(work + "/run2/config.yaml");
   EXPECT_NE(saved.find("num_train_steps: 3"), std::string::npos) << saved;
