@@ -41,7 +41,7 @@ std::string usage() {
       "usage: biofm <command> [options]\n"
       "       biofm --version | --help\n\ncommands:\n";
   for (const Command& c : kCommands) {
-    s += std::string("  ") + c.name + " " + c.synopsis + "\n";
+    s += std::string("  ") + c.name + (*c.synopsis ? " " : "") + c.synopsis + "\n";
     s += std::string("      ") + c.summary + "\n";
   }
   s += "\nRun 'biofm <command> --help' for the options of a command.\n"
