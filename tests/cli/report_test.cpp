@@ -44,6 +44,18 @@ TEST(Report, CurvesAgainstStepsAndTokens) {
   EXPECT_EQ(by_tokens.x, (std::vector<double>{5000, 10000, 15000, 20000}));
 }
 
+TEST(Report, AResumedRunSupersedesItsRepeatedSteps) {
+  ReportRun r = ours("resumed", 3.0);  // steps 10..40, then a resume from step 20 redoes 30, 40
+  for (int s = 30; s <= 40; s += 10)
+    r.records.push_back({{"step", s}, {"loss", 1.0}, {"unpadded_tokens_per_sec", 1000.0}, {"step_time", 0.5}});
+  const Curve loss = extract_curve(r, {"loss"}, "step");
+  EXPECT_EQ(loss.x, (std::vector<double>{10, 20, 30, 40}));
+  EXPECT_EQ(loss.y, (std::vector<double>{2.9, 2.8, 1.0, 1.0}));
+  EXPECT_EQ(extract_curve(r, {"loss"}, "tokens").x, (std::vector<double>{5000, 10000, 15000, 20000}));
+  const Curve val = extract_curve(r, {"val_loss"}, "step");
+  EXPECT_EQ(val.x, (std::vector<double>{20}));  // the old step-40 validation was superseded
+}
+
 TEST(Report, OverlaysRunsInOneSelfContainedPage) {
   const std::string html = render_report({ours("run-a", 3.0), ours("run<b>", 3.5)});
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);

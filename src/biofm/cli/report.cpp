@@ -173,22 +173,48 @@ ReportRun load_report_run(const std::string& path) {
   return run;
 }
 
+namespace {
+
+double step_of(const json& r, size_t index) {
+  const json* s = first_number(r, {"step", "global_step", "trainer/global_step"});
+  return s ? s->get<double>() : double(index + 1);
+}
+
+// The records a run's curves are drawn from: when the step goes back (a resumed run appends
+// to the same file), the records from that step on are superseded by the new ones.
+std::vector<const json*> effective_records(const ReportRun& run) {
+  std::vector<const json*> out;
+  std::vector<double> steps;
+  for (size_t i = 0; i < run.records.size(); ++i) {
+    const double step = step_of(run.records[i], i);
+    if (!steps.empty() && step < steps.back())
+      while (!steps.empty() && steps.back() >= step) {
+        steps.pop_back();
+        out.pop_back();
+      }
+    steps.push_back(step);
+    out.push_back(&run.records[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
 Curve extract_curve(const ReportRun& run, const std::vector<std::string>& ys, const std::string& x_axis) {
   Curve c;
   double tokens = 0, prev_step = 0;
-  for (size_t i = 0; i < run.records.size(); ++i) {
-    const json& r = run.records[i];
-    const json* s = first_number(r, {"step", "global_step", "trainer/global_step"});
-    const double step = s ? s->get<double>() : double(i + 1);
+  const std::vector<const json*> records = effective_records(run);
+  for (size_t i = 0; i < records.size(); ++i) {
+    const json& r = *records[i];
+    const double step = step_of(r, i);
     // Our records carry the window's throughput: real tokens = tokens/s · s/step · steps.
     if (const json* seen = first_number(r, {"num_input_tokens_seen", "tokens_seen", "consumed_tokens"})) {
       tokens = seen->get<double>();
+      prev_step = step;
     } else if (const json* tps = first_number(r, {"unpadded_tokens_per_sec", "train/unpadded_tokens_per_second_per_gpu"})) {
       if (const json* st = first_number(r, {"step_time"})) tokens += tps->get<double>() * st->get<double>() * (step - prev_step);
-    }
-    if (first_number(r, {"unpadded_tokens_per_sec", "train/unpadded_tokens_per_second_per_gpu", "num_input_tokens_seen",
-                         "tokens_seen", "consumed_tokens"}))
       prev_step = step;
+    }
     const json* y = first_number(r, ys);
     if (!y || !std::isfinite(y->get<double>())) continue;
     if (x_axis == "tokens") {
