@@ -6,6 +6,7 @@
 #include "biofm/cli/config_search.h"
 #include "biofm/cli/flags.h"
 #include "biofm/core/device_memory.h"
+#include "biofm/dist/launch_env.h"
 
 extern "C" char* openblas_get_config(void);
 
@@ -32,6 +33,9 @@ int cmd_info(int argc, char** argv) {
   std::printf("OpenMP threads: %d\n", omp_get_max_threads());
   std::printf("OpenBLAS: %s\n", openblas_get_config());
   std::printf("CUDA: %s\n", cuda_device_summary().c_str());
+  const DistEnv d = detect_dist_env();
+  std::printf("process: rank %d of %d, local rank %d of %d, rendezvous %s:%d (%s)\n", d.rank, d.world_size,
+              d.local_rank, d.local_world_size, d.master_addr.c_str(), d.master_port, d.source.c_str());
   std::printf("config search path:");
   for (const auto& d : config_search_path("")) std::printf(" %s", d.c_str());
   std::printf("\n");

@@ -33,6 +33,8 @@ const Command kCommands[] = {
      "training throughput (tokens/s, MFU, memory) of a model shape"},
     {"report", biofm::cmd_report, "RUN_DIR [RUN_DIR ...] [--output report.html]",
      "one self-contained HTML page of runs' curves and configs"},
+    {"launch", biofm::cmd_launch, "--nproc-per-node N [--nnodes M --node-rank R --master ADDR:PORT] COMMAND [ARGS...]",
+     "start this node's processes of a multi-process run (torchrun's variables)"},
     {"info", biofm::cmd_info, "", "build and device information"},
 };
 

@@ -42,7 +42,11 @@ TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device
   auto norm = [&](NormKind kind, const std::string& w, const std::string& b) {
     return Norm(&ctx_, kind, ParamRef(p, w), ParamRef(p, b), s.norm_eps);
   };
-  embed_ = TokenEmbedding(&ctx_, ParamRef(p, s.embed_weight), s.esm_rescale, s.mask_token_id);
+  const bool embed_norm = !s.embed_norm_weight.empty();
+  embed_ = TokenEmbedding(&ctx_, ParamRef(p, s.embed_weight), s.esm_rescale, s.mask_token_id,
+                          ParamRef(p, s.position_embed_weight),
+                          embed_norm ? norm(NormKind::LayerNorm, s.embed_norm_weight, s.embed_norm_bias) : Norm(),
+                          embed_norm);
   std::vector<TransformerLayer> layers;
   for (int l = 0; l < int(s.layers); ++l) {
     const LayerParamNames n = s.layer_names(l);
@@ -52,7 +56,7 @@ TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device
                        linear({n.out_weight}, n.out_bias, true), &inv_freq_);
     Mlp mlp(&ctx_, s.mlp, linear(n.mlp_in_weight, n.mlp_in_bias, true), linear({n.mlp_out_weight}, n.mlp_out_bias, true));
     layers.emplace_back(&ctx_, norm(s.norm, n.norm1_weight, n.norm1_bias), std::move(attn),
-                        norm(s.norm, n.norm2_weight, n.norm2_bias), std::move(mlp));
+                        norm(s.norm, n.norm2_weight, n.norm2_bias), std::move(mlp), s.pre_norm);
     int64_t lo = p.numel(), hi = 0;
     for (const std::string& name : all_names(n)) {
       const size_t i = p.index(name);
@@ -62,7 +66,7 @@ TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device
     layer_ranges_.push_back({lo, hi});
   }
   stack_ = TransformerStack(std::move(layers));
-  final_norm_ = norm(s.norm, s.final_norm_weight, s.final_norm_bias);
+  if (!s.final_norm_weight.empty()) final_norm_ = norm(s.norm, s.final_norm_weight, s.final_norm_bias);
   const bool transform = !s.head_dense_weight.empty();
   head_ = LmHead(&ctx_, transform ? linear({s.head_dense_weight}, s.head_dense_bias, false) : Linear(),
                  transform ? norm(NormKind::LayerNorm, s.head_norm_weight, s.head_norm_bias) : Norm(),
@@ -86,8 +90,9 @@ void TransformerLM::check_batch(const Batch& b) const {
 
 Tensor TransformerLM::final_hidden(const Batch& b, KvCache* cache) {
   check_batch(b);
-  Tensor row_scale;
-  Tensor x = stack_.forward(b, embed_.forward(b, row_scale), cache);
+  TokenEmbedding::Acts e;
+  Tensor x = stack_.forward(b, embed_.forward(b, e), cache);
+  if (!final_norm_.defined()) return x;
   Tensor out;
   NormStats st;
   final_norm_.forward(out, st, x);
@@ -118,12 +123,12 @@ LossSums TransformerLM::evaluate(const Batch& b, bool count_correct) {
 void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) {
   check_batch(b);
   // Forward, keeping what backward reads.
-  Tensor row_scale;
+  TokenEmbedding::Acts embed_acts;
   std::vector<LayerActs> acts;
-  Tensor x_last = stack_.forward_train(b, embed_.forward(b, row_scale), acts);
-  Tensor h;
+  Tensor x_last = stack_.forward_train(b, embed_.forward(b, embed_acts), acts);
+  Tensor h = x_last;
   NormStats final_st;
-  final_norm_.forward(h, final_st, x_last);
+  if (final_norm_.defined()) final_norm_.forward(h, final_st, x_last);
   HeadActs head_acts;
   Tensor lg = head_.forward(h, head_acts);
   Tensor token_loss = ctx_.f32({b.num_rows()});
@@ -134,11 +139,14 @@ void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& l
   Tensor dh;
   head_.backward(dh, lg, h, head_acts);
   lg = Tensor();
-  Tensor dx = ctx_.act(x_last.shape());
-  final_norm_.backward(dx, dh, x_last, final_st);
+  Tensor dx = dh;
+  if (final_norm_.defined()) {
+    dx = ctx_.act(x_last.shape());
+    final_norm_.backward(dx, dh, x_last, final_st);
+  }
   dh = h = Tensor();
   stack_.backward(b, acts, dx, grads_ready_);
-  embed_.backward(dx, b, row_scale);
+  embed_.backward(dx, b, embed_acts);
 }
 
 KvCache TransformerLM::new_cache(int64_t capacity) const {

@@ -39,8 +39,11 @@ struct ArchSpec {
   std::string embed_weight;
   bool esm_rescale = false;
   int32_t mask_token_id = -1;
+  std::string position_embed_weight;                // learned absolute positions ("" = none)
+  std::string embed_norm_weight, embed_norm_bias;   // a LayerNorm after the embedding ("" = none)
+  bool pre_norm = true;                              // false: post-norm layers (BERT)
   std::function<LayerParamNames(int)> layer_names;
-  std::string final_norm_weight, final_norm_bias;
+  std::string final_norm_weight, final_norm_bias;  // "" = none (post-norm stacks end normalised)
   // LM head: optional dense → GELU → LayerNorm transform ("" = none), then the decoder.
   std::string head_dense_weight, head_dense_bias, head_norm_weight, head_norm_bias;
   std::string decoder_weight, decoder_bias;

@@ -1,24 +1,45 @@
 #include "biofm/models/blocks/embedding_head.h"
 
 #include "biofm/ops/activation/op.h"
+#include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/embedding/op.h"
 
 namespace biofm {
 
-Tensor TokenEmbedding::forward(const Batch& b, Tensor& row_scale) const {
-  const Tensor table = table_.weight(*ctx_->params);
+Tensor TokenEmbedding::forward(const Batch& b, Acts& a) const {
+  const ParamStore& p = *ctx_->params;
+  const Tensor table = table_.weight(p);
   Tensor x = ctx_->act({b.num_rows(), table.size(1)});
   ops::embedding_forward(x, b.input_ids, table);
   if (esm_rescale_) {
-    row_scale = ctx_->f32({b.num_rows()});
-    ops::esm_token_dropout_forward(x, row_scale, b.input_ids, b.cu_seqlens, b.seq_lens, mask_token_id_);
+    a.row_scale = ctx_->f32({b.num_rows()});
+    ops::esm_token_dropout_forward(x, a.row_scale, b.input_ids, b.cu_seqlens, b.seq_lens, mask_token_id_);
   }
-  return x;
+  if (positions_.defined()) {
+    Tensor pos = ctx_->act(x.shape());
+    ops::embedding_forward(pos, b.positions, positions_.weight(p));
+    ops::add_inplace(x, pos);
+  }
+  if (!has_norm_) return x;
+  a.sum = x;
+  Tensor out;
+  norm_.forward(out, a.norm, a.sum);
+  return out;
 }
 
-void TokenEmbedding::backward(Tensor& dx, const Batch& b, const Tensor& row_scale) const {
-  if (esm_rescale_) ops::scale_rows_inplace(dx, row_scale);
-  Tensor g = table_.grad(*ctx_->params);
+void TokenEmbedding::backward(Tensor& dx, const Batch& b, const Acts& a) const {
+  const ParamStore& p = *ctx_->params;
+  if (has_norm_) {
+    Tensor dsum = ctx_->act(dx.shape());
+    norm_.backward(dsum, dx, a.sum, a.norm);
+    dx = dsum;
+  }
+  if (positions_.defined()) {
+    Tensor g = positions_.grad(p);
+    ops::embedding_backward(g, dx, b.positions);
+  }
+  if (esm_rescale_) ops::scale_rows_inplace(dx, a.row_scale);
+  Tensor g = table_.grad(p);
   ops::embedding_backward(g, dx, b.input_ids);
 }
 

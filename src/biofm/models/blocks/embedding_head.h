@@ -1,6 +1,7 @@
 // The ends of a language model: the token embedding (optionally with ESM-2's token-dropout
-// rescaling) and the LM head (an optional dense → GELU → LayerNorm transform, then the
-// decoder: the embedding matrix when tied, with an optional bias).
+// rescaling, learned absolute positions and a LayerNorm, as BERT) and the LM head (an optional
+// dense → GELU → LayerNorm transform, then the decoder: the embedding matrix when tied, with
+// an optional bias).
 #pragma once
 #include "biofm/data/batch.h"
 #include "biofm/models/blocks/linear.h"
@@ -14,18 +15,27 @@ class TokenEmbedding {
   // esm_rescale: ESM-2's token dropout (mask_token_id >= 0: <mask> rows zeroed and every
   // sequence rescaled by (1 - 0.12)/(1 - its mask ratio); -1: only padding rows zeroed, as
   // Hugging Face multiplies by the attention mask).
-  TokenEmbedding(const BlockContext* ctx, ParamRef table, bool esm_rescale, int32_t mask_token_id)
-      : ctx_(ctx), table_(table), esm_rescale_(esm_rescale), mask_token_id_(mask_token_id) {}
+  // positions: a [max_positions, H] table added by each token's position in its sequence
+  // (undefined: none, positions are rotary); norm: applied to the sum (has_norm).
+  TokenEmbedding(const BlockContext* ctx, ParamRef table, bool esm_rescale, int32_t mask_token_id,
+                 ParamRef positions = ParamRef(), Norm norm = Norm(), bool has_norm = false)
+      : ctx_(ctx), table_(table), positions_(positions), norm_(norm), esm_rescale_(esm_rescale),
+        has_norm_(has_norm), mask_token_id_(mask_token_id) {}
 
-  // x [T, H]; row_scale receives the per-row factor backward needs (ESM rescaling only).
-  Tensor forward(const Batch& b, Tensor& row_scale) const;
-  // Accumulates the table gradient from dx (scaled in place first when rescaled).
-  void backward(Tensor& dx, const Batch& b, const Tensor& row_scale) const;
+  // x [T, H]. Keeps in `a` what backward needs (row_scale: the per-row factor of ESM rescaling).
+  struct Acts {
+    Tensor row_scale, sum;  // sum: the norm's input (has_norm)
+    NormStats norm;
+  };
+  Tensor forward(const Batch& b, Acts& a) const;
+  // Accumulates the tables' (and norm's) gradients from dx (dx is changed in place).
+  void backward(Tensor& dx, const Batch& b, const Acts& a) const;
 
  private:
   const BlockContext* ctx_ = nullptr;
-  ParamRef table_;
-  bool esm_rescale_ = false;
+  ParamRef table_, positions_;
+  Norm norm_;
+  bool esm_rescale_ = false, has_norm_ = false;
   int32_t mask_token_id_ = -1;
 };
 

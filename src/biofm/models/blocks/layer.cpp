@@ -1,5 +1,7 @@
 #include "biofm/models/blocks/layer.h"
 
+#include "biofm/ops/elementwise/op.h"
+
 namespace biofm {
 
 void TransformerLayer::norm1(LayerActs& a) const {
@@ -15,20 +17,49 @@ void TransformerLayer::norm2(LayerActs& a) const {
 void TransformerLayer::forward(int layer, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out,
                                KvCache* cache) const {
   a.x_in = x;
+  if (!pre_norm_) {
+    attn_.forward(a.h1, x, /*residual=*/x, b, a.attn, a.keep_fp8, Tensor(), cache, layer);
+    norm1_.forward(a.x_mid, a.st1, a.h1);
+    // (recompute: the output is not wanted, but Norm2 backward reads h2, so the MLP runs whole)
+    mlp_.forward(&a.h2, a.x_mid, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, Tensor());
+    Tensor out;
+    norm2_.forward(out, a.st2, a.h2);
+    if (x_out) *x_out = out;
+    return;
+  }
   norm1(a);
   attn_.forward(a.x_mid, a.xn1, /*residual=*/x, b, a.attn, a.keep_fp8, a.xn1_amax, cache, layer);
   norm2(a);
   mlp_.forward(x_out, a.xn2, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, a.xn2_amax);
 }
 
+void TransformerLayer::backward_post_norm(int layer, const Batch& b, LayerActs& a, Tensor& dx) const {
+  // Norm2, then the MLP; its input's gradient is the MLP's plus the residual's.
+  Tensor dh2 = ctx_->act(dx.shape());
+  norm2_.backward(dh2, dx, a.h2, a.st2);
+  Tensor dmid;
+  mlp_.backward(dmid, dh2, a.x_mid, a.mlp);
+  ops::add_inplace(dmid, dh2);
+  dh2 = Tensor();
+  // Norm1, then attention, likewise.
+  Tensor dh1 = ctx_->act(dx.shape());
+  norm1_.backward(dh1, dmid, a.h1, a.st1);
+  dmid = Tensor();
+  attn_.backward(dx, dh1, a.x_in, b, a.attn);
+  ops::add_inplace(dx, dh1);
+}
+
 void TransformerLayer::backward(int layer, const Batch& b, LayerActs& a, Tensor& dx) const {
   if (a.recompute_pending()) {
     forward(layer, b, a.x_in, a, nullptr, nullptr);
-  } else if (a.lean()) {
-    norm1(a);
-    norm2(a);
+  } else if (a.lean) {
+    if (pre_norm_) {
+      norm1(a);
+      norm2(a);
+    }
     mlp_.activate(a.mlp);
   }
+  if (!pre_norm_) return backward_post_norm(layer, b, a, dx);
   // Mlp, then Norm2 with the residual gradient folded in.
   Tensor dxn2;
   mlp_.backward(dxn2, dx, a.xn2, a.mlp);

@@ -1,6 +1,9 @@
-// A pre-norm transformer layer:  x_mid = x + Attn(Norm1(x)),  x_out = x_mid + Mlp(Norm2(x_mid)).
-// The residual adds ride in the output projections' GEMMs (forward) and in the norms'
-// backward (dres).
+// A transformer layer, pre-norm (ESM-2, Llama):
+//     x_mid = x + Attn(Norm1(x)),        x_out = x_mid + Mlp(Norm2(x_mid))
+// or post-norm (BERT, Geneformer):
+//     x_mid = Norm1(x + Attn(x)),        x_out = Norm2(x_mid + Mlp(x_mid)).
+// The residual adds ride in the output projections' GEMMs (forward); pre-norm backward folds
+// the residual gradient into the norms' backward (dres).
 #pragma once
 #include "biofm/models/blocks/attention.h"
 #include "biofm/models/blocks/mlp.h"
@@ -9,27 +12,33 @@
 namespace biofm {
 
 struct LayerActs {
-  Tensor x_in, xn1, x_mid, xn2;
+  Tensor x_in, xn1, x_mid, xn2;  // pre-norm: xn1/xn2 the norms' outputs
+  Tensor h1, h2;                 // post-norm: the norms' inputs (residual sums)
   NormStats st1, st2;
   Tensor xn1_amax, xn2_amax;  // FP8 with RMSNorm: max |xn| from the norm kernels
   AttentionActs attn;
   MlpActs mlp;
   bool keep_fp8 = false;  // keep the FP8 input codes for backward
+  bool lean = false;      // the cheap activations were dropped (drop_cheap)
 
   bool recompute_pending() const { return !attn.q.defined(); }  // only x_in was kept
-  bool lean() const { return !xn1.defined(); }                  // norms and activation dropped
 };
 
 class TransformerLayer {
  public:
   TransformerLayer() = default;
-  TransformerLayer(const BlockContext* ctx, Norm norm1, SelfAttention attn, Norm norm2, Mlp mlp)
-      : ctx_(ctx), norm1_(norm1), attn_(std::move(attn)), norm2_(norm2), mlp_(std::move(mlp)) {}
+  TransformerLayer(const BlockContext* ctx, Norm norm1, SelfAttention attn, Norm norm2, Mlp mlp, bool pre_norm = true)
+      : ctx_(ctx), norm1_(norm1), attn_(std::move(attn)), norm2_(norm2), mlp_(std::move(mlp)), pre_norm_(pre_norm) {}
 
   // x_out null: the output is not wanted (recompute), the last GEMM is skipped.
   void forward(int layer, const Batch& b, const Tensor& x, LayerActs& a, Tensor* x_out, KvCache* cache) const;
-  // What a lean layer drops after forward and redoes in backward, one cheap pass each.
-  static void drop_cheap(LayerActs& a) { a.xn1 = a.xn2 = a.mlp.act = Tensor(); }
+  // What a lean layer drops after forward and redoes in backward, one cheap pass each:
+  // the norms' outputs that only backward reads (pre-norm) and the MLP activation.
+  void drop_cheap(LayerActs& a) const {
+    if (pre_norm_) a.xn1 = a.xn2 = Tensor();
+    a.mlp.act = Tensor();
+    a.lean = true;
+  }
   // dx: the gradient w.r.t. the layer's output on entry, w.r.t. its input on exit. Recomputes
   // or redoes what forward did not keep.
   void backward(int layer, const Batch& b, LayerActs& a, Tensor& dx) const;
@@ -37,12 +46,14 @@ class TransformerLayer {
  private:
   void norm1(LayerActs& a) const;
   void norm2(LayerActs& a) const;
+  void backward_post_norm(int layer, const Batch& b, LayerActs& a, Tensor& dx) const;
 
   const BlockContext* ctx_ = nullptr;
   Norm norm1_;
   SelfAttention attn_;
   Norm norm2_;
   Mlp mlp_;
+  bool pre_norm_ = true;
 };
 
 }  // namespace biofm

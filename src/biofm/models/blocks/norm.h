@@ -17,6 +17,7 @@ class Norm {
   Norm(const BlockContext* ctx, NormKind kind, ParamRef weight, ParamRef bias, float eps)
       : ctx_(ctx), kind_(kind), w_(weight), b_(bias), eps_(eps) {}
 
+  bool defined() const { return w_.defined(); }
   // Whether forward can also write max |out| (what an FP8 quantization of out needs).
   bool emits_amax() const { return kind_ == NormKind::RMSNorm; }
   // out = norm(x) (allocated here); stats are allocated when undefined and overwritten.

@@ -13,7 +13,7 @@ Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<Lay
       a = LayerActs{};
       a.x_in = x;
     } else if (recompute_layers_ > 0) {  // memory is short: drop what is cheap to redo
-      TransformerLayer::drop_cheap(a);
+      layers_[size_t(l)].drop_cheap(a);
     }
     x = x_out;
   }

@@ -1,0 +1,141 @@
+#include "biofm/dist/launcher.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "biofm/core/error.h"
+
+namespace biofm {
+
+namespace {
+
+int to_int(const std::string& flag, const std::string& v, int lo) {
+  size_t pos = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(v, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos == 0 || pos != v.size() || x < lo || x > 65535) fail(flag, " expects an integer >= ", lo, ", got '", v, "'");
+  return int(x);
+}
+
+volatile sig_atomic_t g_forward_signal = 0;
+void on_signal(int sig) { g_forward_signal = sig; }
+
+}  // namespace
+
+LaunchOptions parse_launch_args(const std::vector<std::string>& args, std::vector<std::string>& command) {
+  LaunchOptions o;
+  size_t i = 0;
+  auto value = [&](const std::string& flag) {
+    if (i + 1 >= args.size()) fail(flag, " needs a value");
+    return args[++i];
+  };
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.rfind("--", 0) != 0) break;  // the command starts here
+    if (a == "--nproc-per-node" || a == "--nproc_per_node") {
+      o.nproc_per_node = to_int(a, value(a), 1);
+    } else if (a == "--nnodes") {
+      o.nnodes = to_int(a, value(a), 1);
+    } else if (a == "--node-rank" || a == "--node_rank") {
+      o.node_rank = to_int(a, value(a), 0);
+    } else if (a == "--master") {
+      const std::string m = value(a);
+      const size_t colon = m.rfind(':');
+      if (colon == std::string::npos || colon == 0) fail("--master expects ADDR:PORT, got '", m, "'");
+      o.master_addr = m.substr(0, colon);
+      o.master_port = to_int("--master's port", m.substr(colon + 1), 1);
+    } else if (a == "--grace-seconds") {
+      o.grace_seconds = to_int(a, value(a), 0);
+    } else {
+      fail("launch: unknown option '", a, "' (options: --nproc-per-node N, --nnodes M, --node-rank R, "
+           "--master ADDR:PORT, --grace-seconds S; then the command)");
+    }
+  }
+  command.assign(args.begin() + std::ptrdiff_t(std::min(i, args.size())), args.end());
+  if (command.empty()) fail("launch: no command given (e.g. biofm launch --nproc-per-node 2 train --config-name NAME)");
+  if (o.node_rank >= o.nnodes) fail("--node-rank ", o.node_rank, " must be below --nnodes ", o.nnodes);
+  return o;
+}
+
+int launch_local(const LaunchOptions& o, const std::string& exe, const std::vector<std::string>& command) {
+  const int world = o.nnodes * o.nproc_per_node;
+  std::vector<pid_t> pids(size_t(o.nproc_per_node), -1);
+  struct sigaction sa{};
+  sa.sa_handler = on_signal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  for (int local = 0; local < o.nproc_per_node; ++local) {
+    const int rank = o.node_rank * o.nproc_per_node + local;
+    const pid_t pid = ::fork();
+    if (pid < 0) fail("launch: fork failed: ", std::strerror(errno));
+    if (pid == 0) {
+      ::setenv("RANK", std::to_string(rank).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node).c_str(), 1);
+      ::setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
+      ::setenv("MASTER_PORT", std::to_string(o.master_port).c_str(), 1);
+      std::vector<char*> argv{const_cast<char*>(exe.c_str())};
+      for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(exe.c_str(), argv.data());
+      std::fprintf(stderr, "launch: cannot run %s: %s\n", exe.c_str(), std::strerror(errno));
+      ::_exit(127);
+    }
+    pids[size_t(local)] = pid;
+  }
+  int running = o.nproc_per_node, code = 0, failed_rank = -1;
+  auto stop_all = [&](int sig) {
+    for (pid_t p : pids)
+      if (p > 0) ::kill(p, sig);
+  };
+  auto stop_deadline = std::chrono::steady_clock::time_point::max();
+  while (running > 0) {
+    if (g_forward_signal) {
+      stop_all(g_forward_signal);
+      g_forward_signal = 0;
+    }
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      if (std::chrono::steady_clock::now() > stop_deadline) {
+        stop_all(SIGKILL);
+        stop_deadline = std::chrono::steady_clock::time_point::max();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    for (int local = 0; local < o.nproc_per_node; ++local) {
+      if (pids[size_t(local)] != pid) continue;
+      pids[size_t(local)] = -1;
+      --running;
+      const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (rc != 0 && failed_rank < 0) {
+        failed_rank = o.node_rank * o.nproc_per_node + local;
+        code = rc;
+        std::fprintf(stderr, "launch: rank %d %s %d; stopping the other %d process(es)\n", failed_rank,
+                     WIFEXITED(status) ? "exited with code" : "was killed by signal",
+                     WIFEXITED(status) ? rc : WTERMSIG(status), running);
+        stop_all(SIGTERM);
+        stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds);
+      }
+    }
+  }
+  return code;
+}
+
+}  // namespace biofm
