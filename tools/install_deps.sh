@@ -2,6 +2,9 @@
 # Installs what biofm needs to build on Debian/Ubuntu (skips what is already there).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ ccache libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev libgtest-dev)
+# The tests render `biofm report` pages in a headless browser (tests/e2e/frontdoor_test.cpp).
+# BIOFM_NO_BROWSER=1 leaves it out (a build-only machine, e.g. the Dockerfile).
+[ "${BIOFM_NO_BROWSER:-0}" = 1 ] || pkgs+=(chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -13,11 +16,16 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
-# The CUDA build uses cuDNN's header-only frontend, which ships on PyPI.
+# The CUDA build uses cuDNN's header-only frontend, which ships on PyPI (pinned: the version
+# the build was last checked with; change it here and nowhere else).
+CUDNN_FRONTEND_VERSION=1.32.0
 if command -v nvcc >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
   # (--break-system-packages is for Debian's own python3, which refuses plain pip installs)
-  python3 -c "import cudnn" >/dev/null 2>&1 || \
-    python3 -m pip install -q nvidia-cudnn-frontend >/dev/null 2>&1 || \
-    python3 -m pip install -q --break-system-packages nvidia-cudnn-frontend >/dev/null 2>&1 || \
-    echo "note: could not pip install nvidia-cudnn-frontend; configure with -DBIOFM_CUDA=OFF for a CPU-only build"
+  have=$(python3 -c "import importlib.metadata as m; print(m.version('nvidia-cudnn-frontend'))" 2>/dev/null || true)
+  if [ "$have" != "$CUDNN_FRONTEND_VERSION" ]; then
+    [ -n "$have" ] && echo "note: replacing nvidia-cudnn-frontend $have with $CUDNN_FRONTEND_VERSION"
+    python3 -m pip install -q "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" >/dev/null 2>&1 || \
+      python3 -m pip install -q --break-system-packages "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" >/dev/null 2>&1 || \
+      echo "note: could not pip install nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION; configure with -DBIOFM_CUDA=OFF for a CPU-only build"
+  fi
 fi

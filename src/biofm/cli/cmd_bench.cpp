@@ -8,10 +8,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "biofm/cli/args.h"
+#include "biofm/cli/config_search.h"
+#include "biofm/cli/flags.h"
 #include "biofm/cli/commands.h"
 #include "biofm/core/device_memory.h"
 #include "biofm/core/device_memory_stats.h"
+#include "biofm/core/profiling.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/train/config.h"
 #include "biofm/train/metrics.h"
@@ -38,29 +40,45 @@ void device_sync(Device d) {
   }
 }
 
+const CommandSpec kBench{
+    "bench",
+    "--model esm2|llama --shape 8M|35M|150M|650M|3B|15B|1B|7B --data FILE [options] [key.sub=value ...]\n"
+    "   or: biofm bench --config-name NAME [options] (any training config)",
+    "Times training steps (forward, backward, AdamW) from random init on real sequences.",
+    {
+        {"--model", "FAMILY", "esm2 | llama (with --shape; default esm2)"},
+        {"--shape", "SIZE", "a published shape of the family: 8M 35M 150M 650M 3B 15B (esm2), 1B 7B (llama)"},
+        {"--config-name", "NAME", "bench a training config instead of a shape"},
+        {"--config-dir", "DIR", "search DIR before the shipped configs"},
+        {"--data", "FILE", "sequences to train on (dataset.path)"},
+        {"--tokens-per-batch", "N", "dataset.max_tokens_per_batch (default: the config's)"},
+        {"--max-seq-length", "N", "dataset.max_seq_length"},
+        {"--packing", "MODE", "thd | bshd"},
+        {"--micro-batch", "N", "BSHD sequences per micro batch"},
+        {"--steps", "N", "timed steps (default 30)"},
+        {"--warmup", "N", "untimed steps first (default 10)"},
+        {"--precision", "P", "fp32 | bf16-mixed | bf16 (default bf16-mixed)"},
+        {"--device", "D", "cpu | cuda (default cuda)"},
+        {"--recompute", "", "activation recompute"},
+        {"--recompute-layers", "N", "with --recompute: only the first N layers"},
+        {"--grad-acc", "N", "micro batches per optimizer step"},
+        {"--fp8", "", "FP8 GEMMs (fp8_config.enabled=true)"},
+        {"--json", "OUT", "also write the result as JSON"},
+    }};
+
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
-  Args a(argc, argv, 2,
-         {"--model", "--shape", "--config-name", "--config-dir", "--data", "--tokens-per-batch", "--max-seq-length",
-          "--steps", "--warmup", "--packing", "--precision", "--device", "--json", "--micro-batch",
-          "--recompute-layers", "--grad-acc"},
-         {"--recompute", "--fp8", "--help"}, "bench");
-  if (a.has("--help")) {
-    std::puts(
-        "usage: biofm bench --model esm2|llama --shape 8M|35M|150M|650M|3B|15B|1B|7B --data FILE\n"
-        "       [--tokens-per-batch 16384] [--max-seq-length 1024] [--packing thd|bshd] [--micro-batch 8]\n"
-        "       [--steps 30] [--warmup 10] [--precision bf16-mixed] [--device cuda] [--recompute] [--recompute-layers N]\n"
-        "       [--grad-acc 1] [--fp8] [--json OUT]\n"
-        "   or: biofm bench --config-name NAME [...] (any training config)\n"
-        "Times training steps (forward, backward, AdamW) from random init on real sequences.");
+  const Flags a = parse_flags(kBench, argc, argv);
+  if (a.help()) {
+    print_help(kBench);
     return 0;
   }
   std::string name = a.get("--config-name");
   if (name.empty()) {
     const std::string key = a.get("--model", "esm2") + ":" + a.require("--shape");
     auto it = kShapes.find(key);
-    if (it == kShapes.end()) fail("biofm bench: unknown shape '", key, "'");
+    if (it == kShapes.end()) usage_fail("biofm bench: unknown shape '", key, "'; see biofm bench --help");
     name = it->second;
   }
   std::vector<std::string> ov = a.positional();
@@ -77,8 +95,7 @@ int cmd_bench(int argc, char** argv) {
   if (a.has("--grad-acc")) ov.push_back("grad_acc_steps=" + a.get("--grad-acc"));
   ov.push_back("dataset.val_path=");
   ov.push_back("dataset.val_every_n_steps=0");
-  const std::string config_dir = a.get("--config-dir", std::filesystem::is_directory("configs") ? "configs" : BIOFM_SOURCE_CONFIG_DIR);
-  TrainConfig cfg = load_train_config(config_dir, name, ov);
+  TrainConfig cfg = load_train_config_searched(config_search_path(a.get("--config-dir")), name, ov);
   const int64_t steps = a.get_int("--steps", 30), warmup = a.get_int("--warmup", 10);
   const Device device = device_of(cfg);
   apply_op_options(cfg);
@@ -105,6 +122,7 @@ int cmd_bench(int argc, char** argv) {
   int64_t rows = 0, real = 0;
   double flops_seed = 0;
   std::chrono::steady_clock::time_point t0;
+  ProfilerWindow::configure(cfg.profiler.start_step, cfg.profiler.end_step, 0);
   for (int64_t s = 0; s < warmup + steps; ++s) {
     if (s == warmup) {
       device_sync(device);

@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "biofm/cli/commands.h"
+#include "biofm/cli/config_search.h"
+#include "biofm/cli/flags.h"
 #include "biofm/core/device_memory.h"
 #include "biofm/dist/launch_env.h"
 
@@ -12,7 +14,15 @@ namespace biofm {
 
 std::string cuda_device_summary();  // device_memory_*.cpp
 
-int cmd_info(int, char**) {
+namespace {
+const CommandSpec kInfo{"info", "", "Build and device information, and where configs are found.", {}};
+}  // namespace
+
+int cmd_info(int argc, char** argv) {
+  if (parse_flags(kInfo, argc, argv).help()) {
+    print_help(kInfo);
+    return 0;
+  }
   std::printf("biofm %s\n", BIOFM_VERSION);
 #ifdef BIOFM_WITH_CUDA
   std::printf("backends: cpu, cuda\n");
@@ -26,6 +36,9 @@ int cmd_info(int, char**) {
   const DistEnv d = detect_dist_env();
   std::printf("process: rank %d of %d, local rank %d of %d, rendezvous %s:%d (%s)\n", d.rank, d.world_size,
               d.local_rank, d.local_world_size, d.master_addr.c_str(), d.master_port, d.source.c_str());
+  std::printf("config search path:");
+  for (const auto& d : config_search_path("")) std::printf(" %s", d.c_str());
+  std::printf("\n");
   return 0;
 }
 

@@ -1,10 +1,9 @@
 #include <cstdio>
-#include <filesystem>
 #include <string>
-#include <vector>
 
-#include "biofm/cli/args.h"
 #include "biofm/cli/commands.h"
+#include "biofm/cli/config_search.h"
+#include "biofm/cli/flags.h"
 #include "biofm/train/config.h"
 #include "biofm/train/trainer.h"
 
@@ -12,30 +11,30 @@ namespace biofm {
 
 namespace {
 
-// configs/ next to the working directory, else the source tree's (baked in at build time).
-std::string default_config_dir() {
-  if (std::filesystem::is_directory("configs")) return "configs";
-#ifdef BIOFM_SOURCE_CONFIG_DIR
-  return BIOFM_SOURCE_CONFIG_DIR;
-#else
-  return "configs";
-#endif
-}
+const CommandSpec kTrain{
+    "train",
+    "--config-name NAME [--config-dir DIR] [--print-config] [key.sub=value ...]",
+    "Loads NAME.yaml from the config search path, applies the dotted overrides, validates every\n"
+    "key, then trains. Search path: --config-dir DIR, <exe_dir>/../share/biofm/configs, the source\n"
+    "tree's configs/, ./configs (a config's `defaults:` are found along the same path).\n"
+    "See README.md for the keys.",
+    {
+        {"--config-name", "NAME", "config to load (NAME.yaml)"},
+        {"--config-dir", "DIR", "search DIR before the shipped configs"},
+        {"--print-config", "", "print the resolved config and exit"},
+    }};
 
 }  // namespace
 
 int cmd_train(int argc, char** argv) {
-  Args args(argc, argv, 2, {"--config-name", "--config-dir"}, {"--help", "--print-config"}, "train");
-  if (args.has("--help")) {
-    std::puts(
-        "usage: biofm train --config-name NAME [--config-dir DIR] [--print-config] [key.sub=value ...]\n"
-        "Loads DIR/NAME.yaml (default DIR: ./configs), applies the overrides, validates every key,\n"
-        "then trains. --print-config prints the resolved config and exits. See README.md for keys.");
+  const Flags f = parse_flags(kTrain, argc, argv);
+  if (f.help()) {
+    print_help(kTrain);
     return 0;
   }
-  TrainConfig cfg = load_train_config(args.get("--config-dir", default_config_dir()),
-                                      args.require("--config-name"), args.positional());
-  if (args.has("--print-config")) {
+  const std::string name = f.require("--config-name");
+  TrainConfig cfg = load_train_config_searched(config_search_path(f.get("--config-dir")), name, f.positional());
+  if (f.has("--print-config")) {
     std::fputs(to_yaml(cfg).c_str(), stdout);
     return 0;
   }

@@ -1,5 +1,5 @@
 // The biofm subcommands. Each returns the process exit code; errors are thrown as
-// biofm::Error and reported by main.
+// biofm::Error (exit 1) or biofm::UsageError (cli/flags.h; exit 2) and reported by main.
 #pragma once
 
 namespace biofm {
@@ -9,5 +9,6 @@ int cmd_eval(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_report(int argc, char** argv);
 int cmd_launch(int argc, char** argv);
 }  // namespace biofm

@@ -1,56 +1,89 @@
 // biofm: train and run biological sequence foundation models.
+//
+// Exit codes: 0 success; 1 runtime error (bad config value, unreadable file, training
+// diverged, ...); 2 usage error (unknown command or flag, missing argument).
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
 
 #include "biofm/cli/commands.h"
+#include "biofm/cli/flags.h"
 #include "biofm/core/error.h"
 
 namespace {
 
-const char* kUsage =
-    "usage: biofm <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  train --config-name NAME [--config-dir DIR] [key.sub=value ...]\n"
-    "                          train a model from configs/NAME.yaml with dotted overrides\n"
-    "  embed --model DIR --input FILE --output OUT.safetensors [--per-token] [--logits]\n"
-    "                          per-sequence mean-pooled final hidden states of an ESM-2 model\n"
-    "  eval  --model DIR --input FILE [--output OUT.json]\n"
-    "                          ESM-2: masked-LM loss, accuracy and perplexity (deterministic 15% masking);\n"
-    "                          Llama: per-sequence next-token NLL over A/C/G/T, loss and perplexity\n"
-    "  generate --model DIR --prompt ACGT... [--max-new-tokens 100] [--temperature 0] [--top-k 0] [--seed 42]\n"
-    "                          continue a DNA prompt with a Llama model (KV-cached decoding)\n"
-    "  bench --model esm2 --shape 650M --data FILE\n"
-    "                          training throughput (tokens/s, MFU, memory) of a model shape\n"
-    "  info                    build and device information\n"
-    "\n"
-    "Run 'biofm <command> --help' for the options of a command.\n";
+struct Command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* synopsis;
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"train", biofm::cmd_train, "--config-name NAME [--config-dir DIR] [key.sub=value ...]",
+     "train a model from NAME.yaml with dotted overrides"},
+    {"embed", biofm::cmd_embed, "--model DIR --input FILE --output OUT.safetensors [--per-token] [--logits]",
+     "per-sequence mean-pooled final hidden states of an ESM-2 model"},
+    {"eval", biofm::cmd_eval, "--model DIR --input FILE [--output OUT.json]",
+     "ESM-2: masked-LM loss, accuracy, perplexity; Llama: next-token NLL over A/C/G/T"},
+    {"generate", biofm::cmd_generate, "--model DIR --prompt ACGT... [--max-new-tokens 100] [...]",
+     "continue a DNA prompt with a Llama model (KV-cached decoding)"},
+    {"bench", biofm::cmd_bench, "--model esm2 --shape 650M --data FILE",
+     "training throughput (tokens/s, MFU, memory) of a model shape"},
+    {"report", biofm::cmd_report, "RUN_DIR [RUN_DIR ...] [--output report.html]",
+     "one self-contained HTML page of runs' curves and configs"},
+    {"launch", biofm::cmd_launch, "--nproc-per-node N [--nnodes M --node-rank R --master ADDR:PORT] COMMAND [ARGS...]",
+     "start this node's processes of a multi-process run (torchrun's variables)"},
+    {"info", biofm::cmd_info, "", "build and device information"},
+};
+
+std::string usage() {
+  std::string s =
+      "usage: biofm <command> [options]\n"
+      "       biofm --version | --help\n\ncommands:\n";
+  for (const Command& c : kCommands) {
+    s += std::string("  ") + c.name + (*c.synopsis ? " " : "") + c.synopsis + "\n";
+    s += std::string("      ") + c.summary + "\n";
+  }
+  s += "\nRun 'biofm <command> --help' for the options of a command.\n"
+       "Exit codes: 0 success, 1 runtime error, 2 usage error.\n";
+  return s;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    std::fputs(usage().c_str(), stderr);
+    return 2;
   }
   const std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("biofm %s\n", BIOFM_VERSION);
+    return 0;
+  }
+  const Command* found = nullptr;
+  for (const Command& c : kCommands)
+    if (cmd == c.name) found = &c;
+  if (!found) {
+    std::fprintf(stderr, "biofm: unknown command '%s'\n\n%s", cmd.c_str(), usage().c_str());
+    return 2;
+  }
   try {
-    if (cmd == "train") return biofm::cmd_train(argc, argv);
-    if (cmd == "embed") return biofm::cmd_embed(argc, argv);
-    if (cmd == "eval") return biofm::cmd_eval(argc, argv);
-    if (cmd == "generate") return biofm::cmd_generate(argc, argv);
-    if (cmd == "info") return biofm::cmd_info(argc, argv);
-    if (cmd == "bench") return biofm::cmd_bench(argc, argv);
-    if (cmd == "launch") return biofm::cmd_launch(argc, argv);
-    std::fprintf(stderr, "biofm: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+    return found->run(argc, argv);
+  } catch (const biofm::UsageError& e) {
+    std::fprintf(stderr, "%s\nRun 'biofm %s --help' for usage.\n", e.what(), cmd.c_str());
     return 2;
   } catch (const biofm::Error& e) {
     std::fprintf(stderr, "biofm %s: error: %s\n", cmd.c_str(), e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "biofm %s: internal error: %s\n", cmd.c_str(), e.what());
-    return 3;
+    return 1;
   }
 }

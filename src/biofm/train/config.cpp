@@ -277,6 +277,11 @@ Registry build_registry() {
   // logger
   BIND(logger.frequency, .range = gt(0), .aliases = {"log_every", "log_interval"});
   BIND(logger.metrics_file, .help = "relative to output_dir; \"\" = none");
+  BIND(logger.tensorboard, .help = "TensorBoard event files in <output_dir>/tensorboard/");
+
+  // profiler (nsys: run with --capture-range=cudaProfilerApi)
+  BIND(profiler.start_step, .range = ge(-1), .help = "cudaProfilerStart before this step (1-based); -1 = off");
+  BIND(profiler.end_step, .range = ge(-1), .help = "cudaProfilerStop after this step");
   return r;
 }
 
@@ -361,6 +366,9 @@ void check_train_config(const TrainConfig& c) {
         " but dataset.val_path is empty");
   }
   if (c.output_dir.empty()) err("output_dir is empty");
+  if ((c.profiler.start_step >= 0) != (c.profiler.end_step >= 0) || c.profiler.end_step < c.profiler.start_step)
+    err("profiler.start_step (", c.profiler.start_step, ") and profiler.end_step (", c.profiler.end_step,
+        ") must both be -1 or satisfy 0 <= start_step <= end_step");
 
   if (!errs.empty()) {
     if (errs.size() == 1) throw Error(errs[0]);

@@ -83,6 +83,7 @@ struct TrainConfig {
   struct Logger {
     int64_t frequency = 10;                    // steps between log lines / metrics records
     std::string metrics_file = "metrics.jsonl";  // relative to output_dir ("" = none)
+    bool tensorboard = true;                   // event files in <output_dir>/tensorboard/
     bool operator==(const Logger&) const = default;
   };
 
@@ -92,6 +93,13 @@ struct TrainConfig {
     std::string fp8_format = "HYBRID";              // HYBRID (E4M3 forward, E5M2 gradients) | E4M3
     std::string fp8_recipe = "Float8CurrentScaling";  // the scaling recipe implemented
     bool operator==(const Fp8&) const = default;
+  };
+
+  // An nsys capture window: cudaProfilerStart before step start_step, Stop after end_step.
+  struct Profiler {
+    int64_t start_step = -1;  // -1 = off
+    int64_t end_step = -1;
+    bool operator==(const Profiler&) const = default;
   };
 
   // Runtime options of the ops (ops/options.h).
@@ -124,6 +132,7 @@ struct TrainConfig {
   Logger logger;
   Fp8 fp8_config;
   Ops ops;
+  Profiler profiler;
 
   // checkpoint.ckpt_dir, or <output_dir>/checkpoints when empty.
   std::string resolved_ckpt_dir() const;

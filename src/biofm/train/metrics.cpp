@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 
 #include "biofm/core/device_memory_stats.h"
 #include "biofm/core/error.h"
@@ -103,6 +104,50 @@ void ProgressLineSink::write(const nlohmann::json& r) {
                 r["val_perplexity"].get<double>(), r["val_accuracy"].get<double>());
   }
   std::fflush(stdout);
+}
+
+std::string iso8601_utc(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = std::time_t(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, int(ms % 1000));
+  return buf;
+}
+
+nlohmann::json with_standard_keys(nlohmann::json r, std::chrono::system_clock::time_point now) {
+  static const std::pair<const char*, const char*> kRecipeNames[] = {
+      {"loss", "train/loss"},
+      {"lr", "train/learning_rate"},
+      {"grad_norm", "train/grad_norm"},
+      {"unpadded_tokens_per_sec", "train/unpadded_tokens_per_second_per_gpu"},
+      {"tokens_per_sec", "train/tokens_per_second_per_gpu"},
+      {"mfu_seed", "train/mfu"},
+      {"gpu_mem_peak_gib", "train/gpu_memory_peak_gib"},
+      {"val_loss", "val/loss"},
+      {"val_perplexity", "val/perplexity"},
+      {"val_accuracy", "val/accuracy"},
+  };
+  if (!r.contains("timestamp")) r["timestamp"] = iso8601_utc(now);
+  if (!r.contains("wall_time"))
+    r["wall_time"] = std::chrono::duration<double>(now.time_since_epoch()).count();
+  for (const auto& [ours, theirs] : kRecipeNames)
+    if (r.contains(ours) && !r.contains(theirs)) r[theirs] = r[ours];
+  return r;
+}
+
+void TensorBoardSink::write(const nlohmann::json& r) {
+  std::vector<std::pair<std::string, float>> values;
+  for (const auto& [key, v] : r.items())
+    if (key.find('/') != std::string::npos && v.is_number()) values.emplace_back(key, v.get<float>());
+  if (values.empty()) return;
+  const int64_t step = r.value("step", int64_t(0));
+  const double wall = r.contains("wall_time") ? r["wall_time"].get<double>()
+                                              : std::chrono::duration<double>(
+                                                    std::chrono::system_clock::now().time_since_epoch()).count();
+  writer_.add_scalars(step, wall, values);
 }
 
 }  // namespace biofm

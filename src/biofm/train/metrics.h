@@ -10,6 +10,7 @@
 
 #include "biofm/data/batch.h"
 #include "biofm/models/language_model.h"
+#include "biofm/train/tensorboard.h"
 
 namespace biofm {
 
@@ -46,12 +47,34 @@ class ProgressLineSink : public MetricSink {
   void write(const nlohmann::json& record) override;
 };
 
-// Sends each record to every sink.
+// TensorBoard scalars: every numeric key with a '/' (the recipes' names, train/loss, val/loss,
+// ...) at the record's step and wall_time, in <dir>/events.out.tfevents.*.
+class TensorBoardSink : public MetricSink {
+ public:
+  explicit TensorBoardSink(const std::string& dir) : writer_(dir) {}
+  void write(const nlohmann::json& record) override;
+  const std::string& path() const { return writer_.path(); }
+
+ private:
+  TfEventWriter writer_;
+};
+
+// Adds what every record carries: `timestamp` (ISO 8601 UTC), `wall_time` (seconds since the
+// epoch) and the BioNeMo recipes' names beside ours (train/loss = loss, train/learning_rate =
+// lr, train/grad_norm, train/tokens_per_second_per_gpu, train/unpadded_tokens_per_second_per_gpu,
+// train/mfu = mfu_seed, train/gpu_memory_peak_gib, val/loss, val/perplexity, val/accuracy).
+nlohmann::json with_standard_keys(nlohmann::json record,
+                                  std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+// "2026-11-23T02:48:41.123Z"
+std::string iso8601_utc(std::chrono::system_clock::time_point t);
+
+// Sends each record, with the standard keys, to every sink.
 class MetricSinks {
  public:
   void add(std::unique_ptr<MetricSink> s) { sinks_.push_back(std::move(s)); }
   void write(const nlohmann::json& record) {
-    for (auto& s : sinks_) s->write(record);
+    const nlohmann::json full = with_standard_keys(record);
+    for (auto& s : sinks_) s->write(full);
   }
 
  private:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "biofm/core/profiling.h"
 #include "biofm/ops/loss/op.h"
 #include "biofm/train/upload.h"
 
@@ -14,6 +15,8 @@ TrainStep::TrainStep(LanguageModel& model, AdamW& opt)
       label_count_(Tensor::zeros({1}, DType::F32, model.device())) {}
 
 void TrainStep::run(const std::vector<Batch>& micro, double lr) {
+  ProfilerWindow::step_begin();
+  NvtxRange step_range("train_step");
   label_tokens_ = 0;
   for (const Batch& b : micro) label_tokens_ += b.num_label_tokens;
   model_.params().zero_grad();
@@ -23,10 +26,15 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
     if (hb.num_label_tokens == 0) continue;
     Batch b = upload_batch(hb, model_.device());
     ops::count_labels_accumulate(label_count_, b.labels);
+    NvtxRange fb("forward_backward");  // one pass in the model: no separate forward range
     model_.forward_backward(b, 1.0f, loss_sum_);
   }
   if (before_optimizer) before_optimizer();
-  opt_.step(float(lr), label_count_);
+  {
+    NvtxRange opt_range("optimizer");
+    opt_.step(float(lr), label_count_);
+  }
+  ProfilerWindow::step_end();
 }
 
 double TrainStep::read_mean_loss() const {

@@ -16,6 +16,7 @@
 #include "biofm/train/step.h"
 #include "biofm/train/checkpoint.h"
 #include "biofm/train/metrics.h"
+#include "biofm/core/profiling.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/prefetch.h"
 #include "biofm/train/upload.h"
@@ -126,6 +127,8 @@ TrainSummary run_training(const TrainConfig& cfg) {
   MetricSinks metrics;
   metrics.add(std::make_unique<ProgressLineSink>());
   if (!cfg.metrics_path().empty()) metrics.add(std::make_unique<JsonlSink>(cfg.metrics_path(), /*append=*/step > 0));
+  if (cfg.logger.tensorboard) metrics.add(std::make_unique<TensorBoardSink>(out_dir + "/tensorboard"));
+  ProfilerWindow::configure(cfg.profiler.start_step, cfg.profiler.end_step, step);
   write_file_atomic(out_dir + "/config.yaml", to_yaml(cfg));
 
   const ModelDims dims = model->dims();

@@ -1,0 +1,40 @@
+# biofm in a container: build stage on CUDA + cuDNN devel (the README's build command), then a
+# slim runtime stage with the installed package and a non-root user.
+#
+#   docker build -t biofm .                       # --build-arg BIOFM_CUDA_ARCH=90a (H100/H200)
+#   docker run --rm --gpus all biofm info
+#   docker run --rm --gpus all -v "$PWD/runs:/home/biofm/runs" biofm train --config-name esm2_sanity device=cuda
+ARG CUDA_VERSION=13.0.2
+ARG UBUNTU=ubuntu24.04
+
+FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-${UBUNTU} AS build
+ARG BIOFM_CUDA_ARCH=90a
+ENV DEBIAN_FRONTEND=noninteractive \
+    BIOFM_NO_BROWSER=1
+RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pip \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# Dependencies first, so source edits do not redo them.
+COPY tools/install_deps.sh tools/install_deps.sh
+RUN tools/install_deps.sh && rm -rf /var/lib/apt/lists/*
+COPY . .
+RUN cmake -S . -B build -G Ninja -DBIOFM_CUDA_ARCH=${BIOFM_CUDA_ARCH} \
+    && cmake --build build \
+    && cmake --install build --prefix /opt/biofm
+
+FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-${UBUNTU}
+ENV DEBIAN_FRONTEND=noninteractive
+# OpenMP and zlib are linked dynamically; OpenBLAS and yaml-cpp statically where the distribution
+# ships archives (their shared libraries are listed in case it does not).
+RUN apt-get update && apt-get install -y --no-install-recommends libgomp1 zlib1g libopenblas0-pthread libyaml-cpp0.8 \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /opt/biofm /opt/biofm
+ENV PATH=/opt/biofm/bin:${PATH}
+RUN useradd --create-home --shell /bin/bash biofm \
+    && ln -s /opt/biofm/share/biofm/data /home/biofm/data \
+    && biofm --version
+USER biofm
+# The shipped configs name data/...: the link above makes the README's quick start work here.
+WORKDIR /home/biofm
+ENTRYPOINT ["biofm"]
+CMD ["--help"]

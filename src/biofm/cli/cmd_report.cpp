@@ -1,0 +1,36 @@
+#include <cstdio>
+
+#include "biofm/cli/commands.h"
+#include "biofm/cli/flags.h"
+#include "biofm/cli/report.h"
+#include "biofm/io/atomic_file.h"
+
+namespace biofm {
+
+namespace {
+const CommandSpec kReport{
+    "report",
+    "RUN_DIR [RUN_DIR ...] [--output report.html]",
+    "One self-contained HTML page (inline SVG; no scripts, no network) with loss and validation\n"
+    "loss vs steps and tokens, learning rate, grad norm, throughput, MFU, memory and each run's\n"
+    "config.yaml. Several runs overlay their curves. A RUN_DIR may also be a JSONL metrics file\n"
+    "(e.g. a Hugging Face Trainer log with `step` and `loss`).",
+    {{"--output", "FILE", "where to write the page (default: report.html)"}}};
+}  // namespace
+
+int cmd_report(int argc, char** argv) {
+  const Flags f = parse_flags(kReport, argc, argv);
+  if (f.help()) {
+    print_help(kReport);
+    return 0;
+  }
+  if (f.positional().empty()) usage_fail("biofm report: give at least one run directory or metrics file");
+  std::vector<ReportRun> runs;
+  for (const auto& p : f.positional()) runs.push_back(load_report_run(p));
+  const std::string out = f.get("--output", "report.html");
+  write_file_atomic(out, render_report(runs));
+  std::printf("report: %s (%zu run%s)\n", out.c_str(), runs.size(), runs.size() == 1 ? "" : "s");
+  return 0;
+}
+
+}  // namespace biofm

@@ -1,0 +1,108 @@
+#include "biofm/cli/flags.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace biofm {
+
+namespace {
+
+const FlagSpec kHelpFlag{"--help", "", "print this help and exit"};
+
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+const FlagSpec* find_flag(const CommandSpec& spec, const std::string& name) {
+  if (name == kHelpFlag.name || name == "-h") return &kHelpFlag;
+  for (const auto& f : spec.flags)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+Flags parse_flags(const CommandSpec& spec, int argc, char** argv, int first) {
+  Flags out;
+  out.command_ = spec.name;
+  for (int i = first; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("-", 0) != 0 || a == "-") {
+      out.positional_.push_back(a);
+      continue;
+    }
+    std::string name = a, value;
+    const auto eq = a.find('=');
+    if (eq != std::string::npos) name = a.substr(0, eq), value = a.substr(eq + 1);
+    const FlagSpec* f = find_flag(spec, name);
+    if (!f) {
+      std::string best = kHelpFlag.name;
+      size_t best_d = distance(name, best);
+      for (const auto& g : spec.flags)
+        if (size_t d = distance(name, g.name); d < best_d) best_d = d, best = g.name;
+      usage_fail("biofm ", spec.name, ": unknown option '", name, "'; did you mean '", best, "'?");
+    }
+    if (f->value.empty()) {
+      if (eq != std::string::npos) usage_fail("biofm ", spec.name, ": ", f->name, " takes no value");
+      out.bools_.insert(f->name);
+      continue;
+    }
+    if (eq == std::string::npos) {
+      if (i + 1 >= argc) usage_fail("biofm ", spec.name, ": ", f->name, " needs a value (", f->value, ")");
+      value = argv[++i];
+    }
+    out.values_[f->name] = value;
+  }
+  return out;
+}
+
+std::string Flags::get(const std::string& flag, const std::string& fallback) const {
+  auto it = values_.find(flag);
+  return it == values_.end() ? fallback : it->second;
+}
+
+std::string Flags::require(const std::string& flag) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) usage_fail("biofm ", command_, ": missing required option ", flag);
+  return it->second;
+}
+
+long long Flags::get_int(const std::string& flag, long long fallback) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  try {
+    size_t pos = 0;
+    const long long v = std::stoll(it->second, &pos);
+    if (pos == it->second.size()) return v;
+  } catch (const std::exception&) {
+  }
+  usage_fail("biofm ", command_, ": ", flag, " expects an integer, got '", it->second, "'");
+}
+
+std::string help_text(const CommandSpec& spec) {
+  std::string s = "usage: biofm " + spec.name + (spec.synopsis.empty() ? "" : " " + spec.synopsis) + "\n";
+  if (!spec.summary.empty()) s += spec.summary + "\n";
+  std::vector<const FlagSpec*> all;
+  for (const auto& f : spec.flags) all.push_back(&f);
+  all.push_back(&kHelpFlag);
+  s += "\noptions:\n";
+  for (const FlagSpec* f : all) {
+    std::string left = "  " + f->name + (f->value.empty() ? "" : " " + f->value);
+    if (left.size() < 26) left.resize(26, ' ');
+    else left += "\n" + std::string(26, ' ');
+    s += left + f->help + "\n";
+  }
+  return s;
+}
+
+void print_help(const CommandSpec& spec) { std::fputs(help_text(spec).c_str(), stdout); }
+
+}  // namespace biofm

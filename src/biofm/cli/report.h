@@ -1,0 +1,33 @@
+// biofm report: one self-contained HTML page (inline SVG, no scripts, no network) with a run's
+// curves — loss and validation loss vs steps and vs tokens, learning rate, grad norm,
+// throughput, MFU, memory — and its config. Several runs overlay their curves.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace biofm {
+
+struct ReportRun {
+  std::string name;         // legend label
+  std::string source;       // the metrics file read
+  std::string config_yaml;  // config.yaml beside it ("" when absent)
+  std::vector<nlohmann::json> records;
+};
+
+// A run directory (metrics.jsonl and config.yaml in it) or any JSONL metrics file (ours, or
+// e.g. a Hugging Face Trainer log with `step` and `loss`). Bad lines fail naming the line.
+ReportRun load_report_run(const std::string& path);
+
+// One plotted curve: (x, y) points of one run.
+struct Curve {
+  std::vector<double> x, y;
+};
+
+// The points of metric `ys` (first key present wins, per record) against `x_axis`: "step"
+// (step, global_step, else the record's position) or "tokens" (cumulative unpadded tokens).
+Curve extract_curve(const ReportRun& run, const std::vector<std::string>& ys, const std::string& x_axis);
+
+std::string render_report(const std::vector<ReportRun>& runs);
+
+}  // namespace biofm

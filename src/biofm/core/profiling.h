@@ -1,0 +1,75 @@
+// Hooks for NVIDIA Nsight Systems: NVTX ranges around the phases of a train step, and a
+// capture window over optimizer steps (cudaProfilerStart/Stop; run nsys with
+// --capture-range=cudaProfilerApi). Without CUDA the ranges compile to nothing and the window
+// only keeps its count (so it is testable on the CPU).
+#pragma once
+#include <cstdint>
+
+#ifdef BIOFM_WITH_CUDA
+#include <cuda_profiler_api.h>
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+namespace biofm {
+
+// NvtxRange r("forward_backward"); — a named range until the end of the scope.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const char* name) {
+#ifdef BIOFM_WITH_CUDA
+    nvtxRangePushA(name);
+#else
+    (void)name;
+#endif
+  }
+  ~NvtxRange() {
+#ifdef BIOFM_WITH_CUDA
+    nvtxRangePop();
+#endif
+  }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+// The process-wide capture window (cudaProfilerStart/Stop are process-wide too). Steps are
+// numbered from 1 as in the logs; configure() says how many ran before (a resumed run).
+class ProfilerWindow {
+ public:
+  static void configure(int64_t start_step, int64_t end_step, int64_t steps_done) {
+    state() = {start_step, end_step, steps_done, false};
+  }
+  // TrainStep::run calls these around each optimizer step.
+  static void step_begin() {
+    State& s = state();
+    ++s.step;
+    if (s.start >= 0 && s.step == s.start && !s.capturing) {
+      s.capturing = true;
+#ifdef BIOFM_WITH_CUDA
+      cudaProfilerStart();
+#endif
+    }
+  }
+  static void step_end() {
+    State& s = state();
+    if (s.capturing && s.step >= s.end) {
+      s.capturing = false;
+#ifdef BIOFM_WITH_CUDA
+      cudaProfilerStop();
+#endif
+    }
+  }
+  static bool capturing() { return state().capturing; }
+  static int64_t current_step() { return state().step; }
+
+ private:
+  struct State {
+    int64_t start = -1, end = -1, step = 0;
+    bool capturing = false;
+  };
+  static State& state() {
+    static State s;
+    return s;
+  }
+};
+
+}  // namespace biofm

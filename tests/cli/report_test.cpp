@@ -1,0 +1,114 @@
+#include "biofm/cli/report.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+namespace fs = std::filesystem;
+using namespace biofm;
+using nlohmann::json;
+
+namespace {
+
+ReportRun ours(const std::string& name, double loss0) {
+  ReportRun r{name, name + "/metrics.jsonl", "seed: 42\n", {}};
+  for (int s = 10; s <= 40; s += 10) {
+    json rec = {{"step", s}, {"loss", loss0 - 0.01 * s}, {"lr", 1e-3}, {"grad_norm", 1.0},
+                {"unpadded_tokens_per_sec", 1000.0}, {"step_time", 0.5}, {"mfu_seed", 0.25},
+                {"timestamp", "2026-01-01T00:00:0" + std::to_string(s / 10) + ".000Z"}};
+    if (s % 20 == 0) rec["val_loss"] = loss0 - 0.005 * s;
+    r.records.push_back(rec);
+  }
+  return r;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(Report, CurvesAgainstStepsAndTokens) {
+  const ReportRun r = ours("a", 3.0);
+  const Curve loss = extract_curve(r, {"train/loss", "loss"}, "step");
+  EXPECT_EQ(loss.x, (std::vector<double>{10, 20, 30, 40}));
+  EXPECT_DOUBLE_EQ(loss.y[3], 2.6);
+  const Curve val = extract_curve(r, {"val/loss", "val_loss"}, "step");
+  EXPECT_EQ(val.x, (std::vector<double>{20, 40}));
+  // 1000 tokens/s at 0.5 s/step: 500 tokens per step, 10 steps per record.
+  const Curve by_tokens = extract_curve(r, {"loss"}, "tokens");
+  EXPECT_EQ(by_tokens.x, (std::vector<double>{5000, 10000, 15000, 20000}));
+}
+
+TEST(Report, AResumedRunSupersedesItsRepeatedSteps) {
+  ReportRun r = ours("resumed", 3.0);  // steps 10..40, then a resume from step 20 redoes 30, 40
+  for (int s = 30; s <= 40; s += 10)
+    r.records.push_back({{"step", s}, {"loss", 1.0}, {"unpadded_tokens_per_sec", 1000.0}, {"step_time", 0.5}});
+  const Curve loss = extract_curve(r, {"loss"}, "step");
+  EXPECT_EQ(loss.x, (std::vector<double>{10, 20, 30, 40}));
+  EXPECT_EQ(loss.y, (std::vector<double>{2.9, 2.8, 1.0, 1.0}));
+  EXPECT_EQ(extract_curve(r, {"loss"}, "tokens").x, (std::vector<double>{5000, 10000, 15000, 20000}));
+  const Curve val = extract_curve(r, {"val_loss"}, "step");
+  EXPECT_EQ(val.x, (std::vector<double>{20}));  // the old step-40 validation was superseded
+}
+
+TEST(Report, OverlaysRunsInOneSelfContainedPage) {
+  const std::string html = render_report({ours("run-a", 3.0), ours("run<b>", 3.5)});
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // only the SVG namespace
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  // Charts with data: train loss, val loss, both vs tokens, lr, grad norm, throughput, MFU:
+  // 8 charts x 2 runs. Memory has no data (CPU records): an "empty" note, no path.
+  EXPECT_EQ(count(html, "<path class=\"series\""), 16u);
+  EXPECT_EQ(count(html, "<svg"), 8u);
+  EXPECT_EQ(count(html, "class=\"empty\""), 1u);
+  EXPECT_NE(html.find("data-run=\"run&lt;b&gt;\""), std::string::npos);  // escaped
+  EXPECT_EQ(html.find("run<b>"), std::string::npos);
+  EXPECT_NE(html.find("<pre>seed: 42\n</pre>"), std::string::npos);
+  // Every path has one point per record, inside the plot area.
+  std::regex path_re("<path class=\"series\"[^>]* d=\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), path_re); it != std::sregex_iterator(); ++it) {
+    const std::string d = (*it)[1];
+    EXPECT_EQ(d[0], 'M');
+    const size_t points = 1 + count(d, " L");
+    EXPECT_TRUE(points == 4 || points == 2) << d;
+    std::regex num_re("[-0-9.e]+");
+    int i = 0;
+    for (auto n = std::sregex_iterator(d.begin(), d.end(), num_re); n != std::sregex_iterator(); ++n, ++i) {
+      const double v = std::stod((*n).str());
+      if (i % 2 == 0) EXPECT_TRUE(v >= 70 && v <= 620) << d;   // x within the plot
+      else EXPECT_TRUE(v >= 16 && v <= 276) << d;              // y within the plot
+    }
+  }
+}
+
+TEST(Report, ReadsAForeignJsonl) {
+  const std::string dir = testing::TempDir() + "/biofm_report_hf";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir + "/trainer_log.jsonl") << "{\"step\": 1, \"loss\": 4.0, \"learning_rate\": 0.0001}\n"
+                                               "\n"
+                                               "{\"step\": 2, \"loss\": 3.0, \"learning_rate\": 0.0002}\n"
+                                               "{\"step\": 2, \"eval_loss\": 3.1}\n";
+  const ReportRun r = load_report_run(dir + "/trainer_log.jsonl");
+  EXPECT_EQ(r.name, "trainer_log");
+  EXPECT_EQ(r.records.size(), 3u);
+  EXPECT_EQ(extract_curve(r, {"loss"}, "step").y, (std::vector<double>{4.0, 3.0}));
+  EXPECT_EQ(extract_curve(r, {"eval_loss"}, "step").x, (std::vector<double>{2}));
+  const std::string html = render_report({r});
+  EXPECT_EQ(count(html, "<path class=\"series\""), 3u);  // loss, validation loss, lr
+  std::ofstream(dir + "/bad.jsonl") << "{\"step\": 1}\nnot json\n";
+  try {
+    load_report_run(dir + "/bad.jsonl");
+    FAIL() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:2"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_report_run(dir + "/nothing_here"), std::exception);
+}

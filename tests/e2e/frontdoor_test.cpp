@@ -1,0 +1,271 @@
+// End-to-end: the front door — exit codes and --help, an installed biofm run from elsewhere,
+// the TensorBoard files and metrics keys of a run, and `biofm report` in a real browser.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunResult {
+  int code;
+  std::string output;
+};
+
+RunResult sh(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+RunResult biofm(const std::string& args) { return sh(std::string(BIOFM_BINARY) + " " + args); }
+
+std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
+
+std::string fresh_dir(const std::string& name) {
+  const std::string d = (fs::path(testing::TempDir()) / ("biofm_frontdoor_" + name)).lexically_normal().string();
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Small enough for seconds on two cores.
+const std::string kTiny =
+    " model.config.hidden_size=32 model.config.num_hidden_layers=1 model.config.num_attention_heads=4"
+    " model.config.intermediate_size=64 dataset.max_seq_length=128 dataset.max_tokens_per_batch=512"
+    " scheduler.warmup_steps=2 checkpoint.save_final_model=false checkpoint.save_every_n_steps=0";
+
+std::string data_args() {
+  return " dataset.path=" + src("data/proteins_sample.fasta") + " dataset.val_path=" + src("data/proteins_val.fasta");
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+// Pixels of one exact RGB color in an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium's
+// --screenshot writes).
+size_t count_color_pixels(const std::string& png, uint8_t r, uint8_t g, uint8_t b) {
+  EXPECT_EQ(png.compare(0, 8, "\x89PNG\r\n\x1a\n"), 0);
+  auto be32 = [&](size_t at) {
+    return uint32_t(uint8_t(png[at])) << 24 | uint32_t(uint8_t(png[at + 1])) << 16 | uint32_t(uint8_t(png[at + 2])) << 8 |
+           uint32_t(uint8_t(png[at + 3]));
+  };
+  uint32_t w = 0, h = 0;
+  int channels = 0;
+  std::string idat;
+  for (size_t at = 8; at + 8 <= png.size();) {
+    const uint32_t len = be32(at);
+    const std::string type = png.substr(at + 4, 4);
+    if (type == "IHDR") {
+      w = be32(at + 8), h = be32(at + 12);
+      EXPECT_EQ(png[at + 16], 8) << "bit depth";
+      channels = png[at + 17] == 2 ? 3 : png[at + 17] == 6 ? 4 : 0;
+      EXPECT_EQ(png[at + 20], 0) << "interlaced";
+    }
+    if (type == "IDAT") idat += png.substr(at + 8, len);
+    at += 12 + len;
+  }
+  EXPECT_GT(channels, 0);
+  if (!channels) return 0;
+  const size_t stride = size_t(w) * channels;
+  std::vector<uint8_t> raw((stride + 1) * h);
+  uLongf raw_len = raw.size();
+  EXPECT_EQ(uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()), idat.size()), Z_OK);
+  std::vector<uint8_t> prev(stride, 0), cur(stride);
+  size_t n = 0;
+  for (uint32_t y = 0; y < h; ++y) {
+    const uint8_t filter = raw[y * (stride + 1)];
+    const uint8_t* in = &raw[y * (stride + 1) + 1];
+    for (size_t i = 0; i < stride; ++i) {
+      const int a = i >= size_t(channels) ? cur[i - channels] : 0, up = prev[i],
+                c = i >= size_t(channels) ? prev[i - channels] : 0;
+      int pred = 0;
+      if (filter == 1) pred = a;
+      if (filter == 2) pred = up;
+      if (filter == 3) pred = (a + up) / 2;
+      if (filter == 4) {
+        const int p = a + up - c, pa = std::abs(p - a), pb = std::abs(p - up), pc = std::abs(p - c);
+        pred = pa <= pb && pa <= pc ? a : pb <= pc ? up : c;
+      }
+      cur[i] = uint8_t(in[i] + pred);
+    }
+    for (size_t x = 0; x < w; ++x)
+      n += cur[x * channels] == r && cur[x * channels + 1] == g && cur[x * channels + 2] == b;
+    std::swap(prev, cur);
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST(FrontDoor, VersionHelpAndExitCodes) {
+  RunResult v = biofm("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_EQ(v.output, std::string("biofm ") + BIOFM_VERSION + "\n");
+  EXPECT_EQ(biofm("--help").code, 0);
+  EXPECT_EQ(biofm("").code, 2);
+  EXPECT_EQ(biofm("trian").code, 2);                                  // unknown command
+  RunResult bad_flag = biofm("train --config-nmae esm2_sanity");
+  EXPECT_EQ(bad_flag.code, 2) << bad_flag.output;
+  EXPECT_NE(bad_flag.output.find("did you mean '--config-name'"), std::string::npos) << bad_flag.output;
+  EXPECT_EQ(biofm("train").code, 2);                                  // missing --config-name
+  EXPECT_EQ(biofm("train --config-name").code, 2);                    // missing value
+  EXPECT_EQ(biofm("report").code, 2);                                 // missing RUN_DIR
+  EXPECT_EQ(biofm("bench --steps x --shape 8M").code, 2);             // not an integer
+  EXPECT_EQ(biofm("info --verbose").code, 2);
+  EXPECT_EQ(biofm("train --config-name no_such_config").code, 1);     // runtime error
+  EXPECT_EQ(biofm("train --config-name esm2_sanity num_train_steps=-3").code, 1);
+  EXPECT_EQ(biofm("report /nonexistent/run").code, 1);
+  // --help of each command lists every flag its table declares.
+  const std::map<std::string, std::vector<std::string>> flags = {
+      {"train", {"--config-name", "--config-dir", "--print-config"}},
+      {"bench", {"--model", "--shape", "--data", "--steps", "--recompute-layers", "--fp8", "--json"}},
+      {"report", {"--output"}},
+      {"info", {}},
+  };
+  for (const auto& [cmd, names] : flags) {
+    RunResult h = biofm(cmd + " --help");
+    EXPECT_EQ(h.code, 0) << cmd;
+    EXPECT_EQ(h.output.rfind("usage: biofm " + cmd, 0), 0u) << h.output;
+    for (const auto& f : names) EXPECT_NE(h.output.find(f), std::string::npos) << cmd << " " << f;
+  }
+}
+
+// `cmake --install` into a fresh prefix, then the installed binary trains from another
+// directory with the shipped configs, and with a user config composed on top of them.
+TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
+  const std::string prefix = fresh_dir("prefix"), work = fresh_dir("work");
+  const std::string build_dir = fs::path(BIOFM_BINARY).parent_path().string();
+  RunResult inst = sh("cmake --install '" + build_dir + "' --prefix '" + prefix + "'");
+  ASSERT_EQ(inst.code, 0) << inst.output;
+  const std::string exe = prefix + "/bin/biofm";
+  ASSERT_TRUE(fs::exists(exe));
+  EXPECT_TRUE(fs::exists(prefix + "/share/biofm/configs/esm2_sanity.yaml"));
+  EXPECT_TRUE(fs::exists(prefix + "/share/biofm/configs/esm2_base.yaml"));
+  EXPECT_TRUE(fs::exists(prefix + "/share/biofm/data/proteins_sample.fasta"));
+  EXPECT_FALSE(fs::exists(prefix + "/share/biofm/data/bad"));
+  const std::string installed_data = " dataset.path=" + prefix + "/share/biofm/data/proteins_sample.fasta" +
+                                     " dataset.val_path=" + prefix + "/share/biofm/data/proteins_val.fasta";
+
+  const std::string in_work = "cd '" + work + "' && ";
+  RunResult info = sh(in_work + exe + " info");
+  ASSERT_EQ(info.code, 0) << info.output;
+  EXPECT_NE(info.output.find("config search path: " + prefix + "/share/biofm/configs"), std::string::npos)
+      << info.output;
+
+  RunResult t = sh(in_work + exe + " train --config-name esm2_sanity num_train_steps=2 logger.frequency=1" +
+                   " output_dir=run1" + installed_data + kTiny);
+  ASSERT_EQ(t.code, 0) << t.output;
+  EXPECT_TRUE(fs::exists(work + "/run1/metrics.jsonl"));
+
+  // A user's config in its own directory, composed on a shipped one.
+  const std::string user = fresh_dir("userconf");
+  std::ofstream(user + "/mine.yaml") << "defaults: [esm2_sanity]\nnum_train_steps: 3\nseed: 7\n";
+  RunResult u = sh(in_work + exe + " train --config-dir '" + user + "' --config-name mine output_dir=run2" +
+                   " logger.frequency=1" + installed_data + kTiny);
+  ASSERT_EQ(u.code, 0) << u.output;
+  const std::string saved = read_text(work + "/run2/config.yaml");
+  EXPECT_NE(saved.find("num_train_steps: 3"), std::string::npos) << saved;
+  EXPECT_NE(saved.find("seed: 7"), std::string::npos) << saved;
+  EXPECT_NE(saved.find("hidden_size: 32"), std::string::npos) << saved;  // the override
+  EXPECT_NE(saved.find("warmup_steps: 2"), std::string::npos) << saved;
+  // A user config shadows a shipped one of the same name.
+  std::ofstream(user + "/esm2_sanity.yaml") << "defaults: [esm2_base]\nnum_train_steps: 5\n";
+  RunResult p = sh(in_work + exe + " train --config-dir '" + user + "' --config-name esm2_sanity --print-config");
+  ASSERT_EQ(p.code, 0) << p.output;
+  EXPECT_NE(p.output.find("num_train_steps: 5"), std::string::npos);
+  EXPECT_NE(p.output.find("hidden_size: 320"), std::string::npos);  // esm2_base's, not esm2_sanity's 128
+  RunResult missing = sh(in_work + exe + " train --config-dir '" + user + "' --config-name nope");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.output.find("mine"), std::string::npos) << missing.output;  // lists the union
+  EXPECT_EQ(missing.output.find("biofm_configs_"), std::string::npos) << missing.output;
+}
+
+// A run writes the recipe keys, timestamps and TensorBoard files; biofm report turns two runs
+// into a page that Chromium loads and draws.
+TEST(FrontDoor, RunMetricsTensorBoardAndReportInABrowser) {
+  const std::string dir = fresh_dir("report");
+  const std::string common = " logger.frequency=2 dataset.val_every_n_steps=4 num_train_steps=8" + data_args() + kTiny;
+  RunResult a = biofm("train --config-name esm2_sanity output_dir=" + dir + "/run_a" + common);
+  ASSERT_EQ(a.code, 0) << a.output;
+  RunResult b = biofm("train --config-name esm2_sanity optimizer.lr=1e-3 logger.tensorboard=false output_dir=" +
+                      dir + "/run_b" + common);
+  ASSERT_EQ(b.code, 0) << b.output;
+
+  std::ifstream in(dir + "/run_a/metrics.jsonl");
+  std::string line;
+  int train = 0, val = 0;
+  double prev_wall = 0;
+  while (std::getline(in, line)) {
+    const auto r = nlohmann::json::parse(line);
+    EXPECT_EQ(r["timestamp"].get<std::string>().size(), 24u) << line;  // 2026-11-23T02:48:41.123Z
+    EXPECT_GE(r["wall_time"].get<double>(), prev_wall);
+    prev_wall = r["wall_time"].get<double>();
+    if (r.contains("loss")) {
+      ++train;
+      EXPECT_EQ(r["train/loss"], r["loss"]);
+      EXPECT_EQ(r["train/learning_rate"], r["lr"]);
+      for (const char* k : {"train/grad_norm", "train/unpadded_tokens_per_second_per_gpu",
+                            "train/tokens_per_second_per_gpu", "train/mfu"})
+        EXPECT_TRUE(r.contains(k)) << k;
+    }
+    if (r.contains("val_loss")) {
+      ++val;
+      EXPECT_EQ(r["val/loss"], r["val_loss"]);
+    }
+  }
+  EXPECT_EQ(train, 4);
+  EXPECT_EQ(val, 2);
+  size_t tb_files = 0;
+  for (const auto& e : fs::directory_iterator(dir + "/run_a/tensorboard"))
+    tb_files += e.path().filename().string().rfind("events.out.tfevents.", 0) == 0 && fs::file_size(e.path()) > 100;
+  EXPECT_EQ(tb_files, 1u);
+  EXPECT_FALSE(fs::exists(dir + "/run_b/tensorboard"));
+
+  const std::string html_path = dir + "/report.html";
+  RunResult rep = biofm("report " + dir + "/run_a " + dir + "/run_b --output " + html_path);
+  ASSERT_EQ(rep.code, 0) << rep.output;
+  const std::string html = read_text(html_path);
+  EXPECT_EQ(count(html, "<path class=\"series\""), 16u);  // 8 charts with data x 2 runs
+
+  // The page in a real browser: the DOM Chromium built holds the plotted paths, and a
+  // screenshot shows them (pixels of the first run's color, against a copy without paths).
+  if (sh("command -v chromium").code != 0)
+    FAIL() << "chromium is not installed (tools/install_deps.sh installs it); the browser check cannot run";
+  const std::string chrome = "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1400,2400 ";
+  RunResult dom = sh(chrome + "--dump-dom file://" + html_path + " 2>/dev/null");
+  ASSERT_EQ(dom.code, 0) << dom.output;
+  EXPECT_NE(dom.output.find("<title>biofm report</title>"), std::string::npos);
+  EXPECT_EQ(count(dom.output, "<path class=\"series\""), 16u);
+  EXPECT_EQ(count(dom.output, "data-run=\"run_b\""), 8u);
+
+  std::string bare = html;
+  for (size_t p; (p = bare.find("<path class=\"series\"")) != std::string::npos;)
+    bare.erase(p, bare.find("/>", p) + 2 - p);
+  std::ofstream(dir + "/bare.html") << bare;
+  ASSERT_EQ(sh(chrome + "--screenshot=" + dir + "/full.png file://" + html_path).code, 0);
+  ASSERT_EQ(sh(chrome + "--screenshot=" + dir + "/bare.png file://" + dir + "/bare.html").code, 0);
+  const size_t with_paths = count_color_pixels(read_text(dir + "/full.png"), 0x1f, 0x77, 0xb4);
+  const size_t without = count_color_pixels(read_text(dir + "/bare.png"), 0x1f, 0x77, 0xb4);
+  std::printf("series-colored pixels: %zu with paths, %zu without\n", with_paths, without);
+  EXPECT_GT(with_paths, without + 1000) << "with paths " << with_paths << ", without " << without;
+}
