@@ -41,13 +41,16 @@ TEST(DistEnv, TorchrunVariables) {
 
 TEST(DistEnv, SlurmVariables) {
   DistEnv e = detect_dist_env(env_of({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "3"},
-                                      {"SLURM_NTASKS_PER_NODE", "8(x2)"}, {"SLURM_NODELIST", "gpu[007-008]"},
+                                      {"SLURM_TASKS_PER_NODE", "8(x2)"}, {"SLURM_NODELIST", "gpu[007-008]"},
                                       {"SLURM_JOB_ID", "123456"}}));
   EXPECT_EQ(e.rank, 3);
   EXPECT_EQ(e.world_size, 16);
   EXPECT_EQ(e.local_world_size, 8);
   EXPECT_EQ(e.master_addr, "gpu007");
-  EXPECT_EQ(e.master_port, 20000 + 123456 % 20000);
+  EXPECT_EQ(e.master_port, 20000 + (123456 * 31) % 20000);
+  // Without SLURM_TASKS_PER_NODE: tasks / nodes.
+  DistEnv f = detect_dist_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "16"}, {"SLURM_NNODES", "4"}}));
+  EXPECT_EQ(f.local_world_size, 4);
 }
 
 TEST(DistEnv, OpenMpiVariables) {

@@ -1,6 +1,9 @@
 // The TCP rendezvous: every rank gets rank 0's payload; a rank that never arrives is named.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
@@ -62,4 +65,36 @@ TEST(Rendezvous, AMissingRankIsNamedWhenTheTimeoutExpires) {
 
 TEST(Rendezvous, SingleProcessNeedsNoNetwork) {
   EXPECT_EQ(rendezvous(DistEnv{}, "abc", std::chrono::milliseconds(1)), "abc");
+}
+
+// A connection that never says hello (a port scanner, a hung process) must not hold up the
+// real ranks behind it for the whole timeout.
+TEST(Rendezvous, ASilentConnectionDoesNotBlockTheRealRanks) {
+  const int world = 2, port = test_port(3);
+  std::string got0, got1;
+  std::thread r0([&] { got0 = rendezvous(rank_env(0, world, port), "payload", std::chrono::seconds(30)); });
+  // The silent peer connects first (retrying until rank 0 listens) and then says nothing.
+  int silent = -1;
+  for (int tries = 0; tries < 100 && silent < 0; ++tries) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+      silent = fd;
+    } else {
+      ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  ASSERT_GE(silent, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  got1 = rendezvous(rank_env(1, world, port), "", std::chrono::seconds(30));
+  r0.join();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ::close(silent);
+  EXPECT_EQ(got0, "payload");
+  EXPECT_EQ(got1, "payload");
+  EXPECT_LT(s, 10.0) << "the silent connection held the rendezvous up";
 }

@@ -17,7 +17,8 @@ EnvLookup process_env() {
 
 namespace {
 
-int int_var(const EnvLookup& env, const std::string& name, int fallback, int lo) {
+int64_t int_var(const EnvLookup& env, const std::string& name, int64_t fallback, int64_t lo,
+                int64_t hi = int64_t(1) << 24) {
   const auto v = env(name);
   if (!v) return fallback;
   size_t pos = 0;
@@ -27,9 +28,9 @@ int int_var(const EnvLookup& env, const std::string& name, int fallback, int lo)
   } catch (const std::exception&) {
     pos = 0;
   }
-  if (pos == 0 || pos != v->size() || x < lo || x > (1 << 24))
-    fail("environment variable ", name, "='", *v, "' is not an integer >= ", lo);
-  return int(x);
+  if (pos == 0 || pos != v->size() || x < lo || x > hi)
+    fail("environment variable ", name, "='", *v, "' is not an integer in [", lo, ", ", hi, "]");
+  return x;
 }
 
 void check(const DistEnv& e) {
@@ -66,35 +67,43 @@ DistEnv detect_dist_env(const EnvLookup& env) {
   DistEnv e;
   if (env("RANK") || env("WORLD_SIZE")) {
     e.source = "torchrun variables";
-    e.rank = int_var(env, "RANK", 0, 0);
-    e.world_size = int_var(env, "WORLD_SIZE", 1, 1);
-    e.local_rank = int_var(env, "LOCAL_RANK", e.rank, 0);
-    e.local_world_size = int_var(env, "LOCAL_WORLD_SIZE", e.world_size, 1);
+    e.rank = (int)int_var(env, "RANK", 0, 0);
+    e.world_size = (int)int_var(env, "WORLD_SIZE", 1, 1);
+    e.local_rank = (int)int_var(env, "LOCAL_RANK", e.rank, 0);
+    e.local_world_size = (int)int_var(env, "LOCAL_WORLD_SIZE", e.world_size, 1);
     if (auto a = env("MASTER_ADDR")) e.master_addr = *a;
-    e.master_port = int_var(env, "MASTER_PORT", e.master_port, 1);
+    e.master_port = (int)int_var(env, "MASTER_PORT", e.master_port, 1);
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     e.source = "Slurm variables";
-    e.rank = int_var(env, "SLURM_PROCID", 0, 0);
-    e.world_size = int_var(env, "SLURM_NTASKS", 1, 1);
-    e.local_rank = int_var(env, "SLURM_LOCALID", 0, 0);
-    // SLURM_NTASKS_PER_NODE may read "4" or "4(x2)"; the per-node count is its leading number.
-    e.local_world_size = e.world_size;
-    if (auto n = env("SLURM_NTASKS_PER_NODE")) e.local_world_size = std::max(1, std::atoi(n->c_str()));
+    e.rank = (int)int_var(env, "SLURM_PROCID", 0, 0);
+    e.world_size = (int)int_var(env, "SLURM_NTASKS", 1, 1);
+    e.local_rank = (int)int_var(env, "SLURM_LOCALID", 0, 0);
+    // Tasks on this node: SLURM_TASKS_PER_NODE ("4" or "4(x2),3": the first group's count; srun
+    // sets it always), else SLURM_NTASKS / SLURM_NNODES.
+    if (auto t = env("SLURM_TASKS_PER_NODE")) {
+      const std::string first = t->substr(0, t->find_first_of("(,"));
+      e.local_world_size = (int)int_var([&](const std::string&) { return std::optional<std::string>(first); },
+                                   "SLURM_TASKS_PER_NODE", 1, 1);
+    } else {
+      e.local_world_size = std::max(1, e.world_size / (int)int_var(env, "SLURM_NNODES", 1, 1));
+    }
     if (auto a = env("MASTER_ADDR"))
       e.master_addr = *a;
     else if (auto nodes = env("SLURM_NODELIST"))
       e.master_addr = first_slurm_host(*nodes);
-    // A port derived from the job id keeps concurrent jobs on one node apart.
-    if (auto job = env("SLURM_JOB_ID")) e.master_port = 20000 + std::atoi(job->c_str()) % 20000;
-    e.master_port = int_var(env, "MASTER_PORT", e.master_port, 1);
+    // A port derived from the job and step ids keeps concurrent jobs (and steps) on a node apart.
+    if (env("SLURM_JOB_ID"))
+      e.master_port = int(20000 + (int_var(env, "SLURM_JOB_ID", 0, 0, int64_t(1) << 40) * 31 +
+                                   int_var(env, "SLURM_STEP_ID", 0, 0, int64_t(1) << 40)) % 20000);
+    e.master_port = (int)int_var(env, "MASTER_PORT", e.master_port, 1);
   } else if (env("OMPI_COMM_WORLD_RANK")) {
     e.source = "Open MPI variables";
-    e.rank = int_var(env, "OMPI_COMM_WORLD_RANK", 0, 0);
-    e.world_size = int_var(env, "OMPI_COMM_WORLD_SIZE", 1, 1);
-    e.local_rank = int_var(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0, 0);
-    e.local_world_size = int_var(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1);
+    e.rank = (int)int_var(env, "OMPI_COMM_WORLD_RANK", 0, 0);
+    e.world_size = (int)int_var(env, "OMPI_COMM_WORLD_SIZE", 1, 1);
+    e.local_rank = (int)int_var(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0, 0);
+    e.local_world_size = (int)int_var(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1);
     if (auto a = env("MASTER_ADDR")) e.master_addr = *a;
-    e.master_port = int_var(env, "MASTER_PORT", e.master_port, 1);
+    e.master_port = (int)int_var(env, "MASTER_PORT", e.master_port, 1);
   }
   check(e);
   return e;

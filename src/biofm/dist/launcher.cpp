@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -78,10 +79,23 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  // An ignored SIGCHLD (inherited from whoever started us) would make the kernel reap the
+  // children itself, and waitpid would never report them.
+  ::signal(SIGCHLD, SIG_DFL);
+  auto stop_started = [&](int sig) {
+    for (pid_t p : pids)
+      if (p > 0) ::kill(p, sig);
+  };
   for (int local = 0; local < o.nproc_per_node; ++local) {
     const int rank = o.node_rank * o.nproc_per_node + local;
     const pid_t pid = ::fork();
-    if (pid < 0) fail("launch: fork failed: ", std::strerror(errno));
+    if (pid < 0) {
+      const int err = errno;
+      stop_started(SIGKILL);  // the ranks started so far would wait for the others forever
+      for (pid_t p : pids)
+        if (p > 0) ::waitpid(p, nullptr, 0);
+      fail("launch: fork failed for local rank ", local, ": ", std::strerror(err));
+    }
     if (pid == 0) {
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
@@ -98,19 +112,19 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
     }
     pids[size_t(local)] = pid;
   }
-  int running = o.nproc_per_node, code = 0, failed_rank = -1;
-  auto stop_all = [&](int sig) {
-    for (pid_t p : pids)
-      if (p > 0) ::kill(p, sig);
-  };
+  int running = o.nproc_per_node, code = 0, failed_rank = -1, stopped_by = 0;
+  auto stop_all = stop_started;
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
   while (running > 0) {
-    if (g_forward_signal) {
+    if (g_forward_signal) {  // a requested stop: pass it on, escalate after the grace period
+      stopped_by = g_forward_signal;
       stop_all(g_forward_signal);
       g_forward_signal = 0;
+      stop_deadline = std::min(stop_deadline, std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds));
     }
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == ECHILD) fail("launch: lost track of the ", running, " running process(es)");
     if (pid <= 0) {
       if (std::chrono::steady_clock::now() > stop_deadline) {
         stop_all(SIGKILL);
@@ -124,7 +138,7 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
       pids[size_t(local)] = -1;
       --running;
       const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (rc != 0 && failed_rank < 0) {
+      if (rc != 0 && failed_rank < 0 && stopped_by == 0) {
         failed_rank = o.node_rank * o.nproc_per_node + local;
         code = rc;
         std::fprintf(stderr, "launch: rank %d %s %d; stopping the other %d process(es)\n", failed_rank,
@@ -134,6 +148,10 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
         stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds);
       }
     }
+  }
+  if (stopped_by != 0 && failed_rank < 0) {
+    std::fprintf(stderr, "launch: stopped by signal %d; all %d process(es) ended\n", stopped_by, o.nproc_per_node);
+    return 128 + stopped_by;
   }
   return code;
 }

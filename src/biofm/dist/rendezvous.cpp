@@ -1,5 +1,6 @@
 #include "biofm/dist/rendezvous.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -7,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -120,7 +122,10 @@ std::string serve(const DistEnv& e, const std::string& payload, Clock::time_poin
     Fd c(::accept(server.get(), nullptr, nullptr));
     if (c.get() < 0) continue;
     uint32_t hello[3];  // magic, rank, world size
-    if (!read_all(c.get(), hello, sizeof hello, deadline) || hello[0] != kMagic) continue;  // not one of ours
+    // A connection that says nothing (a port scanner, a hung process) gets a few seconds, not
+    // the whole timeout: the real ranks wait behind it.
+    const auto hello_deadline = std::min(deadline, Clock::now() + std::chrono::seconds(5));
+    if (!read_all(c.get(), hello, sizeof hello, hello_deadline) || hello[0] != kMagic) continue;  // not one of ours
     const int r = int(hello[1]);
     if (int(hello[2]) != e.world_size)
       fail("rendezvous at ", where(e), ": rank ", r, " was started with world size ", hello[2], ", rank 0 with ",
@@ -139,23 +144,42 @@ std::string serve(const DistEnv& e, const std::string& payload, Clock::time_poin
   return payload;
 }
 
+// connect() bounded by the deadline (a blocking connect to an address that drops packets
+// would wait for the kernel's own, much longer, timeout).
+bool connect_by(int fd, const addrinfo* ai, Clock::time_point deadline) {
+  const int flags = ::fcntl(fd, F_GETFL, 0);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
+  if (rc != 0 && errno == EINPROGRESS) {
+    if (!wait_for(fd, POLLOUT, deadline)) return false;
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    errno = err;
+    rc = err == 0 ? 0 : -1;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return rc == 0;
+}
+
 std::string join(const DistEnv& e, Clock::time_point deadline) {
   // Rank 0 may not listen yet: retry until the deadline.
   for (;;) {
     addrinfo* ai = resolve(e, false);
     Fd c(::socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol));
-    const int rc = ::connect(c.get(), ai->ai_addr, ai->ai_addrlen);
+    const bool connected = connect_by(c.get(), ai, deadline);
     ::freeaddrinfo(ai);
-    if (rc == 0) {
+    if (connected) {
       const uint32_t hello[3] = {kMagic, uint32_t(e.rank), uint32_t(e.world_size)};
       uint64_t n = 0;
-      std::string payload;
-      if (write_all(c.get(), hello, sizeof hello) && read_all(c.get(), &n, sizeof n, deadline) && n < (1u << 20)) {
-        payload.resize(size_t(n));
-        if (read_all(c.get(), payload.data(), payload.size(), deadline)) return payload;
-      }
-      fail("rendezvous: rank ", e.rank, " reached rank 0 at ", where(e),
-           " but got no payload in time (another rank never arrived?)");
+      if (!write_all(c.get(), hello, sizeof hello) || !read_all(c.get(), &n, sizeof n, deadline))
+        fail("rendezvous: rank ", e.rank, " reached rank 0 at ", where(e),
+             " but got no payload in time (another rank never arrived?)");
+      if (n >= (1u << 20)) fail("rendezvous: rank 0 at ", where(e), " sent a payload of ", n, " bytes (at most 1 MiB)");
+      std::string payload(size_t(n), '\0');
+      if (!read_all(c.get(), payload.data(), payload.size(), deadline))
+        fail("rendezvous: rank ", e.rank, ": rank 0 at ", where(e), " went away while sending the payload");
+      return payload;
     }
     if (ms_left(deadline) == 0)
       fail("rendezvous: rank ", e.rank, " could not reach rank 0 at ", where(e), ": ", std::strerror(errno));

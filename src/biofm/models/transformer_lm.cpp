@@ -77,7 +77,10 @@ ModelDims TransformerLM::dims() const {
   return {spec_.hidden, spec_.layers, spec_.vocab, spec_.ffn, spec_.heads, spec_.kv_heads, spec_.parameters, spec_.max_positions};
 }
 
-void TransformerLM::set_fp8(std::optional<ops::Fp8Recipe> recipe) { ctx_.fp8 = recipe; }
+void TransformerLM::set_fp8(std::optional<ops::Fp8Recipe> recipe) {
+  ctx_.fp8 = recipe;
+  ++ctx_.fp8_epoch;  // weight codes made under another recipe are stale
+}
 
 std::pair<int64_t, int64_t> TransformerLM::layer_param_range(int layer) const {
   return layer_ranges_.at(size_t(layer));

@@ -23,6 +23,7 @@ struct BlockContext {
   ParamStore* params = nullptr;
   DType act_dtype = DType::F32;            // activations: F32, or BF16 in the bf16 precisions
   std::optional<ops::Fp8Recipe> fp8;       // FP8 GEMMs in the transformer layers' linears
+  uint64_t fp8_epoch = 0;                  // bumped when fp8 changes (the Linears' code caches compare it)
 
   Device device() const { return params->device(); }
   Tensor act(const Shape& s) const { return Tensor::empty(s, act_dtype, device()); }

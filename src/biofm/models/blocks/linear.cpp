@@ -13,9 +13,10 @@ ops::Fp8WeightCodes* Linear::codes(const Tensor& w) const {
   // Only weights of the store: its version() is what says they changed.
   const ParamStore& p = *ctx_->params;
   if (w.device() != Device::CUDA || !p.owns(w.raw())) return nullptr;
-  if (p.version() != codes_version_) {
+  if (p.version() != codes_version_ || ctx_->fp8_epoch != codes_epoch_) {
     codes_ = ops::Fp8WeightCodes{};
     codes_version_ = p.version();
+    codes_epoch_ = ctx_->fp8_epoch;
   }
   return &codes_;
 }

@@ -1,7 +1,7 @@
 // Linear: out = x·Wᵀ (+ bias) (+ residual), in the compute precision or, when the block is
 // FP8-capable and the context's recipe is set, as FP8 GEMMs (ops/gemm/op.h). The block owns
 // its FP8 state: the codes of its weight, both forms, kept across the micro batches of an
-// optimizer step and recomputed when the parameter store's version() changes.
+// optimizer step and recomputed when the parameter store's version() or the recipe changes.
 // The embedding and LM head stay in the compute precision, as in the recipes (Transformer
 // Engine's FP8 covers the layers' Linear modules only).
 #pragma once
@@ -36,7 +36,7 @@ class Linear {
   ParamRef w_, b_;
   bool fp8_capable_ = false;
   mutable ops::Fp8WeightCodes codes_;
-  mutable uint64_t codes_version_ = ~uint64_t(0);
+  mutable uint64_t codes_version_ = ~uint64_t(0), codes_epoch_ = ~uint64_t(0);
 };
 
 }  // namespace biofm

@@ -122,7 +122,7 @@ void grad_norm_clip_coef(Tensor& norm, Tensor& clip_coef, const Tensor& grad, fl
     require_f32(grad_divisor, op, "grad_divisor");
     divisor = std::max(1.0f, grad_divisor.f32()[0]);
   }
-  const float total = float(std::sqrt(s)) / divisor;
+  const float total = float(std::sqrt(s) / double(divisor));  // (divided before narrowing)
   norm.f32()[0] = total;
   // torch.nn.utils.clip_grad_norm_: clip_coef = max_norm / (total + 1e-6), clamped to 1 (fp32).
   float coef = 1.0f;

@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kSumMaxBlocks) norm_clip_kernel(const double* 
   const double total = partial_sum_of(partials, count);
   if (threadIdx.x == 0) {
     const float d = divisor ? fmaxf(1.0f, divisor[0]) : 1.0f;
-    const float nrm = __fdiv_rn(float(sqrt(total)), d);
+    const float nrm = float(sqrt(total) / double(d));  // (divided before narrowing: sums can exceed fp32)
     norm[0] = nrm;
     float c = 1.0f;
     if (max_norm > 0.0f) c = fminf(1.0f, __fdiv_rn(max_norm, __fadd_rn(nrm, 1e-6f)));
