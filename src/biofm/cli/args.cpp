@@ -1,6 +1,7 @@
 #include "biofm/cli/args.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "biofm/core/device_memory.h"
 #include "biofm/core/error.h"
@@ -76,6 +77,29 @@ long long Args::get_int(const std::string& flag, long long fallback) const {
   } catch (const std::exception&) {
     fail("biofm ", command_, ": ", flag, " expects an integer, got '", it->second, "'");
   }
+}
+
+long long Args::get_int(const std::string& flag, long long fallback, long long lo, long long hi) const {
+  const long long v = get_int(flag, fallback);
+  if (has(flag) && (v < lo || v > hi))
+    fail("biofm ", command_, ": ", flag, " must lie in [", lo, ", ", hi, "], got ", v);
+  return v;
+}
+
+double Args::get_double(const std::string& flag, double fallback, double lo, double hi) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  double v = 0;
+  try {
+    size_t pos = 0;
+    v = std::stod(it->second, &pos);
+    if (pos != it->second.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    fail("biofm ", command_, ": ", flag, " expects a number, got '", it->second, "'");
+  }
+  if (!std::isfinite(v) || v < lo || v > hi)
+    fail("biofm ", command_, ": ", flag, " must be a finite number in [", lo, ", ", hi, "], got '", it->second, "'");
+  return v;
 }
 
 Device parse_device(const std::string& s) {

@@ -11,6 +11,10 @@
 
 namespace biofm {
 
+// Upper bound for token-count flags (--max-seq-length, --max-tokens, ...): far above any real
+// use, low enough that buffers sized from it cannot overflow.
+constexpr long long kMaxFlagTokens = 1LL << 26;
+
 class Args {
  public:
   // value_flags take a value; bool_flags do not.
@@ -20,6 +24,10 @@ class Args {
   std::string get(const std::string& flag, const std::string& fallback = "") const;
   std::string require(const std::string& flag) const;
   long long get_int(const std::string& flag, long long fallback) const;
+  // An integer in [lo, hi] (a given value outside fails naming the flag and the range).
+  long long get_int(const std::string& flag, long long fallback, long long lo, long long hi) const;
+  // A finite number in [lo, hi].
+  double get_double(const std::string& flag, double fallback, double lo, double hi) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
