@@ -175,7 +175,8 @@ TEST(E2eHardening, SigtermCheckpointsAndResumeKeepsMetricsOnce) {
     std::ofstream m(out + "/metrics.jsonl", std::ios::app);
     m << json{{"step", saved + 1}, {"loss", 1.0}}.dump() << "\n" << json{{"step", saved + 2}, {"loss", 1.0}}.dump() << "\n";
   }
-  RunResult res = run(tiny_train_args(out, int(saved) + 4));
+  const int target = 3 * (int(saved) / 3 + 2);  // a multiple of save_every_n_steps past `saved`
+  RunResult res = run(tiny_train_args(out, target));
   ASSERT_EQ(res.code, 0) << res.output;
   EXPECT_NE(res.output.find("resumed from"), std::string::npos) << res.output;
   EXPECT_NE(res.output.find("removed an incomplete checkpoint"), std::string::npos) << res.output;
@@ -183,10 +184,10 @@ TEST(E2eHardening, SigtermCheckpointsAndResumeKeepsMetricsOnce) {
   const std::vector<int64_t> logged = metric_steps(out + "/metrics.jsonl");
   std::set<int64_t> unique(logged.begin(), logged.end());
   EXPECT_EQ(unique.size(), logged.size()) << "a step was logged twice";
-  EXPECT_EQ(logged.back(), saved + 4);
+  EXPECT_EQ(logged.back(), target);
 
   // Re-running the finished run says there is nothing to do (and no "loss 0.0000 -> 0.0000").
-  RunResult again = run(tiny_train_args(out, int(saved) + 4));
+  RunResult again = run(tiny_train_args(out, target));
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_NE(again.output.find("nothing to train"), std::string::npos) << again.output;
   EXPECT_EQ(again.output.find("0.0000 -> 0.0000"), std::string::npos) << again.output;
