@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what biofm needs to build on Debian/Ubuntu (skips what is already there).
 set -euo pipefail
-pkgs=(cmake ninja-build g++ ccache libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev libgtest-dev)
+pkgs=(cmake ninja-build g++ ccache libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev libgtest-dev
+      clang libclang-rt-dev libomp-dev)  # clang: the libFuzzer targets (fuzz/, .ci/run)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 
 #include "biofm/core/device_memory.h"
 #include "biofm/core/error.h"
@@ -109,6 +110,14 @@ Device parse_device(const std::string& s) {
     return Device::CUDA;
   }
   fail("--device must be cpu or cuda, got '", s, "'");
+}
+
+std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev) {
+  try {
+    return family.load(dir, dev, BuildOptions{});
+  } catch (const std::bad_alloc&) {
+    fail(dir, ": not enough memory for this model (check the sizes in its config.json)");
+  }
 }
 
 ReaderOptions reader_options(const Args& a) {

@@ -2,12 +2,14 @@
 // --flag, and positional key=value overrides. Unknown flags fail naming the nearest one.
 #pragma once
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "biofm/core/dtype.h"
 #include "biofm/data/reader.h"
+#include "biofm/models/registry.h"
 
 namespace biofm {
 
@@ -42,6 +44,9 @@ size_t edit_distance(const std::string& a, const std::string& b);
 
 // --device cpu|cuda (cuda only when a GPU is usable).
 Device parse_device(const std::string& s);
+// family.load(dir, dev) with an allocation failure (a config.json whose sizes pass the
+// limits but do not fit in memory) reported as a biofm::Error naming the directory.
+std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev);
 // --format and --column, for commands that read sequence files.
 ReaderOptions reader_options(const Args& a);
 

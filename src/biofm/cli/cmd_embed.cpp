@@ -35,7 +35,7 @@ int cmd_embed(int argc, char** argv) {
   const Device dev = parse_device(a.get("--device", "cpu"));
   const ModelFamily& family = family_of_dir(a.require("--model"));
   if (!family.embed) fail("embed does not support model_type '", family.hf_model_type, "'");
-  std::unique_ptr<LanguageModel> model = family.load(a.require("--model"), dev, BuildOptions{});
+  std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev);
   const Tokenizer& tok = family.tokenizer();
   const std::string out_path = a.require("--output");
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));

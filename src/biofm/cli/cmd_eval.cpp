@@ -47,7 +47,7 @@ void emit(const Args& a, const nlohmann::json& r) {
 }
 
 int eval_masked_lm(const Args& a, Device dev, const ModelFamily& family) {
-  std::unique_ptr<LanguageModel> model = family.load(a.require("--model"), dev, BuildOptions{});
+  std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev);
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
   MlmOptions o;
   o.max_seq_length =
@@ -84,7 +84,7 @@ int eval_masked_lm(const Args& a, Device dev, const ModelFamily& family) {
 
 int eval_causal_lm(const Args& a, Device dev, const ModelFamily& family) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
-  std::unique_ptr<LanguageModel> model = family.load(model_dir, dev, BuildOptions{});
+  std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev);
   SequenceDataset data = SequenceDataset::load(input, reader_options(a));
   const int64_t max_len = a.get_int("--max-seq-length", 8192, 1, kMaxFlagTokens);
   const int64_t stride = a.get_int("--stride", 200, 0, kMaxFlagTokens);

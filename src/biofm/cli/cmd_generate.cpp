@@ -58,7 +58,7 @@ int cmd_generate(int argc, char** argv) {
   if (o.top_k < 0) fail("--top-k must be >= 0");
   if (samples < 1) fail("--num-samples must be >= 1");
 
-  std::unique_ptr<LanguageModel> loaded = family.load(dir, dev, BuildOptions{});
+  std::unique_ptr<LanguageModel> loaded = load_model(family, dir, dev);
   auto* model = dynamic_cast<LlamaModel*>(loaded.get());
   if (!model) fail("generate: '", dir, "' did not load as a Llama model");
   const Tokenizer& tok = family.tokenizer();

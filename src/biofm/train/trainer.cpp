@@ -158,7 +158,14 @@ TrainSummary run_training(const TrainConfig& cfg) {
     val_set = std::make_unique<SequenceDataset>(SequenceDataset::load(cfg.dataset.val_path, ro));
   std::unique_ptr<BatchSource> data = make_batch_source(cfg, train_set);
   std::unique_ptr<BatchSource> val_data = val_set ? make_batch_source(cfg, *val_set) : nullptr;
-  std::unique_ptr<LanguageModel> model = make_model(cfg, device);
+  std::unique_ptr<LanguageModel> model;
+  try {
+    model = make_model(cfg, device);
+  } catch (const std::bad_alloc&) {
+    fail("not enough memory for the model of model.config (hidden_size ", cfg.model.config.hidden_size,
+         ", num_hidden_layers ", cfg.model.config.num_hidden_layers, ", intermediate_size ",
+         cfg.model.config.intermediate_size, "); reduce its sizes");
+  }
   const std::string out_dir = cfg.output_dir;
   const std::string ckpt_dir = cfg.resolved_ckpt_dir();
   make_dirs_writable(out_dir);
