@@ -206,3 +206,24 @@ TEST(E2eHardening, AllCheckpointsCorruptIsSaid) {
   EXPECT_NE(r.output.find("step_3"), std::string::npos) << r.output;
   EXPECT_EQ(metric_steps(out + "/metrics.jsonl").size(), 3u);
 }
+
+TEST(E2eHardening, SecondSignalExitsAtOnceLeavingOnlyCompleteCheckpoints) {
+  const std::string out = fresh_dir("sigtwice");
+  const std::string bin = BIOFM_BINARY;
+  RunResult r = sh("(" + bin + " " + tiny_train_args(out, 100000) + " checkpoint.save_every_n_steps=1 & pid=$!; " +
+                   "for i in $(seq 600); do [ -s " + out + "/metrics.jsonl ] && break; sleep 0.1; done; " +
+                   "kill -TERM $pid; sleep 0.01; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
+  // 143 (128 + SIGTERM) when the second signal came while the step or the save ran; 0 when
+  // the first had already finished the run.
+  EXPECT_TRUE(r.output.find("exit=143") != std::string::npos || r.output.find("exit=0") != std::string::npos)
+      << r.output;
+  for (auto& e : fs::directory_iterator(out + "/checkpoints")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step_", 0) == 0) EXPECT_TRUE(fs::exists(e.path() / "manifest.json")) << name;
+  }
+  // The next run starts cleanly from the newest complete checkpoint.
+  RunResult next = run(tiny_train_args(out, 20));
+  ASSERT_EQ(next.code, 0) << next.output;
+  for (auto& e : fs::directory_iterator(out + "/checkpoints"))
+    EXPECT_NE(e.path().filename().string().rfind(".tmp_step_", 0), 0u) << e.path();
+}
