@@ -227,3 +227,11 @@ TEST(E2eHardening, SecondSignalExitsAtOnceLeavingOnlyCompleteCheckpoints) {
   for (auto& e : fs::directory_iterator(out + "/checkpoints"))
     EXPECT_NE(e.path().filename().string().rfind(".tmp_step_", 0), 0u) << e.path();
 }
+
+TEST(E2eHardening, TrainRejectsSequencesLongerThanThePositions) {
+  // A YAML edit like max_seq_length 256 -> 2560000 used to run (growing batches) until killed.
+  const std::string out = fresh_dir("longseq");
+  expect_clean_error(run(tiny_train_args(out, 2) + " dataset.max_seq_length=2560000 dataset.max_tokens_per_batch=2560000"),
+                     {"dataset.max_seq_length", "max_position_embeddings"}, "max_seq_length 2560000");
+  EXPECT_FALSE(fs::exists(out + "/metrics.jsonl"));
+}

@@ -166,6 +166,11 @@ TrainSummary run_training(const TrainConfig& cfg) {
          ", num_hidden_layers ", cfg.model.config.num_hidden_layers, ", intermediate_size ",
          cfg.model.config.intermediate_size, "); reduce its sizes");
   }
+  // Sequences longer than the model's positions would only make batches (and time and
+  // memory) grow without bound; say so before any work.
+  if (cfg.dataset.max_seq_length > model->dims().max_positions)
+    fail("dataset.max_seq_length (", cfg.dataset.max_seq_length, ") exceeds the model's max_position_embeddings (",
+         model->dims().max_positions, "); lower dataset.max_seq_length or raise model.config.max_position_embeddings");
   const std::string out_dir = cfg.output_dir;
   const std::string ckpt_dir = cfg.resolved_ckpt_dir();
   make_dirs_writable(out_dir);
