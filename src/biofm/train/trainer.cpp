@@ -99,6 +99,7 @@ void truncate_metrics(const std::string& path, int64_t step) {
   std::string line, kept;
   size_t dropped = 0;
   while (std::getline(in, line)) {
+    if (line.empty()) continue;
     json rec = json::parse(line, nullptr, /*allow_exceptions=*/false);
     const bool later = rec.is_object() && rec.contains("step") && rec["step"].is_number_integer() &&
                        rec["step"].get<int64_t>() > step;
