@@ -74,12 +74,14 @@ TEST(E2eTrain, ResumeIsBitIdentical) {
   auto ma = read_metrics(straight + "/metrics.jsonl");
   auto mc = read_metrics(resumed + "/metrics.jsonl");
   ASSERT_EQ(ma.size(), 6u);
-  ASSERT_EQ(mc.size(), 9u);  // 6 from the first run, then steps 4..6 again
+  // Each step once: the records of steps 4..6 from the first run are dropped on resume and
+  // logged again by the redone steps (issue 15).
+  ASSERT_EQ(mc.size(), 6u);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(mc[size_t(6 + i)]["step"], ma[size_t(3 + i)]["step"]);
-    EXPECT_EQ(mc[size_t(6 + i)]["loss"].get<double>(), ma[size_t(3 + i)]["loss"].get<double>())
+    EXPECT_EQ(mc[size_t(3 + i)]["step"], ma[size_t(3 + i)]["step"]);
+    EXPECT_EQ(mc[size_t(3 + i)]["loss"].get<double>(), ma[size_t(3 + i)]["loss"].get<double>())
         << "step " << ma[size_t(3 + i)]["step"];
-    EXPECT_EQ(mc[size_t(6 + i)]["grad_norm"].get<double>(), ma[size_t(3 + i)]["grad_norm"].get<double>());
+    EXPECT_EQ(mc[size_t(3 + i)]["grad_norm"].get<double>(), ma[size_t(3 + i)]["grad_norm"].get<double>());
   }
   for (const char* f : {"config.json", "model.safetensors", "vocab.txt", "tokenizer_config.json",
                         "special_tokens_map.json"})

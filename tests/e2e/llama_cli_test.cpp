@@ -88,8 +88,8 @@ TEST(E2eLlama, TrainGenerateEval) {
   ASSERT_EQ(t2.code, 0) << t2.output;
   EXPECT_NE(t2.output.find("resumed from"), std::string::npos) << t2.output;
   auto again = read_metrics(out + "/metrics.jsonl");
-  ASSERT_EQ(again.size(), 6u);
-  for (int i = 0; i < 2; ++i) EXPECT_EQ(again[size_t(4 + i)]["loss"].get<double>(), metrics[size_t(2 + i)]["loss"].get<double>());
+  ASSERT_EQ(again.size(), 4u);  // steps 3 and 4 once: their first records are dropped on resume
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(again[size_t(2 + i)]["loss"].get<double>(), metrics[size_t(2 + i)]["loss"].get<double>());
   const std::string model = out + "/final_model";
   for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
                         "special_tokens_map.json"})

@@ -184,3 +184,48 @@ TEST(TrainCheckpoint, ResumeSkipsACorruptNewestTrainingCheckpoint) {
   EXPECT_EQ(back->step, 1);
   EXPECT_NE(err.find("optimizer.safetensors"), std::string::npos) << err;
 }
+
+TEST(TrainCheckpoint, ResumeFallsBackPastAValidJsonManifestWithoutFiles) {
+  // Issue 15: a manifest that is valid JSON but lacks files/crc32/bytes, a trainer state that
+  // disagrees with its directory, or a step directory name too long for int64 must each fall
+  // back to the previous checkpoint with a warning, never end resume with an internal error.
+  Esm2Model model(small_esm(), Device::CPU);
+  model.params().init(1);
+  AdamW opt(model.params(), AdamWConfig{});
+  for (const char* manifest : {R"({"format": "biofm-checkpoint-v1", "step": 2})",
+                               R"({"files": {"model.safetensors": {"bytes": 1}}})",
+                               R"({"files": {"model.safetensors": {"crc32": "x", "bytes": 1}}})",
+                               R"({"files": {}})"}) {
+    const std::string dir = fresh_dir("manifest_fallback");
+    save_training_checkpoint(dir, {1, 10, "", ""}, model, opt, 3);
+    const std::string newest = save_training_checkpoint(dir, {2, 20, "", ""}, model, opt, 3);
+    write_file_atomic(newest + "/manifest.json", manifest);
+    fs::create_directories(dir + "/step_99999999999999999999999");
+    write_file_atomic(dir + "/step_99999999999999999999999/manifest.json", "{}");
+    Esm2Model fresh(small_esm(), Device::CPU);
+    AdamW fresh_opt(fresh.params(), AdamWConfig{});
+    testing::internal::CaptureStderr();
+    std::optional<TrainerState> back;
+    EXPECT_NO_THROW(back = resume_training_checkpoint(dir, fresh, fresh_opt)) << manifest;
+    const std::string err = testing::internal::GetCapturedStderr();
+    ASSERT_TRUE(back.has_value()) << manifest;
+    EXPECT_EQ(back->step, 1) << manifest;
+    EXPECT_NE(err.find("step_2"), std::string::npos) << err;
+  }
+}
+
+TEST(TrainCheckpoint, StaleTemporaryDirectoriesAreRemoved) {
+  const std::string dir = fresh_dir("stale_tmp");
+  fs::create_directories(dir + "/.tmp_step_5.2147483646/x");  // no such process
+  fs::create_directories(dir + "/.tmp_step_6." + std::to_string(getpid()));  // ours: an earlier failed save
+  fs::create_directories(dir + "/.tmp_step_7.1");  // init: a live process, kept
+  fs::create_directories(dir + "/step_3");
+  testing::internal::CaptureStdout();
+  remove_stale_tmp_dirs(dir);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_FALSE(fs::exists(dir + "/.tmp_step_5.2147483646"));
+  EXPECT_FALSE(fs::exists(dir + "/.tmp_step_6." + std::to_string(getpid())));
+  EXPECT_TRUE(fs::exists(dir + "/.tmp_step_7.1"));
+  EXPECT_TRUE(fs::exists(dir + "/step_3"));
+  EXPECT_NE(out.find(".tmp_step_5"), std::string::npos) << out;
+}

@@ -1,6 +1,8 @@
 #include "biofm/cli/args.h"
 
 #include <algorithm>
+#include <cmath>
+#include <new>
 
 #include "biofm/core/device_memory.h"
 #include "biofm/core/error.h"
@@ -78,6 +80,29 @@ long long Args::get_int(const std::string& flag, long long fallback) const {
   }
 }
 
+long long Args::get_int(const std::string& flag, long long fallback, long long lo, long long hi) const {
+  const long long v = get_int(flag, fallback);
+  if (has(flag) && (v < lo || v > hi))
+    fail("biofm ", command_, ": ", flag, " must lie in [", lo, ", ", hi, "], got ", v);
+  return v;
+}
+
+double Args::get_double(const std::string& flag, double fallback, double lo, double hi) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  double v = 0;
+  try {
+    size_t pos = 0;
+    v = std::stod(it->second, &pos);
+    if (pos != it->second.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    fail("biofm ", command_, ": ", flag, " expects a number, got '", it->second, "'");
+  }
+  if (!std::isfinite(v) || v < lo || v > hi)
+    fail("biofm ", command_, ": ", flag, " must be a finite number in [", lo, ", ", hi, "], got '", it->second, "'");
+  return v;
+}
+
 Device parse_device(const std::string& s) {
   if (s == "cpu") return Device::CPU;
   if (s == "cuda") {
@@ -85,6 +110,14 @@ Device parse_device(const std::string& s) {
     return Device::CUDA;
   }
   fail("--device must be cpu or cuda, got '", s, "'");
+}
+
+std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev) {
+  try {
+    return family.load(dir, dev, BuildOptions{});
+  } catch (const std::bad_alloc&) {
+    fail(dir, ": not enough memory for this model (check the sizes in its config.json)");
+  }
 }
 
 ReaderOptions reader_options(const Args& a) {

@@ -2,14 +2,20 @@
 // --flag, and positional key=value overrides. Unknown flags fail naming the nearest one.
 #pragma once
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "biofm/core/dtype.h"
 #include "biofm/data/reader.h"
+#include "biofm/models/registry.h"
 
 namespace biofm {
+
+// Upper bound for token-count flags (--max-seq-length, --max-tokens, ...): far above any real
+// use, low enough that buffers sized from it cannot overflow.
+constexpr long long kMaxFlagTokens = 1LL << 26;
 
 class Args {
  public:
@@ -20,6 +26,10 @@ class Args {
   std::string get(const std::string& flag, const std::string& fallback = "") const;
   std::string require(const std::string& flag) const;
   long long get_int(const std::string& flag, long long fallback) const;
+  // An integer in [lo, hi] (a given value outside fails naming the flag and the range).
+  long long get_int(const std::string& flag, long long fallback, long long lo, long long hi) const;
+  // A finite number in [lo, hi].
+  double get_double(const std::string& flag, double fallback, double lo, double hi) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
@@ -34,6 +44,9 @@ size_t edit_distance(const std::string& a, const std::string& b);
 
 // --device cpu|cuda (cuda only when a GPU is usable).
 Device parse_device(const std::string& s);
+// family.load(dir, dev) with an allocation failure (a config.json whose sizes pass the
+// limits but do not fit in memory) reported as a biofm::Error naming the directory.
+std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev);
 // --format and --column, for commands that read sequence files.
 ReaderOptions reader_options(const Args& a);
 

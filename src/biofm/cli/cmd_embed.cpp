@@ -13,6 +13,7 @@
 #include "biofm/data/tokenizer.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
+#include "biofm/io/utf8.h"
 #include "biofm/models/registry.h"
 
 namespace biofm {
@@ -34,12 +35,14 @@ int cmd_embed(int argc, char** argv) {
   const Device dev = parse_device(a.get("--device", "cpu"));
   const ModelFamily& family = family_of_dir(a.require("--model"));
   if (!family.embed) fail("embed does not support model_type '", family.hf_model_type, "'");
-  std::unique_ptr<LanguageModel> model = family.load(a.require("--model"), dev, BuildOptions{});
+  std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev);
   const Tokenizer& tok = family.tokenizer();
   const std::string out_path = a.require("--output");
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
-  const int64_t max_len = a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions));
-  const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", 8192), max_len);
+  // At least one residue between the two special tokens; the limits keep buffers sane.
+  const int64_t max_len =
+      a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions), 3, kMaxFlagTokens);
+  const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", 8192, 1, kMaxFlagTokens), max_len);
   const bool per_token = a.has("--per-token"), want_logits = a.has("--logits");
   const int64_t H = model->dims().hidden, V = model->dims().vocab, n = int64_t(data.size());
   Tensor pooled = Tensor::zeros({n, H}, DType::F32);
@@ -74,6 +77,7 @@ int cmd_embed(int argc, char** argv) {
   };
   std::vector<int32_t> ids;
   nlohmann::json names = nlohmann::json::array();
+  Utf8Cleaner clean_name(a.require("--input"));
   for (int64_t i = 0; i < n; ++i) {
     ids = tok.encode(data.sequence(uint64_t(i)));
     for (size_t t = 1; t + 1 < ids.size(); ++t) unknown += ids[t] == tok.unk_id();
@@ -86,7 +90,7 @@ int cmd_embed(int argc, char** argv) {
     std::vector<int32_t> labels(ids.size(), -100);
     builder.add(ids.data(), labels.data(), int64_t(ids.size()));
     batch_members.push_back(i);
-    names.push_back(std::string(data.name(uint64_t(i))));
+    names.push_back(clean_name(data.name(uint64_t(i))));
   }
   flush();
 

@@ -30,6 +30,7 @@
 #include "biofm/data/pack.h"
 #include "biofm/data/tokenizer.h"
 #include "biofm/io/atomic_file.h"
+#include "biofm/io/utf8.h"
 #include "biofm/io/safetensors.h"
 #include "biofm/models/registry.h"
 
@@ -39,18 +40,20 @@ namespace {
 
 
 void emit(const Args& a, const nlohmann::json& r) {
-  std::string text = r.dump(2) + "\n";
+  // Paths and names are cleaned where they enter; replace anything else rather than throw.
+  std::string text = r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (a.has("--output")) write_file_atomic(a.get("--output"), text);
   std::fputs(text.c_str(), stdout);
 }
 
 int eval_masked_lm(const Args& a, Device dev, const ModelFamily& family) {
-  std::unique_ptr<LanguageModel> model = family.load(a.require("--model"), dev, BuildOptions{});
+  std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev);
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
   MlmOptions o;
-  o.max_seq_length = a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions));
-  o.max_tokens_per_batch = std::max<int64_t>(a.get_int("--max-tokens", 8192), o.max_seq_length);
-  o.eval_seed = uint64_t(a.get_int("--seed", 1234));
+  o.max_seq_length =
+      a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions), 3, kMaxFlagTokens);
+  o.max_tokens_per_batch = std::max<int64_t>(a.get_int("--max-tokens", 8192, 1, kMaxFlagTokens), o.max_seq_length);
+  o.eval_seed = uint64_t(a.get_int("--seed", 1234, 0, INT64_MAX));
   o.shuffle = false;
   validate(o);
   MlmBatcher batcher(data, o, family.tokenizer());
@@ -81,14 +84,14 @@ int eval_masked_lm(const Args& a, Device dev, const ModelFamily& family) {
 
 int eval_causal_lm(const Args& a, Device dev, const ModelFamily& family) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
-  std::unique_ptr<LanguageModel> model = family.load(model_dir, dev, BuildOptions{});
+  std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev);
   SequenceDataset data = SequenceDataset::load(input, reader_options(a));
-  const int64_t max_len = a.get_int("--max-seq-length", 8192);
-  const int64_t stride = a.get_int("--stride", 200);
+  const int64_t max_len = a.get_int("--max-seq-length", 8192, 1, kMaxFlagTokens);
+  const int64_t stride = a.get_int("--stride", 200, 0, kMaxFlagTokens);
   if (max_len < 3) fail("--max-seq-length must be at least 3 (<BOS>, one base, <EOS>), got ", max_len);
   if (stride < 0 || stride >= max_len - 2)
     fail("--stride (", stride, ") must lie in [0, --max-seq-length - 2 = ", max_len - 2, ")");
-  const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", 8192), max_len);
+  const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", 8192, 1, kMaxFlagTokens), max_len);
   const std::string dump_path = a.get("--dump-logits");
 
   const uint64_t n = data.size();
@@ -154,10 +157,11 @@ int eval_causal_lm(const Args& a, Device dev, const ModelFamily& family) {
   double total_nll = 0, seq_mean_sum = 0;
   int64_t total_scored = 0, seqs_scored = 0;
   nlohmann::json per_seq = nlohmann::json::array();
+  Utf8Cleaner clean_name(input);
   for (uint64_t r = 0; r < n; ++r) {
     total_nll += nll[r];
     total_scored += scored[r];
-    nlohmann::json e = {{"name", std::string(data.name(r))},
+    nlohmann::json e = {{"name", clean_name(data.name(r))},
                         {"length", data.length(r)},
                         {"num_scored", scored[r]},
                         {"mean_nll", nullptr}};

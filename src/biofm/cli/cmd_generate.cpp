@@ -15,23 +15,6 @@
 
 namespace biofm {
 
-namespace {
-
-double get_double(const Args& a, const std::string& flag, double fallback) {
-  if (!a.has(flag)) return fallback;
-  const std::string s = a.get(flag);
-  try {
-    size_t pos = 0;
-    double v = std::stod(s, &pos);
-    if (pos != s.size()) throw std::invalid_argument("trailing");
-    return v;
-  } catch (const std::exception&) {
-    fail(flag, " expects a number, got '", s, "'");
-  }
-}
-
-}  // namespace
-
 int cmd_generate(int argc, char** argv) {
   Args a(argc, argv, 2,
          {"--model", "--prompt", "--max-new-tokens", "--temperature", "--top-k", "--seed", "--device", "--num-samples"},
@@ -63,19 +46,19 @@ int cmd_generate(int argc, char** argv) {
   const std::string prompt = a.require("--prompt");
   if (prompt.empty()) fail("--prompt is empty");
   GenerateOptions o;
-  o.max_new_tokens = a.get_int("--max-new-tokens", 100);
-  o.temperature = float(get_double(a, "--temperature", 0.0));
-  o.top_k = a.get_int("--top-k", 0);
+  o.max_new_tokens = int(a.get_int("--max-new-tokens", 100, 0, kMaxFlagTokens));
+  o.temperature = float(a.get_double("--temperature", 0.0, 0.0, 1e6));
+  o.top_k = int(a.get_int("--top-k", 0, 0, kMaxFlagTokens));
   o.use_cache = !a.has("--no-cache");
   o.stop_at_eos = !a.has("--ignore-eos");
   const long long seed = a.get_int("--seed", 42);
-  const long long samples = a.get_int("--num-samples", 1);
+  const long long samples = a.get_int("--num-samples", 1, 1, 1 << 20);
   if (o.max_new_tokens < 0) fail("--max-new-tokens must be >= 0");
   if (o.temperature < 0) fail("--temperature must be >= 0");
   if (o.top_k < 0) fail("--top-k must be >= 0");
   if (samples < 1) fail("--num-samples must be >= 1");
 
-  std::unique_ptr<LanguageModel> loaded = family.load(dir, dev, BuildOptions{});
+  std::unique_ptr<LanguageModel> loaded = load_model(family, dir, dev);
   auto* model = dynamic_cast<LlamaModel*>(loaded.get());
   if (!model) fail("generate: '", dir, "' did not load as a Llama model");
   const Tokenizer& tok = family.tokenizer();

@@ -85,19 +85,35 @@ MappedSafetensors::MappedSafetensors(const std::string& path) : file_(std::make_
   const size_t data_start = 8 + hlen, data_size = size - data_start;
   for (auto& [name, info] : header.items()) {
     if (name == "__metadata__") {
+      if (!info.is_object()) fail(path, ": safetensors __metadata__ is not a JSON object");
       for (auto& [k, v] : info.items()) metadata_[k] = v.is_string() ? v.get<std::string>() : v.dump();
       continue;
     }
     try {
       SafetensorsEntry e;
       e.name = name;
+      if (!info.is_object()) fail("entry is not a JSON object");
       e.dtype = info.at("dtype").get<std::string>();
       e.shape = info.at("shape").get<Shape>();
       auto offs = info.at("data_offsets").get<std::vector<uint64_t>>();
       if (offs.size() != 2 || offs[0] > offs[1] || offs[1] > data_size) fail("data offsets out of range");
-      for (int64_t d : e.shape)
-        if (d < 0) fail("negative dimension");
-      const size_t want = size_t(shape_numel(e.shape)) * file_dtype_size(e.dtype);
+      if (e.shape.size() > 8) fail("more than 8 dimensions (", e.shape.size(), ")");
+      // The byte count is checked against the file before anything is sized from the shape;
+      // the product is built so that it cannot overflow (each factor is bounded by the file).
+      const uint64_t elem = file_dtype_size(e.dtype);
+      uint64_t want = elem;
+      bool empty = false;
+      for (int64_t d : e.shape) {
+        if (d < 0) fail("negative dimension in shape ", shape_str(e.shape));
+        if (d == 0) empty = true;
+      }
+      if (empty) want = 0;
+      for (int64_t d : e.shape) {
+        if (empty) break;
+        if (uint64_t(d) > data_size || want > data_size / uint64_t(d))
+          fail("shape ", shape_str(e.shape), " is larger than the file's data (", data_size, " bytes)");
+        want *= uint64_t(d);
+      }
       if (want != offs[1] - offs[0]) fail("size ", offs[1] - offs[0], " does not match shape ", shape_str(e.shape));
       e.begin = data_start + offs[0];
       e.nbytes = want;

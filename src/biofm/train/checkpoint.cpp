@@ -1,6 +1,11 @@
 #include "biofm/train/checkpoint.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
 #include <filesystem>
@@ -9,6 +14,7 @@
 #include <set>
 
 #include "biofm/io/atomic_file.h"
+#include "biofm/io/checkpoint_manifest.h"
 #include "biofm/io/safetensors.h"
 #include "biofm/io/stream_file.h"
 
@@ -20,7 +26,8 @@ namespace biofm {
 namespace {
 
 bool parse_step_dir(const std::string& name, int64_t& step) {
-  if (name.rfind("step_", 0) != 0 || name.size() == 5) return false;
+  // At most 18 digits: every such number fits in int64.
+  if (name.rfind("step_", 0) != 0 || name.size() == 5 || name.size() > 5 + 18) return false;
   for (size_t i = 5; i < name.size(); ++i)
     if (!std::isdigit(static_cast<unsigned char>(name[i]))) return false;
   step = std::stoll(name.substr(5));
@@ -98,27 +105,13 @@ std::string state_text(const std::string& state_json, int64_t step, uint64_t cur
 // manifest's file names.
 std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
   const std::string mpath = step_dir + "/manifest.json";
-  json manifest;
-  try {
-    manifest = json::parse(read_file(mpath));
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    fail(mpath, ": corrupt manifest: ", e.what());
-  }
   std::vector<std::string> names;
-  try {
-    for (auto& [name, info] : manifest.at("files").items()) {
-      const std::string path = step_dir + "/" + name;
-      MappedFile m(path);
-      if (m.size() != info.at("bytes").get<size_t>() || m.crc32() != info.at("crc32").get<uint32_t>())
-        fail("checkpoint file '", path, "' is corrupt (size or CRC32 differs from the manifest)");
-      names.push_back(name);
-    }
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    fail(mpath, ": malformed manifest: ", e.what());
+  for (const ManifestFile& f : parse_checkpoint_manifest(read_file(mpath), mpath)) {
+    const std::string path = step_dir + "/" + f.name;
+    MappedFile m(path);
+    if (m.size() != f.bytes || m.crc32() != f.crc32)
+      fail("checkpoint file '", path, "' is corrupt (size or CRC32 differs from the manifest)");
+    names.push_back(f.name);
   }
   return names;
 }
@@ -160,9 +153,9 @@ CheckpointContents load_checkpoint(const std::string& step_dir) {
       c.config_yaml = read_file(path);
     } else if (name == "trainer_state.json") {
       c.state_json = read_file(path);
-      json st = json::parse(c.state_json);
-      c.step = st.at("step").get<int64_t>();
-      c.data_cursor = st.at("data_cursor").get<uint64_t>();
+      const TrainerStateFields st = parse_trainer_state(c.state_json, path);
+      c.step = st.step;
+      c.data_cursor = st.data_cursor;
     } else if (name.size() > 12 && name.substr(name.size() - 12) == ".safetensors") {
       c.files[name.substr(0, name.size() - 12)] = read_safetensors(path).tensors;
     }
@@ -234,32 +227,51 @@ void load_optimizer_file(const std::string& path, AdamW& opt) {
 
 }  // namespace
 
+void remove_stale_tmp_dirs(const std::string& ckpt_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(ckpt_dir, ec)) return;
+  std::vector<fs::path> stale;
+  for (auto& e : fs::directory_iterator(ckpt_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(".tmp_step_", 0) != 0) continue;
+    // .tmp_step_<step>.<pid>: a directory of a live process other than this one is in use.
+    const size_t dot = name.rfind('.');
+    const long pid = dot > 0 ? std::strtol(name.c_str() + dot + 1, nullptr, 10) : 0;
+    if (pid > 0 && pid != long(::getpid()) && (::kill(pid_t(pid), 0) == 0 || errno == EPERM)) continue;
+    stale.push_back(e.path());
+  }
+  for (const fs::path& p : stale) {
+    fs::remove_all(p, ec);
+    std::printf("removed an incomplete checkpoint left by an interrupted save: %s\n", p.string().c_str());
+  }
+}
+
 std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,
                                                        std::string* chosen_dir) {
   auto all = list_checkpoints(ckpt_dir);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const std::string& dir = it->second;
+    // Any failure (verification, a malformed state, a model that does not fit) falls back to
+    // the next older checkpoint; each one loaded overwrites every parameter and moment.
     try {
-      verify_checkpoint(dir);
+      const std::vector<std::string> names = verify_checkpoint(dir);
+      for (const char* need : {"model.safetensors", "optimizer.safetensors", "trainer_state.json", "config.yaml"})
+        if (std::find(names.begin(), names.end(), need) == names.end())
+          fail(dir, "/manifest.json: does not list '", need, "'");
+      TrainerState st;
+      st.config_yaml = read_file(dir + "/config.yaml");
+      st.state_json = read_file(dir + "/trainer_state.json");
+      const TrainerStateFields f = parse_trainer_state(st.state_json, dir + "/trainer_state.json", it->first);
+      st.step = f.step;
+      st.data_cursor = f.data_cursor;
+      load_model_file(dir + "/model.safetensors", model.params());
+      load_optimizer_file(dir + "/optimizer.safetensors", opt);
+      opt.set_steps_taken(st.step);
+      if (chosen_dir) *chosen_dir = dir;
+      return st;
     } catch (const Error& e) {
       std::cerr << "warning: skipping checkpoint " << dir << ": " << e.what() << "\n";
-      continue;
     }
-    TrainerState st;
-    st.config_yaml = read_file(dir + "/config.yaml");
-    st.state_json = read_file(dir + "/trainer_state.json");
-    try {
-      json j = json::parse(st.state_json);
-      st.step = j.at("step").get<int64_t>();
-      st.data_cursor = j.at("data_cursor").get<uint64_t>();
-    } catch (const std::exception& e) {
-      fail(dir, "/trainer_state.json: malformed: ", e.what());
-    }
-    load_model_file(dir + "/model.safetensors", model.params());
-    load_optimizer_file(dir + "/optimizer.safetensors", opt);
-    opt.set_steps_taken(st.step);
-    if (chosen_dir) *chosen_dir = dir;
-    return st;
   }
   return std::nullopt;
 }

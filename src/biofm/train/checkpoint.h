@@ -48,13 +48,17 @@ struct TrainerState {
   std::string config_yaml;   // the resolved config
 };
 
+// Removes .tmp_step_* directories under ckpt_dir left by a save that was killed (those of
+// live processes other than this one are kept), printing one line for each.
+void remove_stale_tmp_dirs(const std::string& ckpt_dir);
+
 // A training checkpoint of `model` and `opt`: ckpt_dir/step_<step>/, written atomically, the
 // oldest beyond `keep` deleted. The directory also holds the model's config.json and tokenizer
 // files (save_hf_metadata), so it loads as a Hugging Face model directory. Returns it.
 std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
                                      const AdamW& opt, int keep);
-// Restores `model` and `opt` from the newest verifiable checkpoint under ckpt_dir and returns
-// its state; nullopt when there is none.
+// Restores `model` and `opt` from the newest checkpoint under ckpt_dir that verifies and loads
+// (each one skipped is reported on stderr) and returns its state; nullopt when there is none.
 std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,
                                                        std::string* chosen_dir = nullptr);
 

@@ -4,10 +4,16 @@
 #include <nlohmann/json.hpp>
 
 #include "biofm/core/error.h"
+#include "biofm/io/json_fields.h"
 
 namespace biofm {
 
 using json = nlohmann::json;
+
+// Upper bounds well above any published Llama (405B: hidden 16384, 126 layers, 128 heads,
+// 53248) that keep every size product far from int64 overflow.
+constexpr int64_t kMaxHidden = 1 << 16, kMaxLayers = 1 << 12, kMaxHeads = 1 << 12, kMaxVocab = 1 << 22;
+constexpr int64_t kMaxIntermediate = 1 << 20, kMaxPositions = 1 << 24;
 
 void LlamaConfig::validate() const {
   if (vocab_size <= 0 || hidden_size <= 0 || intermediate_size <= 0 || num_hidden_layers <= 0 ||
@@ -15,6 +21,15 @@ void LlamaConfig::validate() const {
     fail("Llama config: sizes must be positive (vocab_size ", vocab_size, ", hidden_size ", hidden_size,
          ", intermediate_size ", intermediate_size, ", num_hidden_layers ", num_hidden_layers,
          ", num_attention_heads ", num_attention_heads, ", num_key_value_heads ", num_key_value_heads, ")");
+  if (vocab_size > kMaxVocab || hidden_size > kMaxHidden || intermediate_size > kMaxIntermediate ||
+      num_hidden_layers > kMaxLayers || num_attention_heads > kMaxHeads || num_key_value_heads > kMaxHeads ||
+      head_dim > kMaxHidden || max_position_embeddings > kMaxPositions)
+    fail("Llama config: a size is above biofm's limits (vocab_size <= ", kMaxVocab, ", hidden_size, head_dim <= ",
+         kMaxHidden, ", intermediate_size <= ", kMaxIntermediate, ", num_hidden_layers <= ", kMaxLayers,
+         ", attention heads <= ", kMaxHeads, ", max_position_embeddings <= ", kMaxPositions, ")");
+  if (max_position_embeddings <= 0)
+    fail("Llama config: max_position_embeddings must be positive, got ", max_position_embeddings);
+  if (head_dim < 0) fail("Llama config: head_dim must not be negative, got ", head_dim);
   if (head_dim <= 0 && hidden_size % num_attention_heads)
     fail("Llama config: hidden_size ", hidden_size, " is not divisible by num_attention_heads ",
          num_attention_heads, " (and no head_dim is given)");
@@ -22,21 +37,24 @@ void LlamaConfig::validate() const {
     fail("Llama config: num_attention_heads ", num_attention_heads, " is not a multiple of num_key_value_heads ",
          num_key_value_heads);
   if (head_size() % 2) fail("Llama config: head_dim ", head_size(), " must be even for rotary embeddings");
-  if (!(rope_theta > 0)) fail("Llama config: rope_theta must be positive, got ", rope_theta);
-  if (!(rms_norm_eps > 0)) fail("Llama config: rms_norm_eps must be positive, got ", rms_norm_eps);
+  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) fail("Llama config: rope_theta must be positive, got ", rope_theta);
+  if (!(rms_norm_eps > 0) || !(rms_norm_eps <= 1))
+    fail("Llama config: rms_norm_eps must be in (0, 1], got ", rms_norm_eps);
+  if (!(initializer_range >= 0) || !(initializer_range <= 10))
+    fail("Llama config: initializer_range must be in [0, 10], got ", initializer_range);
   if (rope_type != "default" && rope_type != "llama3")
     fail("Llama config: rope type '", rope_type, "' is not supported (supported: default, llama3)");
   if (rope_type == "llama3") {
-    if (!(rope_factor > 0)) fail("Llama config: llama3 rope factor must be positive, got ", rope_factor);
+    if (!(rope_factor > 0) || !std::isfinite(rope_factor)) fail("Llama config: llama3 rope factor must be positive, got ", rope_factor);
     if (!(high_freq_factor > low_freq_factor))
       fail("Llama config: llama3 high_freq_factor (", high_freq_factor, ") must exceed low_freq_factor (",
            low_freq_factor, ")");
     if (!(low_freq_factor > 0)) fail("Llama config: llama3 low_freq_factor must be positive");
-    if (original_max_position_embeddings <= 0)
+    if (original_max_position_embeddings <= 0 || original_max_position_embeddings > kMaxPositions)
       fail("Llama config: original_max_position_embeddings must be positive");
   }
   for (int id : {bos_token_id, eos_token_id, pad_token_id})
-    if (id >= vocab_size) fail("Llama config: special token id ", id, " is outside the vocabulary (", vocab_size, ")");
+    if (id < 0 || id >= vocab_size) fail("Llama config: special token id ", id, " is outside the vocabulary (", vocab_size, ")");
 }
 
 int64_t LlamaConfig::num_parameters() const {
@@ -84,33 +102,19 @@ std::vector<float> LlamaConfig::inv_freq() const {
 
 namespace {
 
-struct Reader {
-  const json& j;
-  const std::string& source;
-  void get_int(const json& obj, const char* k, int& v, const char* where = "") const {
-    if (!obj.contains(k) || obj[k].is_null()) return;
-    if (!obj[k].is_number_integer()) fail(source, ": '", where, k, "' must be an integer");
-    v = obj[k].get<int>();
+// A token id: an integer, or a list whose first entry is used.
+void get_token(const JsonFields& f, const char* k, int& v) {
+  if (!f.has(k)) return;
+  const json& x = f.obj[k];
+  if (x.is_array()) {
+    if (x.empty() || !x[0].is_number_integer())
+      fail(f.source, ": '", k, "' must be an integer or a non-empty list of integers");
+    const json first = {{k, x[0]}};
+    JsonFields(first, f.source).get(k, v, 0, kMaxVocab);
+    return;
   }
-  template <class F>
-  void get_num(const json& obj, const char* k, F& v, const char* where = "") const {
-    if (!obj.contains(k) || obj[k].is_null()) return;
-    if (!obj[k].is_number()) fail(source, ": '", where, k, "' must be a number");
-    v = obj[k].get<F>();
-  }
-  // A token id: an integer, or a list whose first entry is used.
-  void get_token(const char* k, int& v) const {
-    if (!j.contains(k) || j[k].is_null()) return;
-    const json& x = j[k];
-    if (x.is_number_integer()) {
-      v = x.get<int>();
-    } else if (x.is_array() && !x.empty() && x[0].is_number_integer()) {
-      v = x[0].get<int>();
-    } else {
-      fail(source, ": '", k, "' must be an integer or a list of integers");
-    }
-  }
-};
+  f.get(k, v, 0, kMaxVocab);
+}
 
 }  // namespace
 
@@ -121,10 +125,10 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   } catch (const std::exception& e) {
     fail(source, ": not valid JSON: ", e.what());
   }
-  if (!j.is_object()) fail(source, ": expected a JSON object");
-  std::string model_type = j.value("model_type", "llama");
+  const JsonFields f(j, source);
+  std::string model_type = "llama";
+  f.get("model_type", model_type);
   if (model_type != "llama") fail(source, ": model_type is '", model_type, "', expected 'llama'");
-  Reader r{j, source};
   LlamaConfig c;
   // Missing keys take transformers' LlamaConfig defaults (except the token ids, which default
   // to the nucleotide tokenizer's).
@@ -138,72 +142,77 @@ LlamaConfig llama_config_from_hf_json(const std::string& text, const std::string
   c.rms_norm_eps = 1e-6;
   c.rope_theta = 10000.0;
   c.tie_word_embeddings = false;
-  r.get_int(j, "vocab_size", c.vocab_size);
-  r.get_int(j, "hidden_size", c.hidden_size);
-  r.get_int(j, "intermediate_size", c.intermediate_size);
-  r.get_int(j, "num_hidden_layers", c.num_hidden_layers);
-  r.get_int(j, "num_attention_heads", c.num_attention_heads);
-  r.get_int(j, "num_key_value_heads", c.num_key_value_heads);
+  f.get("vocab_size", c.vocab_size, 1, kMaxVocab);
+  f.get("hidden_size", c.hidden_size, 1, kMaxHidden);
+  f.get("intermediate_size", c.intermediate_size, 1, kMaxIntermediate);
+  f.get("num_hidden_layers", c.num_hidden_layers, 1, kMaxLayers);
+  f.get("num_attention_heads", c.num_attention_heads, 1, kMaxHeads);
+  f.get("num_key_value_heads", c.num_key_value_heads, 0, kMaxHeads);
   if (c.num_key_value_heads == 0) c.num_key_value_heads = c.num_attention_heads;
-  r.get_int(j, "head_dim", c.head_dim);
-  if (c.head_dim > 0 && c.num_attention_heads > 0 && c.head_dim * c.num_attention_heads == c.hidden_size)
+  f.get("head_dim", c.head_dim, 0, kMaxHidden);
+  if (c.head_dim > 0 && int64_t(c.head_dim) * c.num_attention_heads == c.hidden_size)
     c.head_dim = 0;  // the derived value: keep the canonical form
-  r.get_int(j, "max_position_embeddings", c.max_position_embeddings);
-  r.get_num(j, "rms_norm_eps", c.rms_norm_eps);
-  r.get_num(j, "initializer_range", c.initializer_range);
-  if (j.contains("tie_word_embeddings") && !j["tie_word_embeddings"].is_null()) {
-    if (!j["tie_word_embeddings"].is_boolean()) fail(source, ": 'tie_word_embeddings' must be true or false");
-    c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
-  }
-  r.get_token("bos_token_id", c.bos_token_id);
-  r.get_token("eos_token_id", c.eos_token_id);
-  r.get_token("pad_token_id", c.pad_token_id);
+  f.get("max_position_embeddings", c.max_position_embeddings, 1, kMaxPositions);
+  f.get("rms_norm_eps", c.rms_norm_eps, 0.0, 1.0, /*lo_open=*/true);
+  f.get("initializer_range", c.initializer_range, 0.0, 10.0);
+  f.get("tie_word_embeddings", c.tie_word_embeddings);
+  get_token(f, "bos_token_id", c.bos_token_id);
+  get_token(f, "eos_token_id", c.eos_token_id);
+  get_token(f, "pad_token_id", c.pad_token_id);
 
-  // RoPE: rope_parameters (transformers >= 5) or top-level rope_theta + rope_scaling.
+  // RoPE: rope_parameters (transformers >= 5) or top-level rope_theta + rope_scaling. Either,
+  // when present and not null, must be an object (JsonFields says so naming the key).
+  for (const char* k : {"rope_parameters", "rope_scaling"})
+    if (f.has(k) && !j[k].is_object()) fail(source, ": '", k, "' must be a JSON object or null, got ", j[k].dump());
   json rope = json::object();
   std::string where;
-  if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
+  if (f.has("rope_parameters")) {
     rope = j["rope_parameters"];
     where = "rope_parameters.";
-  } else if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+  } else if (f.has("rope_scaling")) {
     rope = j["rope_scaling"];
     where = "rope_scaling.";
-  } else if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-    fail(source, ": 'rope_scaling' must be an object or null");
   }
-  r.get_num(j, "rope_theta", c.rope_theta);               // legacy shape
-  r.get_num(rope, "rope_theta", c.rope_theta, where.c_str());  // v5 shape wins
+  const JsonFields r(rope, source, where);
+  constexpr double kMaxTheta = 1e12;
+  f.get("rope_theta", c.rope_theta, 0.0, kMaxTheta, true);  // legacy shape
+  r.get("rope_theta", c.rope_theta, 0.0, kMaxTheta, true);  // v5 shape wins
   std::string type = "default";
-  if (rope.contains("rope_type") && rope["rope_type"].is_string()) type = rope["rope_type"].get<std::string>();
-  else if (rope.contains("type") && rope["type"].is_string()) type = rope["type"].get<std::string>();
+  if (r.has("rope_type")) r.get("rope_type", type);
+  else r.get("type", type);
   if (type != "default" && type != "llama3")
     fail(source, ": rope type '", type, "' is not supported (supported: default, llama3)");
   c.rope_type = type;
   double partial = 1.0;
-  r.get_num(rope, "partial_rotary_factor", partial, where.c_str());
-  r.get_num(j, "partial_rotary_factor", partial);
+  r.get("partial_rotary_factor", partial, 0.0, 1.0);
+  f.get("partial_rotary_factor", partial, 0.0, 1.0);
   if (partial != 1.0) fail(source, ": partial_rotary_factor ", partial, " is not supported (only 1.0)");
   if (type == "llama3") {
     for (const char* k : {"factor", "low_freq_factor", "high_freq_factor"})
-      if (!rope.contains(k) || !rope[k].is_number()) fail(source, ": llama3 rope scaling needs '", where, k, "'");
-    r.get_num(rope, "factor", c.rope_factor, where.c_str());
-    r.get_num(rope, "low_freq_factor", c.low_freq_factor, where.c_str());
-    r.get_num(rope, "high_freq_factor", c.high_freq_factor, where.c_str());
+      if (!r.has(k)) fail(source, ": llama3 rope scaling needs '", where, k, "'");
+    r.get("factor", c.rope_factor, 0.0, 1e6, true);
+    r.get("low_freq_factor", c.low_freq_factor, 0.0, 1e6, true);
+    r.get("high_freq_factor", c.high_freq_factor, 0.0, 1e6, true);
     // transformers falls back to max_position_embeddings (a top-level value wins, as there).
     c.original_max_position_embeddings = c.max_position_embeddings;
-    r.get_int(rope, "original_max_position_embeddings", c.original_max_position_embeddings, where.c_str());
-    r.get_int(j, "original_max_position_embeddings", c.original_max_position_embeddings);
+    r.get("original_max_position_embeddings", c.original_max_position_embeddings, 1, kMaxPositions);
+    f.get("original_max_position_embeddings", c.original_max_position_embeddings, 1, kMaxPositions);
   }
 
-  std::string act = j.value("hidden_act", "silu");
+  std::string act = "silu";
+  f.get("hidden_act", act);
   if (act != "silu") fail(source, ": hidden_act '", act, "' is not supported (Llama uses silu)");
-  for (const char* k : {"attention_bias", "mlp_bias"})
-    if (j.contains(k) && j[k].is_boolean() && j[k].get<bool>())
-      fail(source, ": '", k, "' = true is not supported (Llama 3 has no biases)");
-  if (j.contains("pretraining_tp") && j["pretraining_tp"].is_number_integer() && j["pretraining_tp"].get<int>() > 1) {
-    // pretraining_tp > 1 only changes how HF slices the matmuls, not the math: accepted.
+  for (const char* k : {"attention_bias", "mlp_bias"}) {
+    bool bias = false;
+    f.get(k, bias);
+    if (bias) fail(source, ": '", k, "' = true is not supported (Llama 3 has no biases)");
   }
-  c.validate();
+  // pretraining_tp > 1 only changes how HF slices the matmuls, not the math: accepted.
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    fail(source, ": ", e.what());
+  }
   return c;
 }
 

@@ -1,0 +1,237 @@
+// End-to-end regression tests of issue 15 through the binary: inputs a new user might give
+// (bad config.json, Latin-1 FASTA headers, silly flags) end with exit 1 and a message naming
+// the file and key, never a crash or "internal error"; training stops cleanly on SIGTERM and
+// resumes without duplicate metrics; every resume fallback is said.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "biofm/io/atomic_file.h"
+#include "biofm/io/safetensors.h"
+
+namespace fs = std::filesystem;
+using namespace biofm;
+using json = nlohmann::json;
+
+namespace {
+
+struct RunResult {
+  int code;
+  std::string output;
+};
+
+RunResult sh(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+RunResult run(const std::string& args) { return sh(std::string(BIOFM_BINARY) + " " + args); }
+
+std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
+
+std::string fresh_dir(const std::string& name) {
+  std::string d = testing::TempDir() + "/biofm_hard_" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A copy of a fixture model directory with config.json[key] = value.
+std::string model_with(const std::string& fixture, const std::string& key, const json& value) {
+  const std::string d = fresh_dir("model");
+  fs::remove_all(d);
+  fs::copy(src("tests/fixtures/" + fixture), d, fs::copy_options::recursive);
+  json j = json::parse(read_file(d + "/config.json"));
+  j[key] = value;
+  write_file_atomic(d + "/config.json", j.dump(2));
+  return d;
+}
+
+void expect_clean_error(const RunResult& r, const std::vector<std::string>& needles, const std::string& what) {
+  EXPECT_EQ(r.code, 1) << what << "\n" << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << what << "\n" << r.output;
+  for (const std::string& n : needles) EXPECT_NE(r.output.find(n), std::string::npos) << what << ": no '" << n << "' in\n" << r.output;
+}
+
+std::string tiny_train_args(const std::string& out, int steps) {
+  return "train --config-dir " + src("configs") + " --config-name esm2_sanity output_dir=" + out +
+         " dataset.path=" + src("data/proteins_sample.fasta") + " dataset.val_path=null dataset.val_every_n_steps=0" +
+         " model.config.hidden_size=32 model.config.num_hidden_layers=2 model.config.num_attention_heads=4"
+         " model.config.intermediate_size=64 dataset.max_seq_length=64 dataset.max_tokens_per_batch=256"
+         " logger.frequency=1 checkpoint.save_every_n_steps=3 checkpoint.max_checkpoints=10"
+         " scheduler.warmup_steps=2 num_train_steps=" + std::to_string(steps);
+}
+
+std::vector<int64_t> metric_steps(const std::string& path) {
+  std::vector<int64_t> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(json::parse(line).at("step").get<int64_t>());
+  return out;
+}
+
+}  // namespace
+
+TEST(E2eHardening, BadConfigJsonNamesFileAndKey) {
+  const std::string in = src("data/proteins_val.fasta"), out = fresh_dir("cfg") + "/e.safetensors";
+  struct Case {
+    const char* key;
+    json value;
+  };
+  const std::vector<Case> cases = {{"max_position_embeddings", INT64_MIN},
+                                   {"max_position_embeddings", 0},
+                                   {"max_position_embeddings", int64_t(1) << 50},
+                                   {"hidden_size", -320},
+                                   {"num_hidden_layers", 1e30},
+                                   {"token_dropout", "yes"},
+                                   {"layer_norm_eps", -1e-5},
+                                   {"model_type", 3}};
+  for (const Case& c : cases) {
+    const std::string m = model_with("esm2_tiny", c.key, c.value);
+    expect_clean_error(run("embed --model " + m + " --input " + in + " --output " + out), {"config.json", c.key},
+                       std::string(c.key) + "=" + c.value.dump());
+  }
+  const std::string m = model_with("llama_tiny", "rope_parameters", json::array({1}));
+  expect_clean_error(run("eval --model " + m + " --input " + src("data/dna_val.fasta")),
+                     {"config.json", "rope_parameters"}, "rope_parameters=[1]");
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(E2eHardening, Latin1FastaHeaderIsReplacedAndSaidOnce) {
+  const std::string d = fresh_dir("latin1");
+  write_file_atomic(d + "/in.fasta", ">caf\xE9 one\nMKTAYIAKQR\n>na\xEFve\nMKVLAAG\n>plain\nMSTNPK\n");
+  RunResult r = run("embed --model " + src("tests/fixtures/esm2_tiny") + " --input " + d + "/in.fasta --output " + d +
+                    "/e.safetensors");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("UTF-8"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("UTF-8"), r.output.rfind("UTF-8")) << "said more than once:\n" << r.output;
+  const SafetensorsFile f = read_safetensors(d + "/e.safetensors");
+  const json names = json::parse(f.metadata.at("names"));
+  ASSERT_EQ(names.size(), 3u);
+  EXPECT_EQ(names[0], "caf\xEF\xBF\xBD");
+  EXPECT_EQ(names[2], "plain");
+
+  // eval's JSON output too.
+  write_file_atomic(d + "/dna.fasta", ">s\xE9q\nACGTACGTACGTAAAC\n");
+  RunResult v = run("eval --model " + src("tests/fixtures/llama_tiny") + " --input " + d + "/dna.fasta");
+  ASSERT_EQ(v.code, 0) << v.output;
+  EXPECT_NE(v.output.find("s\xEF\xBF\xBDq"), std::string::npos) << v.output;
+}
+
+TEST(E2eHardening, SillyFlagValuesAreRejected) {
+  const std::string d = fresh_dir("flags");
+  const std::string embed = "embed --model " + src("tests/fixtures/esm2_tiny") + " --input " +
+                            src("data/proteins_val.fasta") + " --output " + d + "/e.safetensors ";
+  for (const char* v : {"0", "-1", "1", "2", "-9223372036854775808", "99999999999"})
+    expect_clean_error(run(embed + "--max-seq-length " + v), {"--max-seq-length"}, v);
+  expect_clean_error(run(embed + "--max-tokens 0"), {"--max-tokens"}, "--max-tokens 0");
+  EXPECT_FALSE(fs::exists(d + "/e.safetensors"));
+  RunResult ok = run(embed + "--max-seq-length 3");
+  ASSERT_EQ(ok.code, 0) << ok.output;
+  const SafetensorsFile f = read_safetensors(d + "/e.safetensors");
+  const Tensor& e = f.get("embeddings");
+  double sum = 0;
+  for (int64_t i = 0; i < e.numel(); ++i) sum += std::abs(e.f32()[i]);
+  EXPECT_GT(sum, 0) << "embeddings must not be all zero";
+
+  const std::string gen = "generate --model " + src("tests/fixtures/llama_tiny") + " --prompt ACGT ";
+  expect_clean_error(run(gen + "--temperature nan"), {"--temperature"}, "nan");
+  expect_clean_error(run(gen + "--max-new-tokens 99999999999"), {"--max-new-tokens"}, "huge");
+  expect_clean_error(run("eval --model " + src("tests/fixtures/llama_tiny") + " --input " + src("data/dna_val.fasta") +
+                         " --stride -5"),
+                     {"--stride"}, "stride");
+}
+
+TEST(E2eHardening, SigtermCheckpointsAndResumeKeepsMetricsOnce) {
+  const std::string out = fresh_dir("sigterm");
+  const std::string bin = BIOFM_BINARY;
+  // Start a long run, wait until it has logged a step, send SIGTERM once.
+  RunResult r = sh("(" + bin + " " + tiny_train_args(out, 100000) + " checkpoint.save_every_n_steps=0 & pid=$!; " +
+                   "for i in $(seq 600); do [ -s " + out + "/metrics.jsonl ] && break; sleep 0.1; done; " +
+                   "kill -TERM $pid; wait $pid; echo \"exit=$?\")");
+  EXPECT_NE(r.output.find("exit=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped by signal"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out + "/final_model")) << "an interrupted run exported a final model";
+  std::vector<std::string> steps;
+  for (auto& e : fs::directory_iterator(out + "/checkpoints")) steps.push_back(e.path().filename().string());
+  ASSERT_EQ(steps.size(), 1u) << r.output;
+  const int64_t saved = std::stoll(steps[0].substr(5));
+  ASSERT_EQ(metric_steps(out + "/metrics.jsonl").back(), saved);
+
+  // A stale temporary directory from a killed save, and metrics logged past the checkpoint
+  // (as when a run dies between saves): both are cleaned on resume.
+  fs::create_directories(out + "/checkpoints/.tmp_step_99.2147483646");
+  {
+    std::ofstream m(out + "/metrics.jsonl", std::ios::app);
+    m << json{{"step", saved + 1}, {"loss", 1.0}}.dump() << "\n" << json{{"step", saved + 2}, {"loss", 1.0}}.dump() << "\n";
+  }
+  const int target = 3 * (int(saved) / 3 + 2);  // a multiple of save_every_n_steps past `saved`
+  RunResult res = run(tiny_train_args(out, target));
+  ASSERT_EQ(res.code, 0) << res.output;
+  EXPECT_NE(res.output.find("resumed from"), std::string::npos) << res.output;
+  EXPECT_NE(res.output.find("removed an incomplete checkpoint"), std::string::npos) << res.output;
+  EXPECT_FALSE(fs::exists(out + "/checkpoints/.tmp_step_99.2147483646"));
+  const std::vector<int64_t> logged = metric_steps(out + "/metrics.jsonl");
+  std::set<int64_t> unique(logged.begin(), logged.end());
+  EXPECT_EQ(unique.size(), logged.size()) << "a step was logged twice";
+  EXPECT_EQ(logged.back(), target);
+
+  // Re-running the finished run says there is nothing to do (and no "loss 0.0000 -> 0.0000").
+  RunResult again = run(tiny_train_args(out, target));
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("nothing to train"), std::string::npos) << again.output;
+  EXPECT_EQ(again.output.find("0.0000 -> 0.0000"), std::string::npos) << again.output;
+
+  // num_train_steps below the newest checkpoint is an error, not the later model returned.
+  expect_clean_error(run(tiny_train_args(out, 1)), {"num_train_steps"}, "below checkpoint");
+}
+
+TEST(E2eHardening, AllCheckpointsCorruptIsSaid) {
+  const std::string out = fresh_dir("allcorrupt");
+  ASSERT_EQ(run(tiny_train_args(out, 3)).code, 0);
+  write_file_atomic(out + "/checkpoints/step_3/manifest.json", R"({"format": "biofm-checkpoint-v1"})");
+  RunResult r = run(tiny_train_args(out, 3));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("starting from step 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("step_3"), std::string::npos) << r.output;
+  EXPECT_EQ(metric_steps(out + "/metrics.jsonl").size(), 3u);
+}
+
+TEST(E2eHardening, SecondSignalExitsAtOnceLeavingOnlyCompleteCheckpoints) {
+  const std::string out = fresh_dir("sigtwice");
+  const std::string bin = BIOFM_BINARY;
+  RunResult r = sh("(" + bin + " " + tiny_train_args(out, 100000) + " checkpoint.save_every_n_steps=1 & pid=$!; " +
+                   "for i in $(seq 600); do [ -s " + out + "/metrics.jsonl ] && break; sleep 0.1; done; " +
+                   "kill -TERM $pid; sleep 0.01; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
+  // 143 (128 + SIGTERM) when the second signal came while the step or the save ran; 0 when
+  // the first had already finished the run.
+  EXPECT_TRUE(r.output.find("exit=143") != std::string::npos || r.output.find("exit=0") != std::string::npos)
+      << r.output;
+  for (auto& e : fs::directory_iterator(out + "/checkpoints")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step_", 0) == 0) EXPECT_TRUE(fs::exists(e.path() / "manifest.json")) << name;
+  }
+  // The next run starts cleanly from the newest complete checkpoint.
+  RunResult next = run(tiny_train_args(out, 20));
+  ASSERT_EQ(next.code, 0) << next.output;
+  for (auto& e : fs::directory_iterator(out + "/checkpoints"))
+    EXPECT_NE(e.path().filename().string().rfind(".tmp_step_", 0), 0u) << e.path();
+}
+
+TEST(E2eHardening, TrainRejectsSequencesLongerThanThePositions) {
+  // A YAML edit like max_seq_length 256 -> 2560000 used to run (growing batches) until killed.
+  const std::string out = fresh_dir("longseq");
+  expect_clean_error(run(tiny_train_args(out, 2) + " dataset.max_seq_length=2560000 dataset.max_tokens_per_batch=2560000"),
+                     {"dataset.max_seq_length", "max_position_embeddings"}, "max_seq_length 2560000");
+  EXPECT_FALSE(fs::exists(out + "/metrics.jsonl"));
+}
