@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 
 #include "biofm/cli/commands.h"
@@ -81,6 +82,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const biofm::Error& e) {
     std::fprintf(stderr, "biofm %s: error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {  // an input too large for this machine is not a bug
+    std::fprintf(stderr, "biofm %s: error: out of memory\n", cmd.c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "biofm %s: internal error: %s\n", cmd.c_str(), e.what());
