@@ -140,192 +140,241 @@ AdamWConfig adamw_config(const TrainConfig& cfg) {
   return ac;
 }
 
-TrainSummary run_training(const TrainConfig& cfg) {
-  const Device device = device_of(cfg);
-  apply_op_options(cfg);
-  if (device == Device::CUDA && !cuda_available())
-    fail("device=cuda but this biofm has no CUDA backend or no GPU is visible; use device=cpu");
-  if (cfg.num_threads > 0) {
-    omp_set_num_threads(cfg.num_threads);
-    openblas_set_num_threads(cfg.num_threads);
+namespace {
+
+// One training run, phase by phase: set up (data, model, optimizer, resume, sinks), the step
+// loop (train step, health check and logging, validation, checkpoints, stop signals), finish
+// (final export, summary).
+class TrainingRun {
+ public:
+  explicit TrainingRun(const TrainConfig& cfg) : cfg_(cfg), device_(device_of(cfg)) {}
+
+  TrainSummary run() {
+    setup();
+    loop();
+    finish();
+    return summary_;
   }
 
+ private:
   // Everything that can fail on bad input fails here, before any output is written.
-  ReaderOptions ro;
-  ro.format = cfg.dataset.format;
-  ro.column = cfg.dataset.column;
-  SequenceDataset train_set = SequenceDataset::load(cfg.dataset.path, ro);
-  std::unique_ptr<SequenceDataset> val_set;
-  if (!cfg.dataset.val_path.empty())
-    val_set = std::make_unique<SequenceDataset>(SequenceDataset::load(cfg.dataset.val_path, ro));
-  std::unique_ptr<BatchSource> data = make_batch_source(cfg, train_set);
-  std::unique_ptr<BatchSource> val_data = val_set ? make_batch_source(cfg, *val_set) : nullptr;
-  std::unique_ptr<LanguageModel> model;
-  try {
-    model = make_model(cfg, device);
-  } catch (const std::bad_alloc&) {
-    fail("not enough memory for the model of model.config (hidden_size ", cfg.model.config.hidden_size,
-         ", num_hidden_layers ", cfg.model.config.num_hidden_layers, ", intermediate_size ",
-         cfg.model.config.intermediate_size, "); reduce its sizes");
-  }
-  // Sequences longer than the model's positions would only make batches (and time and
-  // memory) grow without bound; say so before any work.
-  if (cfg.dataset.max_seq_length > model->dims().max_positions)
-    fail("dataset.max_seq_length (", cfg.dataset.max_seq_length, ") exceeds the model's max_position_embeddings (",
-         model->dims().max_positions, "); lower dataset.max_seq_length or raise model.config.max_position_embeddings");
-  const std::string out_dir = cfg.output_dir;
-  const std::string ckpt_dir = cfg.resolved_ckpt_dir();
-  make_dirs_writable(out_dir);
-  make_dirs_writable(ckpt_dir);
-
-  const AdamWConfig ac = adamw_config(cfg);
-  AdamW opt(model->params(), ac);
-  const ScheduleSpec sched{cfg.scheduler.type, cfg.scheduler.warmup_steps, cfg.num_train_steps,
-                           cfg.scheduler.decay_fraction, cfg.scheduler.min_lr_ratio};
-
-  TrainSummary summary;
-  summary.ckpt_dir = ckpt_dir;
-  remove_stale_tmp_dirs(ckpt_dir);
-  int64_t step = 0;
-  std::string resumed_from;
-  if (cfg.checkpoint.resume_from_checkpoint) {
-    const auto candidates = list_checkpoints(ckpt_dir);
-    if (auto st = resume_training_checkpoint(ckpt_dir, *model, opt, &resumed_from)) {
-      step = st->step;
-      data->set_cursor(st->data_cursor);
-      const bool older = resumed_from != candidates.back().second;
-      std::printf("resumed from %s (step %lld, data cursor %llu)%s\n", resumed_from.c_str(), (long long)step,
-                  (unsigned long long)st->data_cursor,
-                  older ? "; newer checkpoints failed to load (warnings above), an older one is used" : "");
-    } else if (!candidates.empty()) {
-      std::printf("no usable checkpoint in %s (%zu failed to load, warnings above): starting from step 0\n",
-                  ckpt_dir.c_str(), candidates.size());
+  void setup() {
+    apply_op_options(cfg_);
+    if (device_ == Device::CUDA && !cuda_available())
+      fail("device=cuda but this biofm has no CUDA backend or no GPU is visible; use device=cpu");
+    if (cfg_.num_threads > 0) {
+      omp_set_num_threads(cfg_.num_threads);
+      openblas_set_num_threads(cfg_.num_threads);
     }
+    ReaderOptions ro;
+    ro.format = cfg_.dataset.format;
+    ro.column = cfg_.dataset.column;
+    train_set_ = std::make_unique<SequenceDataset>(SequenceDataset::load(cfg_.dataset.path, ro));
+    if (!cfg_.dataset.val_path.empty())
+      val_set_ = std::make_unique<SequenceDataset>(SequenceDataset::load(cfg_.dataset.val_path, ro));
+    data_ = make_batch_source(cfg_, *train_set_);
+    if (val_set_) val_data_ = make_batch_source(cfg_, *val_set_);
+    build_model();
+    out_dir_ = cfg_.output_dir;
+    ckpt_dir_ = cfg_.resolved_ckpt_dir();
+    make_dirs_writable(out_dir_);
+    make_dirs_writable(ckpt_dir_);
+    opt_ = std::make_unique<AdamW>(model_->params(), adamw_config(cfg_));
+    summary_.ckpt_dir = ckpt_dir_;
+    resume();
+    // Tokenizing, masking and packing run ahead on a background thread from here on.
+    prefetch_ = std::make_unique<Prefetcher>(*data_, 4);
+    open_metrics();
+    write_file_atomic(out_dir_ + "/config.yaml", to_yaml(cfg_));
+    print_banner();
   }
-  if (step > cfg.num_train_steps)
-    fail("the checkpoint ", resumed_from, " is at step ", step, ", past num_train_steps=", cfg.num_train_steps,
-         "; raise num_train_steps, use another checkpoint.ckpt_dir, or set checkpoint.resume_from_checkpoint=false");
-  if (step > 0 && !cfg.metrics_path().empty()) truncate_metrics(cfg.metrics_path(), step);
-  if (step > 0 && step == cfg.num_train_steps)
-    std::printf("nothing to train: %s is at step %lld = num_train_steps\n", resumed_from.c_str(), (long long)step);
-  // Tokenizing, masking and packing run ahead on a background thread from here on.
-  auto prefetch = std::make_unique<Prefetcher>(*data, 4);
-  auto epoch_now = [&] { return prefetch->cursor() / data->samples_per_epoch(); };
-  MetricSinks metrics;
-  metrics.add(std::make_unique<ProgressLineSink>());
-  if (!cfg.metrics_path().empty()) metrics.add(std::make_unique<JsonlSink>(cfg.metrics_path(), /*append=*/step > 0));
-  if (cfg.logger.tensorboard) metrics.add(std::make_unique<TensorBoardSink>(out_dir + "/tensorboard"));
-  ProfilerWindow::configure(cfg.profiler.start_step, cfg.profiler.end_step, step);
-  write_file_atomic(out_dir + "/config.yaml", to_yaml(cfg));
 
-  const ModelDims dims = model->dims();
-  const std::string fp8 = cfg.fp8_config.enabled ? ", FP8 " + cfg.fp8_config.fp8_format +
-                                                      (device == Device::CPU ? " emulated" : "")
-                                                : "";
-  std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s%s) | data %s: %llu sequences\n",
-              model->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
-              double(dims.parameters) / 1e6, device_name(device),
-              precision_name(precision_for(cfg, device)), fp8.c_str(),
-              cfg.dataset.path.c_str(), (unsigned long long)train_set.size());
-  std::fflush(stdout);
-
-  summary.start_step = step;
-  const auto t_start = Clock::now();
-  TrainStep train_step(*model, opt);
-  ThroughputWindow window(dims);
-  // On the CPU a host read costs nothing, so every step is checked for non-finite values;
-  // on a GPU the check rides on the logging reads (the update itself is skipped on device).
-  const int64_t check_every = device == Device::CPU ? 1 : cfg.logger.frequency;
-  int64_t bad_checks = 0;
-  bool have_first = false;
-  StopSignals signals;
-  bool stopped = false;
-
-  for (; step < cfg.num_train_steps; ++step) {
-    std::vector<Batch> micro;
-    for (int64_t a = 0; a < cfg.grad_acc_steps; ++a) {
-      micro.push_back(prefetch->next());
-      window.add_batch(micro.back());
+  void build_model() {
+    try {
+      model_ = make_model(cfg_, device_);
+    } catch (const std::bad_alloc&) {
+      fail("not enough memory for the model of model.config (hidden_size ", cfg_.model.config.hidden_size,
+           ", num_hidden_layers ", cfg_.model.config.num_hidden_layers, ", intermediate_size ",
+           cfg_.model.config.intermediate_size, "); reduce its sizes");
     }
-    const double lr = cfg.optimizer.lr * lr_multiplier(sched, step);
-    train_step.run(micro, lr);
-    window.add_step();
+    // Sequences longer than the model's positions would only make batches (and time and
+    // memory) grow without bound; say so before any work.
+    if (cfg_.dataset.max_seq_length > model_->dims().max_positions)
+      fail("dataset.max_seq_length (", cfg_.dataset.max_seq_length, ") exceeds the model's max_position_embeddings (",
+           model_->dims().max_positions,
+           "); lower dataset.max_seq_length or raise model.config.max_position_embeddings");
+  }
 
-    const int64_t done = step + 1;
-    const bool log_now = done % cfg.logger.frequency == 0 || done == cfg.num_train_steps;
-    const bool validate_now = val_data && cfg.dataset.val_every_n_steps > 0 && done % cfg.dataset.val_every_n_steps == 0;
-    json rec;
-    if (log_now || done % check_every == 0) {
-      const double loss = train_step.read_mean_loss();
-      const double gnorm = opt.read_grad_norm();
-      if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
-        // (names the step; the last checkpoint, if any, is the state before the divergence)
-        ++summary.skipped_nonfinite_steps;
-        std::fprintf(stderr, "warning: step %lld: non-finite loss %g or grad norm %g; the update was skipped\n",
-                     (long long)done, loss, gnorm);
-        if (++bad_checks >= 10)
-          fail("training diverged: non-finite loss or gradients at 10 consecutive checks (step ", done,
-               "); lower optimizer.lr or check the data. ",
-               !summary.last_checkpoint.empty() ? "The last checkpoint is " + summary.last_checkpoint
-               : !resumed_from.empty()          ? "The last checkpoint is " + resumed_from
-                                                : std::string("No checkpoint was saved."));
-      } else {
-        bad_checks = 0;
-        if (!have_first) summary.first_loss = loss, have_first = true;
-        summary.last_loss = loss;
-      }
-      if (log_now) {
-        rec = window.report(done, cfg.num_train_steps, loss, lr, gnorm, device);
-        rec["epoch"] = epoch_now();
-        rec["elapsed"] = seconds_since(t_start);
-        window.reset();
+  // The newest usable checkpoint, if any; every fallback said in one line.
+  void resume() {
+    remove_stale_tmp_dirs(ckpt_dir_);
+    if (cfg_.checkpoint.resume_from_checkpoint) {
+      const auto candidates = list_checkpoints(ckpt_dir_);
+      if (auto st = resume_training_checkpoint(ckpt_dir_, *model_, *opt_, &resumed_from_)) {
+        step_ = st->step;
+        data_->set_cursor(st->data_cursor);
+        const bool older = resumed_from_ != candidates.back().second;
+        std::printf("resumed from %s (step %lld, data cursor %llu)%s\n", resumed_from_.c_str(), (long long)step_,
+                    (unsigned long long)st->data_cursor,
+                    older ? "; newer checkpoints failed to load (warnings above), an older one is used" : "");
+      } else if (!candidates.empty()) {
+        std::printf("no usable checkpoint in %s (%zu failed to load, warnings above): starting from step 0\n",
+                    ckpt_dir_.c_str(), candidates.size());
       }
     }
-    if (validate_now) {  // on its own schedule, whatever logger.frequency is
-      if (rec.is_null()) rec = {{"step", done}, {"elapsed", seconds_since(t_start)}};
-      rec.update(evaluate_held_out(*model, *val_data, cfg.dataset.val_max_batches));
-    }
-    if (!rec.is_null()) metrics.write(rec);
-    const bool stop_now = signals.received() != 0;
-    if ((cfg.checkpoint.save_every_n_steps > 0 && done % cfg.checkpoint.save_every_n_steps == 0) || stop_now) {
-      TrainerState st{done, prefetch->cursor(), json{{"seed", cfg.seed}, {"epoch", epoch_now()}}.dump(), to_yaml(cfg)};
-      try {
-        summary.last_checkpoint =
-            save_training_checkpoint(ckpt_dir, st, *model, opt, cfg.checkpoint.max_checkpoints);
-      } catch (const std::exception& e) {
-        // The writer removes its temporary directory; sweep any other leftovers too.
-        remove_stale_tmp_dirs(ckpt_dir);
-        fail("saving the checkpoint of step ", done, " in ", ckpt_dir, " failed: ", e.what());
+    if (step_ > cfg_.num_train_steps)
+      fail("the checkpoint ", resumed_from_, " is at step ", step_, ", past num_train_steps=", cfg_.num_train_steps,
+           "; raise num_train_steps, use another checkpoint.ckpt_dir, or set checkpoint.resume_from_checkpoint=false");
+    if (step_ > 0 && !cfg_.metrics_path().empty()) truncate_metrics(cfg_.metrics_path(), step_);
+    if (step_ > 0 && step_ == cfg_.num_train_steps)
+      std::printf("nothing to train: %s is at step %lld = num_train_steps\n", resumed_from_.c_str(), (long long)step_);
+  }
+
+  void open_metrics() {
+    metrics_.add(std::make_unique<ProgressLineSink>());
+    if (!cfg_.metrics_path().empty())
+      metrics_.add(std::make_unique<JsonlSink>(cfg_.metrics_path(), /*append=*/step_ > 0));
+    if (cfg_.logger.tensorboard) metrics_.add(std::make_unique<TensorBoardSink>(out_dir_ + "/tensorboard"));
+    ProfilerWindow::configure(cfg_.profiler.start_step, cfg_.profiler.end_step, step_);
+  }
+
+  void print_banner() const {
+    const ModelDims dims = model_->dims();
+    const std::string fp8 = cfg_.fp8_config.enabled
+                                ? ", FP8 " + cfg_.fp8_config.fp8_format + (device_ == Device::CPU ? " emulated" : "")
+                                : "";
+    std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s%s) | data %s: %llu sequences\n",
+                model_->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
+                double(dims.parameters) / 1e6, device_name(device_), precision_name(precision_for(cfg_, device_)),
+                fp8.c_str(), cfg_.dataset.path.c_str(), (unsigned long long)train_set_->size());
+    std::fflush(stdout);
+  }
+
+  uint64_t epoch_now() const { return prefetch_->cursor() / data_->samples_per_epoch(); }
+
+  void loop() {
+    summary_.start_step = step_;
+    t_start_ = Clock::now();
+    TrainStep train_step(*model_, *opt_);
+    ThroughputWindow window(model_->dims());
+    const ScheduleSpec sched{cfg_.scheduler.type, cfg_.scheduler.warmup_steps, cfg_.num_train_steps,
+                             cfg_.scheduler.decay_fraction, cfg_.scheduler.min_lr_ratio};
+    StopSignals signals;
+    for (; step_ < cfg_.num_train_steps; ++step_) {
+      std::vector<Batch> micro;
+      for (int64_t a = 0; a < cfg_.grad_acc_steps; ++a) {
+        micro.push_back(prefetch_->next());
+        window.add_batch(micro.back());
       }
-      std::printf("  checkpoint saved: %s\n", summary.last_checkpoint.c_str());
-    }
-    if (stop_now) {
-      std::printf("stopped by signal %d after step %lld; resume with the same command\n", signals.received(),
-                  (long long)done);
-      stopped = true;
-      ++step;
-      break;
+      const double lr = cfg_.optimizer.lr * lr_multiplier(sched, step_);
+      train_step.run(micro, lr);
+      window.add_step();
+
+      const int64_t done = step_ + 1;
+      json rec = check_and_log(done, lr, train_step, window);
+      if (val_data_ && cfg_.dataset.val_every_n_steps > 0 && done % cfg_.dataset.val_every_n_steps == 0) {
+        // (on its own schedule, whatever logger.frequency is)
+        if (rec.is_null()) rec = {{"step", done}, {"elapsed", seconds_since(t_start_)}};
+        rec.update(evaluate_held_out(*model_, *val_data_, cfg_.dataset.val_max_batches));
+      }
+      if (!rec.is_null()) metrics_.write(rec);
+      const bool stop_now = signals.received() != 0;
+      if ((cfg_.checkpoint.save_every_n_steps > 0 && done % cfg_.checkpoint.save_every_n_steps == 0) || stop_now)
+        checkpoint(done);
+      if (stop_now) {
+        std::printf("stopped by signal %d after step %lld; resume with the same command\n", signals.received(),
+                    (long long)done);
+        stopped_ = true;
+        ++step_;
+        break;
+      }
     }
   }
-  summary.end_step = step;
-  summary.wall_seconds = seconds_since(t_start);
-  prefetch.reset();  // the source is ours again (its counters are read below)
-  if (cfg.checkpoint.save_final_model && !stopped) {
-    summary.final_model_dir = out_dir + "/final_model";
-    export_final_model(*model, out_dir, summary.final_model_dir);
+
+  // Reads loss and grad norm when the step logs (and, on the CPU where reads are free, every
+  // step): counts non-finite steps, fails after 10 in a row; returns the step's record when it
+  // logs (null otherwise).
+  json check_and_log(int64_t done, double lr, TrainStep& train_step, ThroughputWindow& window) {
+    const bool log_now = done % cfg_.logger.frequency == 0 || done == cfg_.num_train_steps;
+    const int64_t check_every = device_ == Device::CPU ? 1 : cfg_.logger.frequency;
+    if (!log_now && done % check_every != 0) return json();
+    const double loss = train_step.read_mean_loss();
+    const double gnorm = opt_->read_grad_norm();
+    if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
+      // (names the step; the last checkpoint, if any, is the state before the divergence)
+      ++summary_.skipped_nonfinite_steps;
+      std::fprintf(stderr, "warning: step %lld: non-finite loss %g or grad norm %g; the update was skipped\n",
+                   (long long)done, loss, gnorm);
+      if (++bad_checks_ >= 10)
+        fail("training diverged: non-finite loss or gradients at 10 consecutive checks (step ", done,
+             "); lower optimizer.lr or check the data. ",
+             !summary_.last_checkpoint.empty() ? "The last checkpoint is " + summary_.last_checkpoint
+             : !resumed_from_.empty()          ? "The last checkpoint is " + resumed_from_
+                                               : std::string("No checkpoint was saved."));
+    } else {
+      bad_checks_ = 0;
+      if (!have_first_) summary_.first_loss = loss, have_first_ = true;
+      summary_.last_loss = loss;
+    }
+    if (!log_now) return json();
+    json rec = window.report(done, cfg_.num_train_steps, loss, lr, gnorm, device_);
+    rec["epoch"] = epoch_now();
+    rec["elapsed"] = seconds_since(t_start_);
+    window.reset();
+    return rec;
   }
-  std::printf("data: %s\n", data->summary().c_str());
-  if (have_first)
-    std::printf("done: %lld steps in %.1f s | loss %.4f -> %.4f\n", (long long)(summary.end_step - summary.start_step),
-                summary.wall_seconds, summary.first_loss, summary.last_loss);
-  else
-    std::printf("done: %lld steps in %.1f s (no finite loss was read)\n",
-                (long long)(summary.end_step - summary.start_step), summary.wall_seconds);
-  std::printf("metrics: %s\n", cfg.metrics_path().c_str());
-  if (!summary.last_checkpoint.empty()) std::printf("checkpoints: %s\n", ckpt_dir.c_str());
-  if (!summary.final_model_dir.empty())
-    std::printf("final model (Hugging Face format): %s\n", summary.final_model_dir.c_str());
-  return summary;
-}
+
+  void checkpoint(int64_t done) {
+    TrainerState st{done, prefetch_->cursor(), json{{"seed", cfg_.seed}, {"epoch", epoch_now()}}.dump(), to_yaml(cfg_)};
+    try {
+      summary_.last_checkpoint = save_training_checkpoint(ckpt_dir_, st, *model_, *opt_, cfg_.checkpoint.max_checkpoints);
+    } catch (const std::exception& e) {
+      // The writer removes its temporary directory; sweep any other leftovers too.
+      remove_stale_tmp_dirs(ckpt_dir_);
+      fail("saving the checkpoint of step ", done, " in ", ckpt_dir_, " failed: ", e.what());
+    }
+    std::printf("  checkpoint saved: %s\n", summary_.last_checkpoint.c_str());
+  }
+
+  void finish() {
+    summary_.end_step = step_;
+    summary_.wall_seconds = seconds_since(t_start_);
+    prefetch_.reset();  // the source is ours again (its counters are read below)
+    if (cfg_.checkpoint.save_final_model && !stopped_) {
+      summary_.final_model_dir = out_dir_ + "/final_model";
+      export_final_model(*model_, out_dir_, summary_.final_model_dir);
+    }
+    std::printf("data: %s\n", data_->summary().c_str());
+    const long long steps = (long long)(summary_.end_step - summary_.start_step);
+    if (have_first_)
+      std::printf("done: %lld steps in %.1f s | loss %.4f -> %.4f\n", steps, summary_.wall_seconds,
+                  summary_.first_loss, summary_.last_loss);
+    else
+      std::printf("done: %lld steps in %.1f s (no finite loss was read)\n", steps, summary_.wall_seconds);
+    std::printf("metrics: %s\n", cfg_.metrics_path().c_str());
+    if (!summary_.last_checkpoint.empty()) std::printf("checkpoints: %s\n", ckpt_dir_.c_str());
+    if (!summary_.final_model_dir.empty())
+      std::printf("final model (Hugging Face format): %s\n", summary_.final_model_dir.c_str());
+  }
+
+  const TrainConfig& cfg_;
+  const Device device_;
+  std::unique_ptr<SequenceDataset> train_set_, val_set_;
+  std::unique_ptr<BatchSource> data_, val_data_;
+  std::unique_ptr<LanguageModel> model_;
+  std::unique_ptr<AdamW> opt_;
+  std::unique_ptr<Prefetcher> prefetch_;
+  MetricSinks metrics_;
+  std::string out_dir_, ckpt_dir_, resumed_from_;
+  int64_t step_ = 0;
+  TrainSummary summary_;
+  Clock::time_point t_start_;
+  int64_t bad_checks_ = 0;
+  bool have_first_ = false, stopped_ = false;
+};
+
+}  // namespace
+
+TrainSummary run_training(const TrainConfig& cfg) { return TrainingRun(cfg).run(); }
 
 }  // namespace biofm
