@@ -8,6 +8,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/dist/launcher.h"
+#include "e2e/cli_run.h"
 
 using namespace biofm;
 
@@ -19,14 +20,8 @@ struct CliRun {
 };
 
 CliRun run(const std::string& args) {
-  const std::string cmd = std::string(BIOFM_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  testkit::RunResult r = testkit::run_biofm(args);
+  return {r.code, r.output};
 }
 
 }  // namespace

@@ -9,34 +9,17 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "e2e/cli_run.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct RunResult {
-  int code;
-  std::string output;
-};
-
-RunResult sh(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-RunResult biofm(const std::string& args) { return sh(std::string(BIOFM_BINARY) + " " + args); }
-
-std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
-
-std::string fresh_dir(const std::string& name) {
-  const std::string d = (fs::path(testing::TempDir()) / ("biofm_frontdoor_" + name)).lexically_normal().string();
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using biofm::testkit::RunResult;
+using biofm::testkit::sh;
+using biofm::testkit::src;
+using biofm::testkit::run_biofm;
+std::string fresh_dir(const std::string& name) { return biofm::testkit::fresh_dir("frontdoor_" + name); }
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -118,23 +101,23 @@ size_t count_color_pixels(const std::string& png, uint8_t r, uint8_t g, uint8_t 
 }  // namespace
 
 TEST(FrontDoor, VersionHelpAndExitCodes) {
-  RunResult v = biofm("--version");
+  RunResult v = run_biofm("--version");
   EXPECT_EQ(v.code, 0);
   EXPECT_EQ(v.output, std::string("biofm ") + BIOFM_VERSION + "\n");
-  EXPECT_EQ(biofm("--help").code, 0);
-  EXPECT_EQ(biofm("").code, 2);
-  EXPECT_EQ(biofm("trian").code, 2);                                  // unknown command
-  RunResult bad_flag = biofm("train --config-nmae esm2_sanity");
+  EXPECT_EQ(run_biofm("--help").code, 0);
+  EXPECT_EQ(run_biofm("").code, 2);
+  EXPECT_EQ(run_biofm("trian").code, 2);                                  // unknown command
+  RunResult bad_flag = run_biofm("train --config-nmae esm2_sanity");
   EXPECT_EQ(bad_flag.code, 2) << bad_flag.output;
   EXPECT_NE(bad_flag.output.find("did you mean '--config-name'"), std::string::npos) << bad_flag.output;
-  EXPECT_EQ(biofm("train").code, 2);                                  // missing --config-name
-  EXPECT_EQ(biofm("train --config-name").code, 2);                    // missing value
-  EXPECT_EQ(biofm("report").code, 2);                                 // missing RUN_DIR
-  EXPECT_EQ(biofm("bench --steps x --shape 8M").code, 2);             // not an integer
-  EXPECT_EQ(biofm("info --verbose").code, 2);
-  EXPECT_EQ(biofm("train --config-name no_such_config").code, 1);     // runtime error
-  EXPECT_EQ(biofm("train --config-name esm2_sanity num_train_steps=-3").code, 1);
-  EXPECT_EQ(biofm("report /nonexistent/run").code, 1);
+  EXPECT_EQ(run_biofm("train").code, 2);                                  // missing --config-name
+  EXPECT_EQ(run_biofm("train --config-name").code, 2);                    // missing value
+  EXPECT_EQ(run_biofm("report").code, 2);                                 // missing RUN_DIR
+  EXPECT_EQ(run_biofm("bench --steps x --shape 8M").code, 2);             // not an integer
+  EXPECT_EQ(run_biofm("info --verbose").code, 2);
+  EXPECT_EQ(run_biofm("train --config-name no_such_config").code, 1);     // runtime error
+  EXPECT_EQ(run_biofm("train --config-name esm2_sanity num_train_steps=-3").code, 1);
+  EXPECT_EQ(run_biofm("report /nonexistent/run").code, 1);
   // --help of each command lists every flag its table declares.
   const std::map<std::string, std::vector<std::string>> flags = {
       {"train", {"--config-name", "--config-dir", "--print-config"}},
@@ -143,7 +126,7 @@ TEST(FrontDoor, VersionHelpAndExitCodes) {
       {"info", {}},
   };
   for (const auto& [cmd, names] : flags) {
-    RunResult h = biofm(cmd + " --help");
+    RunResult h = run_biofm(cmd + " --help");
     EXPECT_EQ(h.code, 0) << cmd;
     EXPECT_EQ(h.output.rfind("usage: biofm " + cmd, 0), 0u) << h.output;
     for (const auto& f : names) EXPECT_NE(h.output.find(f), std::string::npos) << cmd << " " << f;
@@ -205,9 +188,9 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
 TEST(FrontDoor, RunMetricsTensorBoardAndReportInABrowser) {
   const std::string dir = fresh_dir("report");
   const std::string common = " logger.frequency=2 dataset.val_every_n_steps=4 num_train_steps=8" + data_args() + kTiny;
-  RunResult a = biofm("train --config-name esm2_sanity output_dir=" + dir + "/run_a" + common);
+  RunResult a = run_biofm("train --config-name esm2_sanity output_dir=" + dir + "/run_a" + common);
   ASSERT_EQ(a.code, 0) << a.output;
-  RunResult b = biofm("train --config-name esm2_sanity optimizer.lr=1e-3 logger.tensorboard=false output_dir=" +
+  RunResult b = run_biofm("train --config-name esm2_sanity optimizer.lr=1e-3 logger.tensorboard=false output_dir=" +
                       dir + "/run_b" + common);
   ASSERT_EQ(b.code, 0) << b.output;
 
@@ -242,7 +225,7 @@ TEST(FrontDoor, RunMetricsTensorBoardAndReportInABrowser) {
   EXPECT_FALSE(fs::exists(dir + "/run_b/tensorboard"));
 
   const std::string html_path = dir + "/report.html";
-  RunResult rep = biofm("report " + dir + "/run_a " + dir + "/run_b --output " + html_path);
+  RunResult rep = run_biofm("report " + dir + "/run_a " + dir + "/run_b --output " + html_path);
   ASSERT_EQ(rep.code, 0) << rep.output;
   const std::string html = read_text(html_path);
   EXPECT_EQ(count(html, "<path class=\"series\""), 16u);  // 8 charts with data x 2 runs

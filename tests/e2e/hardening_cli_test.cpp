@@ -13,6 +13,7 @@
 
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
+#include "e2e/cli_run.h"
 
 namespace fs = std::filesystem;
 using namespace biofm;
@@ -20,30 +21,11 @@ using json = nlohmann::json;
 
 namespace {
 
-struct RunResult {
-  int code;
-  std::string output;
-};
-
-RunResult sh(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-RunResult run(const std::string& args) { return sh(std::string(BIOFM_BINARY) + " " + args); }
-
-std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
-
-std::string fresh_dir(const std::string& name) {
-  std::string d = testing::TempDir() + "/biofm_hard_" + name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using testkit::RunResult;
+using testkit::sh;
+using testkit::src;
+RunResult run(const std::string& args) { return testkit::run_biofm(args); }
+std::string fresh_dir(const std::string& name) { return testkit::fresh_dir("hard_" + name); }
 
 // A copy of a fixture model directory with config.json[key] = value.
 std::string model_with(const std::string& fixture, const std::string& key, const json& value) {

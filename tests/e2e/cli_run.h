@@ -1,0 +1,42 @@
+// Running the biofm binary from a test: exit code and combined output, plus paths.
+#pragma once
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace biofm::testkit {
+
+struct RunResult {
+  int code;
+  std::string output;
+};
+
+// A shell command, stdout and stderr together.
+inline RunResult sh(const std::string& cmd) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// `biofm ARGS`.
+inline RunResult run_biofm(const std::string& args) { return sh(std::string(BIOFM_BINARY) + " " + args); }
+
+// A path in the source tree.
+inline std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
+
+// An empty directory under the test temp dir.
+inline std::string fresh_dir(const std::string& name) {
+  const std::string d =
+      (std::filesystem::path(testing::TempDir()) / ("biofm_" + name)).lexically_normal().string();
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+}  // namespace biofm::testkit
