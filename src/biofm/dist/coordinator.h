@@ -1,0 +1,80 @@
+// The control plane of a multi-process run: one TCP connection from every rank to rank 0 at
+// MASTER_ADDR:MASTER_PORT, beside the data plane (NCCL on GPUs, Gloo on CPUs). It carries
+// small things only:
+//   - the rendezvous: every rank connects (bounded by a timeout; the ranks that never arrived
+//     are named);
+//   - a key-value store (the NCCL unique id; Gloo's rendezvous);
+//   - small all-gathers of host bytes (the per-step stop vote, evaluation sums, every rank's
+//     throughput), matched call by call;
+//   - liveness: a rank whose process ends without saying goodbye (its connection closes), that
+//     stops sending heartbeats, or that sits in one training step longer than the step timeout
+//     makes every rank fail within seconds with a message naming it.
+// Rank 0 serves (a background thread polls all connections); the other ranks keep a reader
+// thread for replies and failure notices, and a heartbeat thread.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "biofm/dist/launch_env.h"
+
+namespace biofm {
+
+struct CoordinatorOptions {
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(300)};  // all ranks arrive by then
+  std::chrono::milliseconds heartbeat_interval{std::chrono::seconds(1)};
+  std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(30)};  // silent that long: failed
+  std::chrono::milliseconds step_timeout{std::chrono::seconds(600)};  // one step that long: hung
+};
+
+class Coordinator {
+ public:
+  // Called (from a background thread) once, when a peer failed; the message names the rank and
+  // why. The default prints "error: <message>" to stderr and ends the process with _exit(1):
+  // the main thread may be blocked in a collective that will never complete.
+  using FailureHandler = std::function<void(const std::string& message)>;
+
+  // Connects (rank 0 listens, the others retry until connect_timeout). A single process
+  // (world_size 1) needs no network and every call below returns at once.
+  explicit Coordinator(const DistEnv& env, CoordinatorOptions o = {}, FailureHandler on_failure = {});
+  // Says goodbye if finish() was not called, closes the connections, joins the threads.
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  int rank() const;
+  int world_size() const;
+
+  // Key-value store shared by all ranks. get waits until some rank has set the key; throws
+  // at the timeout, naming the key.
+  void set(const std::string& key, const std::string& value);
+  std::string get(const std::string& key, std::chrono::milliseconds timeout = std::chrono::seconds(300));
+
+  // Every rank passes its bytes; every rank gets all ranks' bytes in rank order. The n-th call
+  // of each rank is matched with the n-th call of the others; blocks until all have made it.
+  std::vector<std::string> all_gather(const std::string& mine);
+  // Built on all_gather: whether any rank passed true; element-wise sums over ranks.
+  bool any(bool mine);
+  std::vector<double> sum(const std::vector<double>& mine);
+
+  // The step this rank is in (heartbeats carry it): the step watchdog and the failure messages
+  // use it ("rank 1 has been in step 12 for 600 s; ranks 0, 2 last reported step 13").
+  void set_step(int64_t step);
+
+  // A clean end: waits (bounded by heartbeat_timeout) until every rank has said goodbye, so
+  // that no rank reads the others' closing connections as failures. Then no call may follow.
+  void finish();
+
+  // Tests only: stop sending heartbeats (as a stopped or frozen process would).
+  void pause_heartbeats_for_test();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace biofm
