@@ -2,7 +2,8 @@
 # Installs what biofm needs to build on Debian/Ubuntu (skips what is already there).
 set -euo pipefail
 pkgs=(cmake ninja-build g++ ccache libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev libgtest-dev
-      clang libclang-rt-dev libomp-dev)  # clang: the libFuzzer targets (fuzz/, .ci/run)
+      clang libclang-rt-dev libomp-dev  # clang: the libFuzzer targets (fuzz/, .ci/run)
+      libgloo-dev)  # Gloo: multi-process training on CPUs
 # The tests render `biofm report` pages in a headless browser (tests/e2e/frontdoor_test.cpp).
 # BIOFM_NO_BROWSER=1 leaves it out (a build-only machine, e.g. the Dockerfile).
 [ "${BIOFM_NO_BROWSER:-0}" = 1 ] || pkgs+=(chromium)
@@ -20,6 +21,7 @@ fi
 # The CUDA build uses cuDNN's header-only frontend, which ships on PyPI (pinned: the version
 # the build was last checked with; change it here and nowhere else).
 CUDNN_FRONTEND_VERSION=1.32.0
+NCCL_VERSION=2.28.9  # NCCL headers and library for the CUDA build (nvidia-nccl-cu13)
 if command -v nvcc >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
   # (--break-system-packages is for Debian's own python3, which refuses plain pip installs)
   have=$(python3 -c "import importlib.metadata as m; print(m.version('nvidia-cudnn-frontend'))" 2>/dev/null || true)
@@ -28,5 +30,11 @@ if command -v nvcc >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
     python3 -m pip install -q "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" >/dev/null 2>&1 || \
       python3 -m pip install -q --break-system-packages "nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION" >/dev/null 2>&1 || \
       echo "note: could not pip install nvidia-cudnn-frontend==$CUDNN_FRONTEND_VERSION; configure with -DBIOFM_CUDA=OFF for a CPU-only build"
+  fi
+  have=$(python3 -c "import importlib.metadata as m; print(m.version('nvidia-nccl-cu13'))" 2>/dev/null || true)
+  if [ "$have" != "$NCCL_VERSION" ]; then
+    python3 -m pip install -q "nvidia-nccl-cu13==$NCCL_VERSION" >/dev/null 2>&1 || \
+      python3 -m pip install -q --break-system-packages "nvidia-nccl-cu13==$NCCL_VERSION" >/dev/null 2>&1 || \
+      echo "note: could not pip install nvidia-nccl-cu13==$NCCL_VERSION; configure with -DBIOFM_CUDA=OFF for a CPU-only build"
   fi
 fi

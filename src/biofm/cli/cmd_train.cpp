@@ -4,7 +4,6 @@
 #include "biofm/cli/commands.h"
 #include "biofm/cli/config_search.h"
 #include "biofm/cli/flags.h"
-#include "biofm/dist/launch_env.h"
 #include "biofm/train/config.h"
 #include "biofm/train/trainer.h"
 
@@ -39,11 +38,8 @@ int cmd_train(int argc, char** argv) {
     std::fputs(to_yaml(cfg).c_str(), stdout);
     return 0;
   }
-  // Several ranks would each train alone and write the same files: refuse until data-parallel
-  // training exists.
-  if (const DistEnv d = detect_dist_env(); d.distributed())
-    fail("train was started as rank ", d.rank, " of ", d.world_size, " (", d.source,
-         "), but multi-process (data-parallel) training is not implemented yet; run one process");
+  // (a multi-process run when launched by biofm launch, torchrun, srun or mpirun: the rank
+  // variables are read inside)
   run_training(cfg);
   return 0;
 }

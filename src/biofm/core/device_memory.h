@@ -7,6 +7,9 @@
 
 namespace biofm {
 bool cuda_available();
+// Makes GPU (local_rank mod the visible GPUs) current for this process: a multi-process run
+// calls it before any CUDA work, one GPU per local rank.
+void select_cuda_device(int local_rank);
 void* device_alloc(size_t bytes);
 void device_free(void* ptr, size_t bytes);
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);

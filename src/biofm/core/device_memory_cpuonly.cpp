@@ -6,6 +6,7 @@
 
 namespace biofm {
 bool cuda_available() { return false; }
+void select_cuda_device(int) { fail("this biofm was built without CUDA; use device=cpu"); }
 void* device_alloc(size_t) { fail("this biofm was built without CUDA; use device=cpu"); }
 void device_free(void*, size_t) {}
 void device_copy(void*, Device, const void*, Device, size_t) {

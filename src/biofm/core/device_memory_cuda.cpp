@@ -208,6 +208,13 @@ bool cuda_available() {
   return available;
 }
 
+void select_cuda_device(int local_rank) {
+  int n = 0;
+  BIOFM_CUDA_CHECK(cudaGetDeviceCount(&n));
+  if (n <= 0) fail("no CUDA device is visible");
+  BIOFM_CUDA_CHECK(cudaSetDevice(local_rank % n));
+}
+
 void* device_alloc(size_t bytes) { return allocator().alloc(bytes); }
 
 void device_free(void* ptr, size_t) { allocator().free(ptr); }

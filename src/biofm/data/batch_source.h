@@ -16,6 +16,9 @@ class BatchSource {
  public:
   virtual ~BatchSource() = default;
   virtual Batch next() = 0;
+  // Moves past the next batch without handing it out (data parallelism: another rank's
+  // batch). Sources that can find batch boundaries without building batches override it.
+  virtual void skip() { Batch ignored = next(); (void)ignored; }
   virtual uint64_t cursor() const = 0;
   virtual void set_cursor(uint64_t c) = 0;
   virtual uint64_t epoch() const = 0;

@@ -134,19 +134,27 @@ const SafetensorsEntry* MappedSafetensors::find(const std::string& name) const {
 }
 
 void MappedSafetensors::copy_into(const SafetensorsEntry& e, const Tensor& dst) const {
+  const int64_t n = shape_numel(e.shape);
+  if (n != dst.numel())
+    fail(path(), ": tensor '", e.name, "' has ", n, " elements, destination ", dst.describe(), " has ", dst.numel());
+  copy_range_into(e, 0, dst);
+}
+
+void MappedSafetensors::copy_range_into(const SafetensorsEntry& e, int64_t first, const Tensor& dst) const {
   if (e.dtype != "F32" && e.dtype != "BF16" && e.dtype != "F16")
     fail(path(), ": tensor '", e.name, "' has dtype ", e.dtype, " (weights must be F32, BF16 or F16)");
   if (dst.dtype() != DType::F32 && dst.dtype() != DType::BF16)
     fail(path(), ": tensor '", e.name, "': cannot load into ", dst.describe());
-  const int64_t n = shape_numel(e.shape);
-  if (n != dst.numel())
-    fail(path(), ": tensor '", e.name, "' has ", n, " elements, destination ", dst.describe(), " has ", dst.numel());
-  const size_t src_elem = e.nbytes / size_t(std::max<int64_t>(n, 1));
+  const int64_t total = shape_numel(e.shape), n = dst.numel();
+  if (first < 0 || first + n > total)
+    fail(path(), ": tensor '", e.name, "' has ", total, " elements; elements [", first, ", ", first + n, ") were asked for");
+  const size_t src_elem = e.nbytes / size_t(std::max<int64_t>(total, 1));
   const int64_t chunk = int64_t(kStreamChunkBytes / 4);
   Tensor flat = dst.view({-1}), staging;
   for (int64_t off = 0; off < n; off += chunk) {
     const int64_t k = std::min(chunk, n - off);
-    const char* src = file_->data() + e.begin + size_t(off) * src_elem;
+    const size_t src_begin = e.begin + size_t(first + off) * src_elem;
+    const char* src = file_->data() + src_begin;
     Tensor part = flat.flat_slice(off, {k});
     if (dst.device() == Device::CPU) {
       convert(src, e.dtype, part.raw(), dst.dtype(), size_t(k));
@@ -156,7 +164,7 @@ void MappedSafetensors::copy_into(const SafetensorsEntry& e, const Tensor& dst) 
       convert(src, e.dtype, host.raw(), dst.dtype(), size_t(k));
       part.copy_from(host);
     }
-    file_->release(e.begin + size_t(off) * src_elem, size_t(k) * src_elem);
+    file_->release(src_begin, size_t(k) * src_elem);
   }
 }
 

@@ -38,6 +38,9 @@ class MappedSafetensors {
   // from F32, BF16 or F16 on the host in chunks of at most kStreamChunkBytes; the mapped pages
   // are released as they are consumed. Errors name the file and the tensor.
   void copy_into(const SafetensorsEntry& e, const Tensor& dst) const;
+  // The same for elements [first, first + dst.numel()) of the flattened entry (one rank's
+  // shard of a flat buffer).
+  void copy_range_into(const SafetensorsEntry& e, int64_t first, const Tensor& dst) const;
 
  private:
   std::unique_ptr<MappedFile> file_;

@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/checkpoint_manifest.h"
+#include "biofm/dist/coordinator.h"
 #include "biofm/io/safetensors.h"
 #include "biofm/io/stream_file.h"
 
@@ -177,21 +179,57 @@ std::optional<CheckpointContents> load_latest_checkpoint(const std::string& ckpt
   return std::nullopt;
 }
 
+static std::string optimizer_shard_file(int rank, int world) {
+  char name[64];
+  std::snprintf(name, sizeof name, "optimizer-rank%05d-of-%05d.safetensors", rank, world);
+  return name;
+}
+
 std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
-                                     const AdamW& opt, int keep) {
-  CheckpointWriter w(ckpt_dir, st.step);
-  // model.safetensors + config.json + tokenizer files: the step directory is also a Hugging
-  // Face model directory (biofm embed/eval --model ckpt/step_N).
-  w.add("model.safetensors", write_safetensors_stream(w.path("model.safetensors"),
-                                                      model.params().tensors_for_writing(DType::F32), {{"format", "pt"}}));
-  std::vector<SafetensorsSource> moments;
-  for (auto& [name, t] : opt.state()) moments.push_back({name, t, DType::F32});
-  w.add("optimizer.safetensors", write_safetensors_stream(w.path("optimizer.safetensors"), moments));
-  w.add_text("trainer_state.json", state_text(st.state_json, st.step, st.data_cursor));
-  w.add_text("config.yaml", st.config_yaml);
-  model.save_hf_metadata(w.tmp_dir());
-  w.add_unlisted_files();
-  return w.finish(keep);
+                                     const AdamW& opt, int keep, Coordinator* ranks) {
+  const int rank = ranks ? ranks->rank() : 0, world = ranks ? ranks->world_size() : 1;
+  // Rank 0 owns the directory; the others learn where it is and write their shards into it.
+  std::unique_ptr<CheckpointWriter> w;
+  if (rank == 0) w = std::make_unique<CheckpointWriter>(ckpt_dir, st.step);
+  const std::string tmp_dir = ranks ? ranks->all_gather(w ? w->tmp_dir() : "")[0] : w->tmp_dir();
+
+  // The optimizer: one file, or (sharded) one per rank written in parallel, each holding the
+  // moments of flat elements [flat_begin, flat_end).
+  json mine = json::object();
+  if (opt.sharded()) {
+    const std::string name = optimizer_shard_file(rank, world);
+    std::vector<SafetensorsSource> moments;
+    for (auto& [k, t] : opt.state()) moments.push_back({k, t, DType::F32});
+    const auto [b, e] = opt.shard();
+    const FileDigest d = write_safetensors_stream(tmp_dir + "/" + name, moments,
+                                                  {{"flat_begin", std::to_string(b)}, {"flat_end", std::to_string(e)},
+                                                   {"flat_numel", std::to_string(model.params().numel())}});
+    mine = {{"name", name}, {"bytes", d.bytes}, {"crc32", d.crc32}};
+  }
+  const std::vector<std::string> shards = ranks ? ranks->all_gather(mine.dump()) : std::vector<std::string>{mine.dump()};
+  std::string final_dir;
+  if (w) {
+    for (const std::string& text : shards) {
+      const json f = json::parse(text);
+      if (f.contains("name")) w->add(f["name"].get<std::string>(), {f["bytes"].get<uint64_t>(), f["crc32"].get<uint32_t>()});
+    }
+    // model.safetensors + config.json + tokenizer files: the step directory is also a Hugging
+    // Face model directory (biofm embed/eval --model ckpt/step_N).
+    w->add("model.safetensors", write_safetensors_stream(w->path("model.safetensors"),
+                                                         model.params().tensors_for_writing(DType::F32), {{"format", "pt"}}));
+    if (!opt.sharded()) {
+      std::vector<SafetensorsSource> moments;
+      for (auto& [name, t] : opt.state()) moments.push_back({name, t, DType::F32});
+      w->add("optimizer.safetensors", write_safetensors_stream(w->path("optimizer.safetensors"), moments));
+    }
+    w->add_text("trainer_state.json", state_text(st.state_json, st.step, st.data_cursor));
+    w->add_text("config.yaml", st.config_yaml);
+    model.save_hf_metadata(w->tmp_dir());
+    w->add_unlisted_files();
+    final_dir = w->finish(keep);
+  }
+  // Nobody goes on (or exits, after a stop signal) before the checkpoint is in place.
+  return ranks ? ranks->all_gather(final_dir)[0] : final_dir;
 }
 
 namespace {
@@ -213,16 +251,47 @@ void load_model_file(const std::string& path, ParamStore& store) {
   store.load_mapped(sources);
 }
 
-void load_optimizer_file(const std::string& path, AdamW& opt) {
-  MappedSafetensors f(path);
-  for (const char* k : {"exp_avg", "exp_avg_sq"}) {
-    const SafetensorsEntry* e = f.find(k);
-    if (!e) fail(path, ": optimizer state has no '", k, "'");
-    Tensor& dst = opt.moment(k);
-    if (shape_numel(e->shape) != dst.numel())
-      fail(path, ": optimizer state '", k, "' has ", shape_numel(e->shape), " elements, model needs ", dst.numel());
-    f.copy_into(*e, dst);
+// This optimizer's moments (its shard, or everything) from optimizer.safetensors or from the
+// per-rank shard files of a run with any number of ranks.
+void load_optimizer_state(const std::string& dir, const std::vector<std::string>& names, AdamW& opt, int64_t numel) {
+  const auto [begin, end] = opt.shard();
+  if (std::find(names.begin(), names.end(), "optimizer.safetensors") != names.end()) {
+    const std::string path = dir + "/optimizer.safetensors";
+    MappedSafetensors f(path);
+    for (const char* k : {"exp_avg", "exp_avg_sq"}) {
+      const SafetensorsEntry* e = f.find(k);
+      if (!e) fail(path, ": optimizer state has no '", k, "'");
+      if (shape_numel(e->shape) != numel)
+        fail(path, ": optimizer state '", k, "' has ", shape_numel(e->shape), " elements, model needs ", numel);
+      f.copy_range_into(*e, begin, opt.moment(k));
+    }
+    return;
   }
+  int64_t covered = 0;  // elements of [begin, end) found
+  for (const std::string& name : names) {
+    if (name.rfind("optimizer-rank", 0) != 0) continue;
+    const std::string path = dir + "/" + name;
+    MappedSafetensors f(path);
+    int64_t fb = 0, fe = 0, fn = 0;
+    try {
+      fb = std::stoll(f.metadata().at("flat_begin"));
+      fe = std::stoll(f.metadata().at("flat_end"));
+      fn = std::stoll(f.metadata().at("flat_numel"));
+    } catch (const std::exception&) {
+      fail(path, ": optimizer shard without valid flat_begin/flat_end/flat_numel metadata");
+    }
+    if (fn != numel) fail(path, ": optimizer shard of a model with ", fn, " parameters; this one has ", numel);
+    const int64_t a = std::max(begin, fb), b = std::min(end, fe);
+    if (a >= b) continue;
+    for (const char* k : {"exp_avg", "exp_avg_sq"}) {
+      const SafetensorsEntry* e = f.find(k);
+      if (!e || shape_numel(e->shape) != fe - fb) fail(path, ": optimizer state '", k, "' is missing or mis-sized");
+      f.copy_range_into(*e, a - fb, opt.moment(k).flat_slice(a - begin, {b - a}));
+    }
+    covered += b - a;
+  }
+  if (covered != end - begin)
+    fail(dir, ": the optimizer files cover ", covered, " of the ", end - begin, " moments this rank needs");
 }
 
 }  // namespace
@@ -255,7 +324,7 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
     // the next older checkpoint; each one loaded overwrites every parameter and moment.
     try {
       const std::vector<std::string> names = verify_checkpoint(dir);
-      for (const char* need : {"model.safetensors", "optimizer.safetensors", "trainer_state.json", "config.yaml"})
+      for (const char* need : {"model.safetensors", "trainer_state.json", "config.yaml"})
         if (std::find(names.begin(), names.end(), need) == names.end())
           fail(dir, "/manifest.json: does not list '", need, "'");
       TrainerState st;
@@ -265,7 +334,7 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
       st.step = f.step;
       st.data_cursor = f.data_cursor;
       load_model_file(dir + "/model.safetensors", model.params());
-      load_optimizer_file(dir + "/optimizer.safetensors", opt);
+      load_optimizer_state(dir, names, opt, model.params().numel());
       opt.set_steps_taken(st.step);
       if (chosen_dir) *chosen_dir = dir;
       return st;

@@ -17,6 +17,8 @@
 
 namespace biofm {
 
+class Coordinator;
+
 struct CheckpointContents {
   int64_t step = 0;              // optimizer steps completed
   uint64_t data_cursor = 0;      // global sample cursor of the training data
@@ -55,8 +57,12 @@ void remove_stale_tmp_dirs(const std::string& ckpt_dir);
 // A training checkpoint of `model` and `opt`: ckpt_dir/step_<step>/, written atomically, the
 // oldest beyond `keep` deleted. The directory also holds the model's config.json and tokenizer
 // files (save_hf_metadata), so it loads as a Hugging Face model directory. Returns it.
+// Multi-process (ranks given): every rank calls it; rank 0 writes the shared files and the
+// manifest, and a sharded optimizer's ranks each write their shard of the moments in parallel
+// (optimizer-rankR-of-W.safetensors, with the flat range it covers); returns when the
+// checkpoint is in place. Resume reads either layout on any number of ranks.
 std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
-                                     const AdamW& opt, int keep);
+                                     const AdamW& opt, int keep, Coordinator* ranks = nullptr);
 // Restores `model` and `opt` from the newest checkpoint under ckpt_dir that verifies and loads
 // (each one skipped is reported on stderr) and returns its state; nullopt when there is none.
 std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,

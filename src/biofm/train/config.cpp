@@ -45,6 +45,12 @@ struct EnumNames<ops::AttentionBackend> {
       {ops::AttentionBackend::Fallback, "fallback"}};
 };
 
+template <>
+struct EnumNames<ParallelStrategy> {
+  static constexpr std::pair<ParallelStrategy, const char*> items[] = {
+      {ParallelStrategy::Ddp, "ddp"}, {ParallelStrategy::Zero1, "zero1"}, {ParallelStrategy::Zero2, "zero2"}};
+};
+
 template <class E>
 std::vector<std::string> enum_choices() {
   std::vector<std::string> v;
@@ -282,6 +288,14 @@ Registry build_registry() {
   // profiler (nsys: run with --capture-range=cudaProfilerApi)
   BIND(profiler.start_step, .range = ge(-1), .help = "cudaProfilerStart before this step (1-based); -1 = off");
   BIND(profiler.end_step, .range = ge(-1), .help = "cudaProfilerStop after this step");
+
+  // distributed (multi-process runs: biofm launch, torchrun, srun, mpirun)
+  BIND(distributed.strategy, .help = "ddp (replicated optimizer) | zero1 (sharded optimizer state) | zero2 "
+                                     "(sharded state, gradients reduced to their owners)");
+  BIND(distributed.bucket_mb, .range = gt(0), .help = "gradient reduction bucket (MiB), overlapped with backward");
+  BIND(distributed.bf16_reduce, .help = "reduce gradients in bf16 (half the traffic)");
+  BIND(distributed.step_timeout_s, .range = gt(0), .help = "a step this long on any rank fails the run, naming it");
+  BIND(distributed.heartbeat_timeout_s, .range = gt(0), .help = "a rank silent this long (dead, frozen) fails the run");
   return r;
 }
 

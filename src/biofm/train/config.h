@@ -15,6 +15,7 @@
 #include "biofm/data/pack.h"
 #include "biofm/models/model_config.h"
 #include "biofm/ops/options.h"
+#include "biofm/train/parallel_strategy.h"
 
 
 namespace biofm {
@@ -113,6 +114,16 @@ struct TrainConfig {
     bool operator==(const Ops&) const = default;
   };
 
+  // Multi-process runs (ignored by a single process); see train/data_parallel.h.
+  struct Distributed {
+    ParallelStrategy strategy = ParallelStrategy::Ddp;  // ddp | zero1 | zero2
+    int bucket_mb = 25;           // gradient reduction bucket size
+    bool bf16_reduce = false;     // gradients travel (and are summed) as bf16
+    int step_timeout_s = 600;     // a step that long on any rank: the run fails naming it
+    int heartbeat_timeout_s = 30; // a rank silent that long (dead or frozen): the run fails
+    bool operator==(const Distributed&) const = default;
+  };
+
   int64_t seed = 42;
   Device device = Device::CPU;  // cpu | cuda
   int64_t num_train_steps = 1000;
@@ -133,6 +144,7 @@ struct TrainConfig {
   Fp8 fp8_config;
   Ops ops;
   Profiler profiler;
+  Distributed distributed;
 
   // checkpoint.ckpt_dir, or <output_dir>/checkpoints when empty.
   std::string resolved_ckpt_dir() const;

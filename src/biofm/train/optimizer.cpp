@@ -1,22 +1,89 @@
 #include "biofm/train/optimizer.h"
 
+#include <algorithm>
+
+#include "biofm/dist/comm.h"
+
 namespace biofm {
 
-AdamW::AdamW(ParamStore& params, const AdamWConfig& cfg) : params_(params), cfg_(cfg) {
+namespace {
+
+// The decay ranges [start, end) inside [begin, end), shifted to start at begin.
+Tensor shard_ranges(const Tensor& ranges, std::pair<int64_t, int64_t> shard, Device d) {
+  const Tensor host = ranges.to(Device::CPU);
+  std::vector<int64_t> out;
+  for (int64_t r = 0; r < host.size(0); ++r) {
+    const int64_t a = std::max(host.i64()[2 * r], shard.first), b = std::min(host.i64()[2 * r + 1], shard.second);
+    if (a < b) out.insert(out.end(), {a - shard.first, b - shard.first});
+  }
+  Tensor t = Tensor::empty({int64_t(out.size() / 2), 2}, DType::I64);
+  std::copy(out.begin(), out.end(), t.i64());
+  return t.to(d);
+}
+
+Tensor slice(const Tensor& flat, std::pair<int64_t, int64_t> r) {
+  return flat.defined() ? flat.flat_slice(r.first, {r.second - r.first}) : Tensor();
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> AdamW::shard_of(int64_t numel, int rank, int world) {
+  const int64_t per = (numel + world - 1) / world;
+  return {std::min(numel, per * rank), std::min(numel, per * (rank + 1))};
+}
+
+AdamW::AdamW(ParamStore& params, const AdamWConfig& cfg, Communicator* shard_over)
+    : params_(params), cfg_(cfg), comm_(shard_over && shard_over->world_size() > 1 ? shard_over : nullptr) {
   const Device d = params.device();
-  m_ = Tensor::zeros({params.numel()}, DType::F32, d);
-  v_ = Tensor::zeros({params.numel()}, DType::F32, d);
+  shard_ = comm_ ? shard_of(params.numel(), comm_->rank(), comm_->world_size()) : std::pair<int64_t, int64_t>{0, params.numel()};
+  const int64_t n = shard_.second - shard_.first;
+  m_ = Tensor::zeros({n}, DType::F32, d);
+  v_ = Tensor::zeros({n}, DType::F32, d);
   norm_ = Tensor::zeros({1}, DType::F32, d);
   clip_coef_ = Tensor::zeros({1}, DType::F32, d);
-  decay_ranges_ = params.decay_ranges();
+  decay_ranges_ = comm_ ? shard_ranges(params.decay_ranges(), shard_, d) : params.decay_ranges();
+  if (comm_) {
+    shard_norms_ = Tensor::zeros({comm_->world_size()}, DType::F32, d);
+    shard_clip_ = Tensor::zeros({1}, DType::F32, d);
+  }
 }
 
 void AdamW::step(float lr, const Tensor& grad_divisor) {
   ++step_;
-  ops::grad_norm_clip_coef(norm_, clip_coef_, params_.grad_flat(), cfg_.max_grad_norm, grad_divisor);
   ops::AdamWHyper h{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, cfg_.weight_decay, step_};
-  ops::adamw_flat(params_.flat(), params_.compute_flat(), params_.grad_flat(), m_, v_, decay_ranges_,
-                  clip_coef_, h);
+  if (!comm_) {
+    ops::grad_norm_clip_coef(norm_, clip_coef_, params_.grad_flat(), cfg_.max_grad_norm, grad_divisor);
+    ops::adamw_flat(params_.flat(), params_.compute_flat(), params_.grad_flat(), m_, v_, decay_ranges_, clip_coef_, h);
+    return;
+  }
+  // The global norm from the shards' norms: ‖(‖g_0‖, ..., ‖g_W-1‖)‖ = ‖g‖.
+  const Tensor grad = slice(params_.grad_flat(), shard_);
+  shard_norms_.zero_();
+  Tensor mine = shard_norms_.flat_slice(comm_->rank(), {1});
+  ops::grad_norm_clip_coef(mine, shard_clip_, grad, 0.0f);
+  comm_->all_reduce_sum(shard_norms_);
+  comm_->join();
+  ops::grad_norm_clip_coef(norm_, clip_coef_, shard_norms_, cfg_.max_grad_norm, grad_divisor);
+  Tensor p = slice(params_.flat(), shard_);
+  Tensor c = slice(params_.compute_flat(), shard_);
+  ops::adamw_flat(p, c, grad, m_, v_, decay_ranges_, clip_coef_, h);
+  broadcast_shards(params_.compute_flat().defined() ? params_.compute_flat() : params_.flat());
+  comm_->join();
+}
+
+void AdamW::broadcast_shards(Tensor& flat) {
+  comm_->group_begin();
+  for (int r = 0; r < comm_->world_size(); ++r) {
+    Tensor s = slice(flat, shard_of(params_.numel(), r, comm_->world_size()));
+    if (s.numel() > 0) comm_->broadcast(s, r);
+  }
+  comm_->group_end();
+}
+
+void AdamW::gather_params() {
+  if (!comm_) return;
+  broadcast_shards(params_.flat());
+  comm_->join();
 }
 
 double AdamW::read_grad_norm() const { return double(norm_.to(Device::CPU).f32()[0]); }

@@ -3,6 +3,12 @@
 // (the clip coefficient stays on the device; the host reads the norm only to log it).
 // The moments are F32 whatever the store's dtype; a BF16 store (pure bf16 precision) is
 // updated in fp32 and rounded back to bf16 (see ops::adamw_flat).
+//
+// Sharded (ZeRO), when given a communicator: each rank keeps the moments of, and updates,
+// only its shard — a contiguous range of the flat buffer, world-size-th of it — then every
+// rank's updated shard is broadcast to the others (the BF16 compute copy when there is one:
+// half the bytes; the F32 masters outside a rank's shard are then stale until
+// gather_params()). The gradient norm is the norm of the per-shard norms.
 #pragma once
 #include <map>
 #include <string>
@@ -12,6 +18,8 @@
 
 namespace biofm {
 
+class Communicator;
+
 struct AdamWConfig {
   float lr = 4e-4f, beta1 = 0.9f, beta2 = 0.98f, eps = 1e-8f, weight_decay = 0.01f;
   float max_grad_norm = 1.0f;  // 0 disables clipping
@@ -19,7 +27,7 @@ struct AdamWConfig {
 
 class AdamW {
  public:
-  AdamW(ParamStore& params, const AdamWConfig& cfg);
+  AdamW(ParamStore& params, const AdamWConfig& cfg, Communicator* shard_over = nullptr);
   // Computes the gradient norm and clip coefficient, then one AdamW update with learning
   // rate `lr`. A non-finite gradient norm leaves parameters and moments untouched.
   // grad_divisor (F32 [1] on the device), when given: the gradient buffer holds that many times
@@ -37,10 +45,24 @@ class AdamW {
   Tensor& moment(const std::string& name);
   void set_steps_taken(int64_t steps_taken) { step_ = steps_taken; }
 
+  // [begin, end) of the flat buffer whose moments this optimizer holds: everything, or the
+  // shard of this rank. shard_of: the same for any rank of `world` ranks.
+  std::pair<int64_t, int64_t> shard() const { return shard_; }
+  static std::pair<int64_t, int64_t> shard_of(int64_t numel, int rank, int world);
+  bool sharded() const { return comm_ != nullptr; }
+  // Sharded: makes every rank's F32 master parameters complete (each shard broadcast by its
+  // owner), before a checkpoint or an export. Not sharded: nothing to do.
+  void gather_params();
+
  private:
+  void broadcast_shards(Tensor& flat);
+
   ParamStore& params_;
   AdamWConfig cfg_;
+  Communicator* comm_ = nullptr;
+  std::pair<int64_t, int64_t> shard_;
   Tensor m_, v_, decay_ranges_, norm_, clip_coef_;
+  Tensor shard_norms_, shard_clip_;  // sharded: per-rank norms [world], scratch coefficient
   int64_t step_ = 0;
 };
 

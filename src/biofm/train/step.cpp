@@ -4,13 +4,15 @@
 
 #include "biofm/core/profiling.h"
 #include "biofm/ops/loss/op.h"
+#include "biofm/train/data_parallel.h"
 #include "biofm/train/upload.h"
 
 namespace biofm {
 
-TrainStep::TrainStep(LanguageModel& model, AdamW& opt)
+TrainStep::TrainStep(LanguageModel& model, AdamW& opt, GradientSync* sync)
     : model_(model),
       opt_(opt),
+      sync_(sync),
       loss_sum_(Tensor::zeros({1}, DType::F32, model.device())),
       label_count_(Tensor::zeros({1}, DType::F32, model.device())) {}
 
@@ -22,12 +24,18 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
   model_.params().zero_grad();
   loss_sum_.zero_();
   label_count_.zero_();
-  for (const Batch& hb : micro) {
+  for (size_t i = 0; i < micro.size(); ++i) {
+    const Batch& hb = micro[i];
+    if (sync_ && i + 1 == micro.size()) sync_->arm();  // reductions overlap the last backward
     if (hb.num_label_tokens == 0) continue;
     Batch b = upload_batch(hb, model_.device());
     ops::count_labels_accumulate(label_count_, b.labels);
     NvtxRange fb("forward_backward");  // one pass in the model: no separate forward range
     model_.forward_backward(b, 1.0f, loss_sum_);
+  }
+  if (sync_) {
+    NvtxRange sync_range("gradient_sync");
+    sync_->finish(loss_sum_, label_count_);
   }
   if (before_optimizer) before_optimizer();
   {

@@ -18,17 +18,22 @@
 
 namespace biofm {
 
+class GradientSync;
+
 class TrainStep {
  public:
-  TrainStep(LanguageModel& model, AdamW& opt);
+  // sync: data parallelism (train/data_parallel.h): gradients, loss sum and label count are
+  // summed over ranks before the optimizer.
+  TrainStep(LanguageModel& model, AdamW& opt, GradientSync* sync = nullptr);
 
   // micro: the step's host batches (uploaded here). Without label tokens the gradients stay
   // zero (AdamW still steps, so its step count matches the trainer's).
   void run(const std::vector<Batch>& micro, double lr);
   std::function<void()> before_optimizer;
 
-  int64_t label_tokens() const { return label_tokens_; }  // of the last step
-  // Σ token losses and the label-token count of the last step (F32 [1] each, on the device).
+  int64_t label_tokens() const { return label_tokens_; }  // of the last step, this rank's
+  // Σ token losses and the label-token count of the last step (F32 [1] each, on the device;
+  // over all ranks).
   Tensor& loss_sum() { return loss_sum_; }
   Tensor& label_count() { return label_count_; }
   // Mean token loss of the last step (reads the device: a sync).
@@ -37,6 +42,7 @@ class TrainStep {
  private:
   LanguageModel& model_;
   AdamW& opt_;
+  GradientSync* sync_;
   Tensor loss_sum_, label_count_;
   int64_t label_tokens_ = 0;
 };

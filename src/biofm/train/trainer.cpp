@@ -14,6 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "biofm/core/device_memory.h"
+#include "biofm/data/rank_slice.h"
+#include "biofm/dist/comm.h"
+#include "biofm/dist/coordinator.h"
+#include "biofm/dist/launch_env.h"
+#include "biofm/train/data_parallel.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/train/setup.h"
 #include "biofm/train/step.h"
@@ -39,7 +44,8 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Masked- or causal-LM loss (and accuracy) over the whole held-out set.
-json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batches) {
+// Multi-process: each rank evaluates its share (rank_slice.h) and the sums are added over ranks.
+json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batches, Coordinator* ranks) {
   data.reset_eval();
   Batch b;
   LossSums total;
@@ -52,6 +58,10 @@ json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batc
     ++n;
   }
   if (max_batches > 0) data.reset_eval();
+  if (ranks) {
+    const std::vector<double> sums = ranks->sum({total.loss_sum, double(total.num_tokens), double(total.num_correct)});
+    total = {sums[0], int64_t(sums[1]), int64_t(sums[2])};
+  }
   const double loss = total.num_tokens ? total.loss_sum / double(total.num_tokens) : NAN;
   return {{"val_loss", loss},
           {"val_perplexity", std::exp(loss)},
@@ -59,7 +69,7 @@ json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batc
           {"val_tokens", total.num_tokens}};
 }
 
-// SIGTERM/SIGINT: the first asks the loop to stop after the current step (with a checkpoint);
+// SIGTERM/SIGINT/SIGUSR1: the first asks the loop to stop after the current step (with a checkpoint);
 // a second exits at once. Checkpoints are renamed into place only when whole, so an
 // immediate exit leaves only complete ones (and a .tmp_step_* directory removed next start).
 std::atomic<int> g_stop_signal{0};
@@ -81,15 +91,17 @@ class StopSignals {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, &old_term_);
     sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGUSR1, &sa, &old_usr1_);  // Slurm's preemption warning (--signal=USR1@T)
   }
   ~StopSignals() {
     sigaction(SIGTERM, &old_term_, nullptr);
     sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGUSR1, &old_usr1_, nullptr);
   }
   int received() const { return g_stop_signal.load(); }
 
  private:
-  struct sigaction old_term_ {}, old_int_ {};
+  struct sigaction old_term_ {}, old_int_ {}, old_usr1_ {};
 };
 
 // After a resume at `step`, keeps only the records of steps <= step: the steps after it are
@@ -159,6 +171,10 @@ class TrainingRun {
  private:
   // Everything that can fail on bad input fails here, before any output is written.
   void setup() {
+    env_ = detect_dist_env();
+    root_ = env_.rank == 0;
+    // One GPU per local rank, chosen before any CUDA work.
+    if (env_.distributed() && device_ == Device::CUDA && cuda_available()) select_cuda_device(env_.local_rank);
     apply_op_options(cfg_);
     if (device_ == Device::CUDA && !cuda_available())
       fail("device=cuda but this biofm has no CUDA backend or no GPU is visible; use device=cpu");
@@ -172,21 +188,55 @@ class TrainingRun {
     train_set_ = std::make_unique<SequenceDataset>(SequenceDataset::load(cfg_.dataset.path, ro));
     if (!cfg_.dataset.val_path.empty())
       val_set_ = std::make_unique<SequenceDataset>(SequenceDataset::load(cfg_.dataset.val_path, ro));
-    data_ = make_batch_source(cfg_, *train_set_);
-    if (val_set_) val_data_ = make_batch_source(cfg_, *val_set_);
+    if (env_.distributed()) connect_ranks();
+    const int rank = env_.rank, world = env_.world_size;
+    data_ = slice_for_rank(make_batch_source(cfg_, *train_set_), rank, world, cfg_.grad_acc_steps);
+    if (val_set_) val_data_ = slice_for_rank(make_batch_source(cfg_, *val_set_), rank, world, 1);
     build_model();
     out_dir_ = cfg_.output_dir;
     ckpt_dir_ = cfg_.resolved_ckpt_dir();
-    make_dirs_writable(out_dir_);
-    make_dirs_writable(ckpt_dir_);
-    opt_ = std::make_unique<AdamW>(model_->params(), adamw_config(cfg_));
+    if (root_) {
+      make_dirs_writable(out_dir_);
+      make_dirs_writable(ckpt_dir_);
+    }
+    const bool sharded = comm_ && optimizer_sharded(cfg_.distributed.strategy);
+    opt_ = std::make_unique<AdamW>(model_->params(), adamw_config(cfg_), sharded ? comm_.get() : nullptr);
+    if (comm_) {
+      DataParallelOptions o;
+      o.strategy = cfg_.distributed.strategy;
+      o.bucket_bytes = int64_t(cfg_.distributed.bucket_mb) << 20;
+      o.bf16_reduce = cfg_.distributed.bf16_reduce;
+      sync_ = std::make_unique<GradientSync>(*comm_, *model_, o);
+    }
     summary_.ckpt_dir = ckpt_dir_;
     resume();
+    if (comm_ && step_ == 0) {
+      // Every rank starts from rank 0's parameters (initialisation is seeded, but one copy
+      // makes the replicas identical by construction).
+      comm_->broadcast(model_->params().flat(), 0);
+      comm_->join();
+      if (model_->params().compute_flat().defined()) model_->params().refresh_compute_copy();
+    }
     // Tokenizing, masking and packing run ahead on a background thread from here on.
     prefetch_ = std::make_unique<Prefetcher>(*data_, 4);
     open_metrics();
-    write_file_atomic(out_dir_ + "/config.yaml", to_yaml(cfg_));
-    print_banner();
+    if (root_) {
+      write_file_atomic(out_dir_ + "/config.yaml", to_yaml(cfg_));
+      print_banner();
+    }
+  }
+
+  // The control plane (rendezvous, liveness) and the collectives of a multi-process run.
+  void connect_ranks() {
+    CoordinatorOptions co;
+    co.step_timeout = std::chrono::seconds(cfg_.distributed.step_timeout_s);
+    co.heartbeat_timeout = std::chrono::seconds(cfg_.distributed.heartbeat_timeout_s);
+    coord_ = std::make_unique<Coordinator>(env_, co);
+    comm_ = make_communicator(*coord_, device_, env_);
+    if (root_)
+      std::printf("distributed: %d ranks (%s), %s, strategy %s%s\n", env_.world_size, env_.source.c_str(),
+                  comm_->name().c_str(), strategy_name(cfg_.distributed.strategy),
+                  cfg_.distributed.bf16_reduce ? ", bf16 gradient reduction" : "");
   }
 
   void build_model() {
@@ -207,17 +257,18 @@ class TrainingRun {
 
   // The newest usable checkpoint, if any; every fallback said in one line.
   void resume() {
-    remove_stale_tmp_dirs(ckpt_dir_);
+    if (root_) remove_stale_tmp_dirs(ckpt_dir_);
     if (cfg_.checkpoint.resume_from_checkpoint) {
       const auto candidates = list_checkpoints(ckpt_dir_);
       if (auto st = resume_training_checkpoint(ckpt_dir_, *model_, *opt_, &resumed_from_)) {
         step_ = st->step;
         data_->set_cursor(st->data_cursor);
         const bool older = resumed_from_ != candidates.back().second;
-        std::printf("resumed from %s (step %lld, data cursor %llu)%s\n", resumed_from_.c_str(), (long long)step_,
+        if (root_)
+          std::printf("resumed from %s (step %lld, data cursor %llu)%s\n", resumed_from_.c_str(), (long long)step_,
                     (unsigned long long)st->data_cursor,
                     older ? "; newer checkpoints failed to load (warnings above), an older one is used" : "");
-      } else if (!candidates.empty()) {
+      } else if (!candidates.empty() && root_) {
         std::printf("no usable checkpoint in %s (%zu failed to load, warnings above): starting from step 0\n",
                     ckpt_dir_.c_str(), candidates.size());
       }
@@ -225,17 +276,18 @@ class TrainingRun {
     if (step_ > cfg_.num_train_steps)
       fail("the checkpoint ", resumed_from_, " is at step ", step_, ", past num_train_steps=", cfg_.num_train_steps,
            "; raise num_train_steps, use another checkpoint.ckpt_dir, or set checkpoint.resume_from_checkpoint=false");
-    if (step_ > 0 && !cfg_.metrics_path().empty()) truncate_metrics(cfg_.metrics_path(), step_);
-    if (step_ > 0 && step_ == cfg_.num_train_steps)
+    if (step_ > 0 && !cfg_.metrics_path().empty() && root_) truncate_metrics(cfg_.metrics_path(), step_);
+    if (step_ > 0 && step_ == cfg_.num_train_steps && root_)
       std::printf("nothing to train: %s is at step %lld = num_train_steps\n", resumed_from_.c_str(), (long long)step_);
   }
 
   void open_metrics() {
+    ProfilerWindow::configure(cfg_.profiler.start_step, cfg_.profiler.end_step, step_);
+    if (!root_) return;  // one set of logs for the run
     metrics_.add(std::make_unique<ProgressLineSink>());
     if (!cfg_.metrics_path().empty())
       metrics_.add(std::make_unique<JsonlSink>(cfg_.metrics_path(), /*append=*/step_ > 0));
     if (cfg_.logger.tensorboard) metrics_.add(std::make_unique<TensorBoardSink>(out_dir_ + "/tensorboard"));
-    ProfilerWindow::configure(cfg_.profiler.start_step, cfg_.profiler.end_step, step_);
   }
 
   void print_banner() const {
@@ -255,12 +307,13 @@ class TrainingRun {
   void loop() {
     summary_.start_step = step_;
     t_start_ = Clock::now();
-    TrainStep train_step(*model_, *opt_);
+    TrainStep train_step(*model_, *opt_, sync_.get());
     ThroughputWindow window(model_->dims());
     const ScheduleSpec sched{cfg_.scheduler.type, cfg_.scheduler.warmup_steps, cfg_.num_train_steps,
                              cfg_.scheduler.decay_fraction, cfg_.scheduler.min_lr_ratio};
     StopSignals signals;
     for (; step_ < cfg_.num_train_steps; ++step_) {
+      if (coord_) coord_->set_step(step_ + 1);
       std::vector<Batch> micro;
       for (int64_t a = 0; a < cfg_.grad_acc_steps; ++a) {
         micro.push_back(prefetch_->next());
@@ -275,15 +328,17 @@ class TrainingRun {
       if (val_data_ && cfg_.dataset.val_every_n_steps > 0 && done % cfg_.dataset.val_every_n_steps == 0) {
         // (on its own schedule, whatever logger.frequency is)
         if (rec.is_null()) rec = {{"step", done}, {"elapsed", seconds_since(t_start_)}};
-        rec.update(evaluate_held_out(*model_, *val_data_, cfg_.dataset.val_max_batches));
+        rec.update(evaluate_held_out(*model_, *val_data_, cfg_.dataset.val_max_batches, coord_.get()));
       }
       if (!rec.is_null()) metrics_.write(rec);
-      const bool stop_now = signals.received() != 0;
+      // Every rank stops after the same step: a signal to any (Slurm signals them all, but not
+      // at the same instant) stops all. (A host round trip to rank 0 per step, no GPU sync.)
+      const bool stop_now = coord_ ? coord_->any(signals.received() != 0) : signals.received() != 0;
       if ((cfg_.checkpoint.save_every_n_steps > 0 && done % cfg_.checkpoint.save_every_n_steps == 0) || stop_now)
         checkpoint(done);
       if (stop_now) {
-        std::printf("stopped by signal %d after step %lld; resume with the same command\n", signals.received(),
-                    (long long)done);
+        if (root_)
+          std::printf("stopped by a signal after step %lld; resume with the same command\n", (long long)done);
         stopped_ = true;
         ++step_;
         break;
@@ -318,6 +373,18 @@ class TrainingRun {
     }
     if (!log_now) return json();
     json rec = window.report(done, cfg_.num_train_steps, loss, lr, gnorm, device_);
+    if (coord_) {
+      // Each rank's throughput, and the run's.
+      json per_rank = json::array();
+      double total = 0;
+      for (const std::string& v : coord_->all_gather(std::to_string(rec["tokens_per_sec"].get<double>()))) {
+        per_rank.push_back(std::stod(v));
+        total += std::stod(v);
+      }
+      rec["world_size"] = env_.world_size;
+      rec["rank_tokens_per_sec"] = per_rank;
+      rec["global_tokens_per_sec"] = total;
+    }
     rec["epoch"] = epoch_now();
     rec["elapsed"] = seconds_since(t_start_);
     window.reset();
@@ -325,15 +392,17 @@ class TrainingRun {
   }
 
   void checkpoint(int64_t done) {
+    opt_->gather_params();  // (sharded: every shard's masters, for model.safetensors)
     TrainerState st{done, prefetch_->cursor(), json{{"seed", cfg_.seed}, {"epoch", epoch_now()}}.dump(), to_yaml(cfg_)};
     try {
-      summary_.last_checkpoint = save_training_checkpoint(ckpt_dir_, st, *model_, *opt_, cfg_.checkpoint.max_checkpoints);
+      summary_.last_checkpoint =
+          save_training_checkpoint(ckpt_dir_, st, *model_, *opt_, cfg_.checkpoint.max_checkpoints, coord_.get());
     } catch (const std::exception& e) {
       // The writer removes its temporary directory; sweep any other leftovers too.
-      remove_stale_tmp_dirs(ckpt_dir_);
+      if (root_) remove_stale_tmp_dirs(ckpt_dir_);
       fail("saving the checkpoint of step ", done, " in ", ckpt_dir_, " failed: ", e.what());
     }
-    std::printf("  checkpoint saved: %s\n", summary_.last_checkpoint.c_str());
+    if (root_) std::printf("  checkpoint saved: %s\n", summary_.last_checkpoint.c_str());
   }
 
   void finish() {
@@ -341,9 +410,16 @@ class TrainingRun {
     summary_.wall_seconds = seconds_since(t_start_);
     prefetch_.reset();  // the source is ours again (its counters are read below)
     if (cfg_.checkpoint.save_final_model && !stopped_) {
+      opt_->gather_params();
       summary_.final_model_dir = out_dir_ + "/final_model";
-      export_final_model(*model_, out_dir_, summary_.final_model_dir);
+      if (root_) export_final_model(*model_, out_dir_, summary_.final_model_dir);
     }
+    if (coord_) {
+      sync_.reset();
+      comm_.reset();
+      coord_->finish();  // every rank is done: closing connections are not failures
+    }
+    if (!root_) return;
     std::printf("data: %s\n", data_->summary().c_str());
     const long long steps = (long long)(summary_.end_step - summary_.start_step);
     if (have_first_)
@@ -359,10 +435,15 @@ class TrainingRun {
 
   const TrainConfig& cfg_;
   const Device device_;
+  DistEnv env_;
+  bool root_ = true;                    // rank 0 (or the only process): logs, writes, exports
+  std::unique_ptr<Coordinator> coord_;  // multi-process only
+  std::unique_ptr<Communicator> comm_;
   std::unique_ptr<SequenceDataset> train_set_, val_set_;
   std::unique_ptr<BatchSource> data_, val_data_;
   std::unique_ptr<LanguageModel> model_;
   std::unique_ptr<AdamW> opt_;
+  std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<Prefetcher> prefetch_;
   MetricSinks metrics_;
   std::string out_dir_, ckpt_dir_, resumed_from_;

@@ -1,0 +1,51 @@
+// The data plane of a multi-process run: collectives over tensors, NCCL between GPUs and Gloo
+// between CPU processes, behind one small interface. Every call names a contiguous tensor (a
+// view into the flat parameter or gradient buffers, usually) and works in place.
+//
+// Ordering on GPUs: a collective runs on the communicator's own stream, after all work
+// enqueued on the compute stream before the call (an event orders them); it returns at once.
+// join() makes work enqueued on the compute stream after it wait for every collective issued
+// so far. That is all the data-parallel code needs to overlap reductions with backward. On
+// CPUs each call completes before it returns and join() does nothing.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "biofm/core/tensor.h"
+#include "biofm/dist/launch_env.h"
+
+namespace biofm {
+
+class Coordinator;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual std::string name() const = 0;  // "nccl 2.28.9", "gloo (tcp)"
+
+  // t = Σ over ranks of t (F32; BF16 too on GPUs).
+  virtual void all_reduce_sum(Tensor& t) = 0;
+  // On `root`: t = Σ over ranks of t; elsewhere t is left as it was (or used as scratch).
+  virtual void reduce_sum(Tensor& t, int root) = 0;
+  // t = root's t on every rank.
+  virtual void broadcast(Tensor& t, int root) = 0;
+  // Calls between group_begin and group_end may run concurrently (NCCL groups); on CPUs they
+  // run one after another.
+  virtual void group_begin() {}
+  virtual void group_end() {}
+  virtual void join() {}
+};
+
+// The communicator for `device`, set up through the coordinator's store (NCCL unique id,
+// Gloo's addresses). NCCL uses the GPU of the process's local rank (the caller selected it).
+// Throws naming what is
+// missing when this build has no NCCL (no CUDA) or no Gloo.
+std::unique_ptr<Communicator> make_communicator(Coordinator& coord, Device device, const DistEnv& env);
+
+// Per backend (comm_nccl_cuda.cpp, comm_gloo.cpp; stubs that fail where not built).
+std::unique_ptr<Communicator> make_nccl_communicator(Coordinator& coord);
+std::unique_ptr<Communicator> make_gloo_communicator(Coordinator& coord, bool single_host);
+
+}  // namespace biofm

@@ -1,0 +1,154 @@
+// Gloo (Debian's libgloo-dev, the library PyTorch's CPU backend uses) over TCP: the CPU
+// processes' collectives. Gloo finds its peers through a key-value store; ours is the
+// coordinator's.
+#include "biofm/dist/comm.h"
+
+#include "biofm/dist/coordinator.h"
+
+#if BIOFM_WITH_GLOO
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/reduce.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <cstdlib>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+namespace biofm {
+
+namespace {
+
+// Gloo's Store on the coordinator's key-value store.
+class CoordinatorStore : public gloo::rendezvous::Store {
+ public:
+  explicit CoordinatorStore(Coordinator& c) : c_(c) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    c_.set(key, std::string(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    const std::string v = c_.get(key);
+    return std::vector<char>(v.begin(), v.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, std::chrono::seconds(300)); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    for (const std::string& k : keys) c_.get(k, timeout);
+  }
+
+ private:
+  Coordinator& c_;
+};
+
+void sum_f32(void* out, const void* a, const void* b, size_t n) {
+  float* o = static_cast<float*>(out);
+  const float* x = static_cast<const float*>(a);
+  const float* y = static_cast<const float*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
+}
+
+float* f32_of(Tensor& t, const char* what) {
+  if (t.device() != Device::CPU || t.dtype() != DType::F32)
+    fail("gloo ", what, ": needs an F32 CPU tensor, got ", t.describe());
+  return t.f32();
+}
+
+class GlooCommunicator : public Communicator {
+ public:
+  GlooCommunicator(Coordinator& coord, bool single_host) : coord_(coord) {
+    gloo::transport::tcp::attr attr;
+    // GLOO_SOCKET_IFNAME as in PyTorch; one host: loopback; else this host's name.
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+      attr.iface = ifname;
+    } else if (single_host) {
+      attr.hostname = "127.0.0.1";
+    } else {
+      char host[256] = {};
+      ::gethostname(host, sizeof host - 1);
+      attr.hostname = host;
+    }
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto ctx = std::make_shared<gloo::rendezvous::Context>(coord.rank(), coord.world_size());
+    CoordinatorStore store(coord);
+    gloo::rendezvous::PrefixStore prefixed("gloo", store);
+    try {
+      ctx->connectFullMesh(prefixed, device);
+    } catch (const std::exception& e) {
+      fail("gloo: connecting the ", coord.world_size(), " ranks failed: ", e.what());
+    }
+    // Generous: a slow step on another rank is not a failure (the coordinator's watchdog
+    // catches ranks that are gone or hung).
+    ctx->setTimeout(std::chrono::hours(1));
+    ctx_ = ctx;
+  }
+  int rank() const override { return ctx_->rank; }
+  int world_size() const override { return ctx_->size; }
+  std::string name() const override { return "gloo (tcp)"; }
+
+  void all_reduce_sum(Tensor& t) override {
+    float* p = f32_of(t, "all_reduce");
+    gloo::AllreduceOptions o(ctx_);
+    o.setInput(p, size_t(t.numel()));
+    o.setOutput(p, size_t(t.numel()));
+    o.setReduceFunction(sum_f32);
+    run([&] { gloo::allreduce(o); }, "all_reduce");
+  }
+  void reduce_sum(Tensor& t, int root) override {
+    float* p = f32_of(t, "reduce");
+    gloo::ReduceOptions o(ctx_);
+    o.setInput(p, size_t(t.numel()));
+    o.setOutput(p, size_t(t.numel()));
+    o.setRoot(root);
+    o.setReduceFunction(sum_f32);
+    run([&] { gloo::reduce(o); }, "reduce");
+  }
+  void broadcast(Tensor& t, int root) override {
+    if (t.device() != Device::CPU) fail("gloo broadcast: needs a CPU tensor, got ", t.describe());
+    gloo::BroadcastOptions o(ctx_);
+    char* p = static_cast<char*>(t.raw());
+    o.setInput(p, t.nbytes());
+    o.setOutput(p, t.nbytes());
+    o.setRoot(root);
+    run([&] { gloo::broadcast(o); }, "broadcast");
+  }
+
+ private:
+  template <class F>
+  void run(F&& f, const char* what) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      // Usually a peer died (its connection reset). The coordinator names it and ends this
+      // process within a heartbeat or two; give it that chance before the less telling error.
+      std::this_thread::sleep_for(std::chrono::seconds(5));
+      fail("gloo ", what, " failed on rank ", ctx_->rank, ": ", e.what());
+    }
+  }
+  Coordinator& coord_;
+  std::shared_ptr<gloo::Context> ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_gloo_communicator(Coordinator& coord, bool single_host) {
+  return std::make_unique<GlooCommunicator>(coord, single_host);
+}
+
+}  // namespace biofm
+
+#else
+
+namespace biofm {
+
+std::unique_ptr<Communicator> make_gloo_communicator(Coordinator&, bool) {
+  fail("multi-process training on CPUs needs Gloo, and this biofm was built without it "
+       "(install libgloo-dev and reconfigure, or train on GPUs)");
+}
+
+}  // namespace biofm
+
+#endif

@@ -1,0 +1,117 @@
+// NCCL between the GPUs of a run (one process per GPU). Collectives run on a high-priority
+// stream of their own, ordered after the compute stream's work by an event, so that gradient
+// reductions overlap the rest of backward; join() orders the compute stream after them.
+#include <nccl.h>
+
+#include <cstring>
+
+#include "biofm/core/cuda_context.h"
+#include "biofm/dist/comm.h"
+#include "biofm/dist/coordinator.h"
+
+#define BIOFM_NCCL_CHECK(expr)                                                                        \
+  do {                                                                                                \
+    ncclResult_t r_ = (expr);                                                                         \
+    if (r_ != ncclSuccess)                                                                            \
+      ::biofm::fail("NCCL error in " #expr ": ", ncclGetErrorString(r_), " (", ncclGetLastError(nullptr), ")"); \
+  } while (0)
+
+namespace biofm {
+
+namespace {
+
+ncclDataType_t nccl_type(const Tensor& t) {
+  if (t.device() != Device::CUDA) fail("nccl: needs a CUDA tensor, got ", t.describe());
+  switch (t.dtype()) {
+    case DType::F32: return ncclFloat32;
+    case DType::BF16: return ncclBfloat16;
+    default: fail("nccl: no reduction for ", t.describe());
+  }
+}
+
+class NcclCommunicator : public Communicator {
+ public:
+  explicit NcclCommunicator(Coordinator& coord) : rank_(coord.rank()), world_(coord.world_size()) {
+    ncclUniqueId id{};
+    if (rank_ == 0) {
+      BIOFM_NCCL_CHECK(ncclGetUniqueId(&id));
+      coord.set("nccl_unique_id", std::string(reinterpret_cast<const char*>(&id), sizeof id));
+    } else {
+      const std::string v = coord.get("nccl_unique_id");
+      if (v.size() != sizeof id) fail("nccl: the unique id from rank 0 has ", v.size(), " bytes");
+      std::memcpy(&id, v.data(), sizeof id);
+    }
+    BIOFM_NCCL_CHECK(ncclCommInitRank(&comm_, world_, id, rank_));
+    int least = 0, greatest = 0;
+    BIOFM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    BIOFM_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+    BIOFM_CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+    BIOFM_CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
+    int v = 0;
+    ncclGetVersion(&v);
+    version_ = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+  }
+  ~NcclCommunicator() override {
+    // (a clean end: every collective has completed; a failed run ends the process instead)
+    cudaStreamSynchronize(stream_);
+    ncclCommDestroy(comm_);
+    cudaEventDestroy(compute_done_);
+    cudaEventDestroy(comm_done_);
+    cudaStreamDestroy(stream_);
+  }
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  std::string name() const override { return "nccl " + version_; }
+
+  void all_reduce_sum(Tensor& t) override {
+    const ncclDataType_t ty = nccl_type(t);
+    after_compute();
+    BIOFM_NCCL_CHECK(ncclAllReduce(t.raw(), t.raw(), size_t(t.numel()), ty, ncclSum, comm_, stream_));
+  }
+  void reduce_sum(Tensor& t, int root) override {
+    const ncclDataType_t ty = nccl_type(t);
+    after_compute();
+    BIOFM_NCCL_CHECK(ncclReduce(t.raw(), t.raw(), size_t(t.numel()), ty, ncclSum, root, comm_, stream_));
+  }
+  void broadcast(Tensor& t, int root) override {
+    if (t.device() != Device::CUDA) fail("nccl: needs a CUDA tensor, got ", t.describe());
+    after_compute();
+    BIOFM_NCCL_CHECK(ncclBroadcast(t.raw(), t.raw(), t.nbytes(), ncclUint8, root, comm_, stream_));
+  }
+  void group_begin() override {
+    after_compute();  // (event calls are not allowed to split a group's work)
+    in_group_ = true;
+    BIOFM_NCCL_CHECK(ncclGroupStart());
+  }
+  void group_end() override {
+    BIOFM_NCCL_CHECK(ncclGroupEnd());
+    in_group_ = false;
+  }
+  void join() override {
+    BIOFM_CUDA_CHECK(cudaEventRecord(comm_done_, stream_));
+    BIOFM_CUDA_CHECK(cudaStreamWaitEvent(cuda_ctx::stream(), comm_done_, 0));
+  }
+
+ private:
+  // The collective reads what the compute stream wrote before this call.
+  void after_compute() {
+    if (in_group_) return;
+    BIOFM_CUDA_CHECK(cudaEventRecord(compute_done_, cuda_ctx::stream()));
+    BIOFM_CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
+  }
+
+  int rank_, world_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t compute_done_ = nullptr, comm_done_ = nullptr;
+  bool in_group_ = false;
+  std::string version_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(Coordinator& coord) {
+  return std::make_unique<NcclCommunicator>(coord);
+}
+
+}  // namespace biofm

@@ -1,0 +1,124 @@
+#include "biofm/train/data_parallel.h"
+
+#include <algorithm>
+
+#include "biofm/dist/comm.h"
+#include "biofm/ops/elementwise/op.h"
+#include "biofm/train/optimizer.h"
+
+namespace biofm {
+
+const char* strategy_name(ParallelStrategy s) {
+  switch (s) {
+    case ParallelStrategy::Ddp: return "ddp";
+    case ParallelStrategy::Zero1: return "zero1";
+    case ParallelStrategy::Zero2: return "zero2";
+  }
+  return "?";
+}
+
+bool optimizer_sharded(ParallelStrategy s) { return s != ParallelStrategy::Ddp; }
+
+namespace {
+
+using Range = std::pair<int64_t, int64_t>;
+
+Range intersect(Range a, Range b) { return {std::max(a.first, b.first), std::min(a.second, b.second)}; }
+bool empty(Range r) { return r.first >= r.second; }
+Tensor slice(const Tensor& flat, Range r) { return flat.flat_slice(r.first, {r.second - r.first}); }
+
+}  // namespace
+
+GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataParallelOptions& o)
+    : comm_(comm), model_(model), o_(o) {
+  scalars_ = Tensor::zeros({2}, DType::F32, model.device());
+  const Tensor& g = model.params().grad_flat();
+  if (o_.bf16_reduce && g.dtype() == DType::F32) bf16_grads_ = Tensor::empty({g.numel()}, DType::BF16, g.device());
+  model_.set_grads_ready_hook([this](int layer) { on_layer_ready(layer); });
+}
+
+GradientSync::~GradientSync() { model_.set_grads_ready_hook({}); }
+
+void GradientSync::arm() { armed_ = true; }
+
+void GradientSync::on_layer_ready(int layer) {
+  if (!armed_) return;
+  const Range r = model_.layer_param_range(layer);
+  if (empty(r)) return;
+  // Backward finishes layers last to first: a layer's range usually ends where the pending one
+  // begins, and they merge into one bucket.
+  if (!empty(pending_) && r.second != pending_.first) flush_pending();
+  pending_ = empty(pending_) ? r : Range{r.first, pending_.second};
+  const int64_t bytes = (pending_.second - pending_.first) * int64_t(dtype_size(model_.params().grad_flat().dtype()));
+  if (bytes >= o_.bucket_bytes) flush_pending();
+}
+
+void GradientSync::flush_pending() {
+  if (empty(pending_)) return;
+  launch(pending_);
+  pending_ = {0, 0};
+}
+
+void GradientSync::launch(Range range) {
+  launched_.push_back(range);
+  Tensor grads = slice(model_.params().grad_flat(), range);
+  Tensor wire = grads;
+  if (bf16_grads_.defined()) {
+    wire = slice(bf16_grads_, range);
+    ops::cast(wire, grads);
+  }
+  if (o_.strategy != ParallelStrategy::Zero2) {
+    comm_.all_reduce_sum(wire);
+    return;
+  }
+  // zero2: each owner receives the sum of its part only.
+  const int64_t numel = model_.params().numel();
+  comm_.group_begin();
+  for (int r = 0; r < comm_.world_size(); ++r) {
+    const Range part = intersect(range, AdamW::shard_of(numel, r, comm_.world_size()));
+    if (empty(part)) continue;
+    Tensor t = wire.flat_slice(part.first - range.first, {part.second - part.first});
+    comm_.reduce_sum(t, r);
+  }
+  comm_.group_end();
+}
+
+void GradientSync::finish(Tensor& loss_sum, Tensor& label_count) {
+  flush_pending();
+  // Whatever no bucket covered: parameters outside the layers, or all of them when the last
+  // micro batch was skipped (no label tokens) and no hook fired.
+  std::vector<Range> done = launched_;
+  std::sort(done.begin(), done.end());
+  int64_t at = 0;
+  for (const Range& r : done) {
+    if (r.first > at) launch({at, r.first});
+    at = std::max(at, r.second);
+  }
+  const int64_t numel = model_.params().numel();
+  if (at < numel) launch({at, numel});
+
+  Tensor loss_slot = scalars_.flat_slice(0, {1}), count_slot = scalars_.flat_slice(1, {1});
+  loss_slot.copy_from(loss_sum);
+  count_slot.copy_from(label_count);
+  comm_.all_reduce_sum(scalars_);
+  comm_.join();
+  loss_sum.copy_from(loss_slot);
+  label_count.copy_from(count_slot);
+
+  if (bf16_grads_.defined()) {
+    // Widen back what this rank uses: everything, or (zero2) its own shard.
+    const Range mine = o_.strategy == ParallelStrategy::Zero2
+                           ? AdamW::shard_of(numel, comm_.rank(), comm_.world_size())
+                           : Range{0, numel};
+    for (const Range& r : launched_) {
+      const Range part = intersect(r, mine);
+      if (empty(part)) continue;
+      Tensor dst = slice(model_.params().grad_flat(), part);
+      ops::cast(dst, slice(bf16_grads_, part));
+    }
+  }
+  launched_.clear();
+  armed_ = false;
+}
+
+}  // namespace biofm

@@ -1,0 +1,67 @@
+// Gradient synchronisation of data-parallel training: every rank runs the same model on its
+// own micro batches; before the optimizer, the gradients (sums over token losses), the loss
+// sum and the label-token count are summed over ranks, so the step equals one process running
+// all ranks' micro batches (the optimizer divides by the global count).
+//
+// Reductions overlap backward: on the step's last micro batch, each layer's gradients are
+// final as soon as backward leaves the layer (the model's grads-ready hook); they are reduced in
+// buckets of consecutive layers (at least bucket_bytes) on the communicator's stream while
+// backward goes on. What lies outside the layers (embeddings, final norm, head) and the two
+// scalars follow at the end.
+//   ddp:   all-reduce; every rank's optimizer updates every parameter.
+//   zero1: all-reduce; the optimizer is sharded (each rank updates and keeps the moments of
+//          its shard, then broadcasts it).
+//   zero2: reduce each bucket only to the rank(s) owning its elements (half the all-reduce's
+//          traffic); the sharded optimizer as zero1. The gradient buffer stays full-size: the
+//          saving over zero1 is bandwidth, not memory.
+// bf16_reduce: gradients travel as bf16 (half the bytes), summed in bf16 by NCCL, widened back.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "biofm/core/tensor.h"
+#include "biofm/models/language_model.h"
+#include "biofm/train/parallel_strategy.h"
+
+namespace biofm {
+
+class Communicator;
+
+const char* strategy_name(ParallelStrategy s);
+bool optimizer_sharded(ParallelStrategy s);
+
+struct DataParallelOptions {
+  ParallelStrategy strategy = ParallelStrategy::Ddp;
+  int64_t bucket_bytes = int64_t(25) << 20;
+  bool bf16_reduce = false;
+};
+
+class GradientSync {
+ public:
+  GradientSync(Communicator& comm, LanguageModel& model, const DataParallelOptions& o);
+  ~GradientSync();
+  // Called before the step's last micro batch: from then on, layers' gradients are reduced as
+  // backward finishes them.
+  void arm();
+  // After the last micro batch: reduces whatever is left, then sums loss_sum and label_count
+  // (F32 [1] each) over ranks; work enqueued after this sees the summed values.
+  void finish(Tensor& loss_sum, Tensor& label_count);
+
+ private:
+  void on_layer_ready(int layer);
+  void launch(std::pair<int64_t, int64_t> range);
+  void flush_pending();
+
+  Communicator& comm_;
+  LanguageModel& model_;
+  DataParallelOptions o_;
+  std::vector<std::pair<int64_t, int64_t>> launched_;  // ranges reduced this step
+  std::pair<int64_t, int64_t> pending_{0, 0};          // ready layers not yet launched
+  bool armed_ = false;
+  Tensor scalars_;      // [2]: loss sum, label count
+  Tensor bf16_grads_;   // bf16_reduce: the gradients as bf16, same layout
+};
+
+}  // namespace biofm

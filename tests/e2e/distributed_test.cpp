@@ -1,0 +1,152 @@
+// Multi-process training on CPUs (Gloo), as users run it: `biofm launch --nproc-per-node N
+// train ...`. The same science at any scale: N ranks × 1 micro batch trains exactly as 1 rank ×
+// N micro batches (fp32: within 1e-5 per step) for every strategy; checkpoints resume on another
+// number of ranks; a rank that dies is named by the others; a stop signal stops all ranks after
+// the same step with a checkpoint.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "e2e/cli_run.h"
+
+namespace fs = std::filesystem;
+using namespace biofm::testkit;
+
+namespace {
+
+// A port per test process and call, so that parallel test processes do not collide.
+int next_port() {
+  static int n = 0;
+  return 20000 + (int(::getpid()) * 13 + 97 * n++) % 30000;
+}
+
+// A tiny ESM-2 on the bundled sample (fp32 CPU), one log record per step.
+std::string tiny_args(const std::string& out, int steps, int grad_acc) {
+  return "train --config-dir " + src("configs") + " --config-name esm2_sanity output_dir=" + out +
+         " dataset.path=" + src("data/proteins_sample.fasta") + " dataset.val_path=" + src("data/proteins_val.fasta") +
+         " dataset.val_every_n_steps=3 dataset.val_max_batches=4" +
+         " model.config.hidden_size=32 model.config.num_hidden_layers=2 model.config.num_attention_heads=4"
+         " model.config.intermediate_size=64 dataset.max_seq_length=128 dataset.max_tokens_per_batch=512"
+         " logger.frequency=1 checkpoint.save_every_n_steps=3 checkpoint.max_checkpoints=5 num_threads=1"
+         " scheduler.warmup_steps=2 grad_acc_steps=" +
+         std::to_string(grad_acc) + " num_train_steps=" + std::to_string(steps);
+}
+
+std::string launch(int nproc) {
+  return "launch --nproc-per-node " + std::to_string(nproc) + " --master 127.0.0.1:" + std::to_string(next_port()) + " ";
+}
+
+std::vector<nlohmann::json> train_records(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    nlohmann::json r = nlohmann::json::parse(line);
+    if (r.contains("loss")) out.push_back(r);
+  }
+  return out;
+}
+
+void expect_same_curve(const std::vector<nlohmann::json>& a, const std::vector<nlohmann::json>& b, size_t from = 0) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = from; i < a.size(); ++i) {
+    for (const char* k : {"loss", "grad_norm"}) {
+      const double x = a[i][k].get<double>(), y = b[i][k].get<double>();
+      EXPECT_LE(std::abs(x - y), 1e-5 * std::abs(y)) << k << " at step " << a[i]["step"] << ": " << x << " vs " << y;
+    }
+    if (a[i].contains("val_loss") || b[i].contains("val_loss")) {
+      const double x = a[i]["val_loss"].get<double>(), y = b[i]["val_loss"].get<double>();
+      EXPECT_LE(std::abs(x - y), 1e-5 * std::abs(y)) << "val_loss at step " << a[i]["step"];
+    }
+  }
+}
+
+class DistributedStrategy : public testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST_P(DistributedStrategy, TwoRanksTrainAsOneRankWithTwoMicroBatches) {
+  const std::string one = fresh_dir("dist_one_" + GetParam()), two = fresh_dir("dist_two_" + GetParam());
+  RunResult a = run_biofm(tiny_args(one, 6, 2));
+  ASSERT_EQ(a.code, 0) << a.output;
+  RunResult b = run_biofm(launch(2) + tiny_args(two, 6, 1) + " distributed.strategy=" + GetParam());
+  ASSERT_EQ(b.code, 0) << b.output;
+  EXPECT_NE(b.output.find("distributed: 2 ranks"), std::string::npos) << b.output;
+  const auto ra = train_records(one + "/metrics.jsonl"), rb = train_records(two + "/metrics.jsonl");
+  ASSERT_EQ(rb.size(), 6u) << "rank 0 alone writes the metrics, one record per step";
+  expect_same_curve(rb, ra);
+  EXPECT_EQ(rb.back()["rank_tokens_per_sec"].size(), 2u);
+  EXPECT_EQ(rb.back()["world_size"], 2);
+  // One final model, from rank 0; it equals the single process's.
+  EXPECT_TRUE(fs::exists(two + "/final_model/model.safetensors"));
+  if (GetParam() != "ddp") {
+    EXPECT_TRUE(fs::exists(two + "/checkpoints/step_6/optimizer-rank00000-of-00002.safetensors"));
+    EXPECT_TRUE(fs::exists(two + "/checkpoints/step_6/optimizer-rank00001-of-00002.safetensors"));
+    EXPECT_FALSE(fs::exists(two + "/checkpoints/step_6/optimizer.safetensors"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, DistributedStrategy, testing::Values("ddp", "zero1", "zero2"));
+
+TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
+  const std::string straight = fresh_dir("dist_straight"), moved = fresh_dir("dist_moved");
+  RunResult a = run_biofm(tiny_args(straight, 6, 2));
+  ASSERT_EQ(a.code, 0) << a.output;
+  // Steps 1-3 on two ranks with sharded optimizer state, then 4-6 on one process.
+  RunResult b = run_biofm(launch(2) + tiny_args(moved, 3, 1) + " distributed.strategy=zero2");
+  ASSERT_EQ(b.code, 0) << b.output;
+  RunResult c = run_biofm(tiny_args(moved, 6, 2));
+  ASSERT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
+  expect_same_curve(train_records(moved + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
+  // And back: one process's checkpoint continued on two ranks.
+  const std::string back = fresh_dir("dist_back");
+  RunResult d = run_biofm(tiny_args(back, 3, 2));
+  ASSERT_EQ(d.code, 0) << d.output;
+  RunResult e = run_biofm(launch(2) + tiny_args(back, 6, 1) + " distributed.strategy=zero1");
+  ASSERT_EQ(e.code, 0) << e.output;
+  expect_same_curve(train_records(back + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
+}
+
+TEST(Distributed, ARankThatDiesIsNamedAndTheOthersStop) {
+  const std::string dir = fresh_dir("dist_death");
+  const int port = next_port();
+  // Two ranks started by hand (as torchrun would), without biofm launch's supervision: rank 1 is
+  // killed once training runs; rank 0 must stop with an error naming it, not hang.
+  const std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port);
+  const std::string args = tiny_args(dir, 100000, 1) + " checkpoint.save_every_n_steps=0 checkpoint.save_final_model=false";
+  const std::string script =
+      "cd " + dir + " && (" + env + " RANK=1 LOCAL_RANK=1 " + BIOFM_BINARY + " " + args + " > rank1.log 2>&1 & echo $! > rank1.pid) && " +
+      "(sleep 0; while ! grep -q '\"step\":3' " + dir + "/metrics.jsonl 2>/dev/null; do sleep 0.2; done; kill -9 $(cat rank1.pid)) & " +
+      "start=$(date +%s); " + env + " RANK=0 LOCAL_RANK=0 timeout 120 " + BIOFM_BINARY + " " + args +
+      "; code=$?; echo \"rank0 exit $code after $(( $(date +%s) - start )) s\"";
+  RunResult r = sh(script);
+  EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("rank0 exit 0 "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("rank0 exit 124"), std::string::npos) << "rank 0 hung: " << r.output;
+}
+
+TEST(Distributed, AStopSignalStopsAllRanksWithACheckpointAndTheSameCommandResumes) {
+  const std::string dir = fresh_dir("dist_stop");
+  const std::string cmd = std::string(BIOFM_BINARY) + " " + launch(2) + tiny_args(dir, 100000, 1) +
+                          " checkpoint.save_every_n_steps=0";
+  const std::string script = "cd " + dir + " && (" + cmd + " > run.log 2>&1 & echo $! > launcher.pid; wait $!; echo \"exit $?\" >> run.log) & " +
+                             "while ! grep -q '\"step\":4' " + dir + "/metrics.jsonl 2>/dev/null; do sleep 0.2; done; " +
+                             "kill -TERM $(cat " + dir + "/launcher.pid); wait; sleep 1; cat " + dir + "/run.log";
+  RunResult r = sh(script);
+  EXPECT_NE(r.output.find("stopped by a signal after step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("exit 0"), std::string::npos) << r.output;
+  int64_t saved = -1;
+  for (auto& e : fs::directory_iterator(dir + "/checkpoints"))
+    if (e.path().filename().string().rfind("step_", 0) == 0) saved = std::stoll(e.path().filename().string().substr(5));
+  ASSERT_GE(saved, 4) << r.output;
+  RunResult again = run_biofm(launch(2) + tiny_args(dir, int(saved) + 2, 1) + " checkpoint.save_every_n_steps=0");
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("resumed from"), std::string::npos) << again.output;
+}
