@@ -24,9 +24,9 @@ RUN cmake -S . -B build -G Ninja -DBIOFM_CUDA_ARCH=${BIOFM_CUDA_ARCH} \
 
 FROM nvidia/cuda:${CUDA_VERSION}-cudnn-runtime-${UBUNTU}
 ENV DEBIAN_FRONTEND=noninteractive
-# OpenMP and zlib are linked dynamically; OpenBLAS and yaml-cpp statically where the distribution
-# ships archives (their shared libraries are listed in case it does not).
-RUN apt-get update && apt-get install -y --no-install-recommends libgomp1 zlib1g libopenblas0-pthread libyaml-cpp0.8 \
+# OpenMP and zlib are linked dynamically; OpenBLAS, yaml-cpp and zstd statically where the
+# distribution ships archives (their shared libraries are listed in case it does not).
+RUN apt-get update && apt-get install -y --no-install-recommends libgomp1 zlib1g libopenblas0-pthread libyaml-cpp0.8 libzstd1 \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /opt/biofm /opt/biofm
 ENV PATH=/opt/biofm/bin:${PATH}

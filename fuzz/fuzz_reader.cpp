@@ -1,5 +1,6 @@
-// Sequence readers: FASTA, CSV, JSONL and text (plain; the first byte picks the format and
-// the name column), then the names as they reach JSON output (biofm embed/eval).
+// Sequence readers: FASTA, CSV, TSV, JSONL and text (the first byte picks the format and the
+// name column; the rest is the file, so gzip/zstd magic reaches the decompressors too), then
+// the names as they reach JSON output (biofm embed/eval).
 #include <nlohmann/json.hpp>
 
 #include "biofm/core/error.h"
@@ -9,8 +10,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  static const char* kSuffix[] = {".fasta", ".csv", ".jsonl", ".txt"};
-  const int fmt = data[0] & 3;
+  static const char* kSuffix[] = {".fasta", ".csv", ".jsonl", ".txt", ".tsv"};
+  const int fmt = (data[0] & 3) == 1 && (data[0] & 16) ? 4 : data[0] & 3;  // bit 4: csv -> tsv
   biofm::ReaderOptions ro;
   if (data[0] & 4) ro.name_column = "name";
   ro.strip_stop = data[0] & 8;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what biofm needs to build on Debian/Ubuntu (skips what is already there).
 set -euo pipefail
-pkgs=(cmake ninja-build g++ ccache libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev libgtest-dev
+pkgs=(cmake ninja-build g++ ccache libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev libzstd-dev libgtest-dev
       clang libclang-rt-dev libomp-dev  # clang: the libFuzzer targets (fuzz/, .ci/run)
       libgloo-dev)  # Gloo: multi-process training on CPUs
 # The tests render `biofm report` pages in a headless browser (tests/e2e/frontdoor_test.cpp).

@@ -10,6 +10,10 @@
 #include <unistd.h>
 #include <vector>
 
+#ifdef BIOFM_WITH_ZSTD
+#include <zstd.h>
+#endif
+
 #include "biofm/core/error.h"
 #include "biofm/data/batch.h"
 
@@ -45,6 +49,19 @@ struct TempDir {
     gzclose(f);
     return p;
   }
+#ifdef BIOFM_WITH_ZSTD
+  // Each part becomes its own zstd frame (readers must read concatenated frames as one stream).
+  std::string write_zst(const std::string& name, const std::vector<std::string>& parts, int level = 3) const {
+    std::string out;
+    for (const auto& text : parts) {
+      std::string frame(ZSTD_compressBound(text.size()), '\0');
+      size_t n = ZSTD_compress(frame.data(), frame.size(), text.data(), text.size(), level);
+      EXPECT_FALSE(ZSTD_isError(n)) << ZSTD_getErrorName(n);
+      out.append(frame.data(), n);
+    }
+    return write(name, out);
+  }
+#endif
 };
 
 // The message of the biofm::Error that `fn` throws ("" and a test failure if none).

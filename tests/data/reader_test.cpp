@@ -171,7 +171,7 @@ TEST(DataReader, MissingFileAndUnknownFormat) {
   std::string msg = error_of([&] { SequenceDataset::load(p); });
   EXPECT_TRUE(contains(msg, p)) << msg;
   EXPECT_TRUE(contains(msg, "no such file")) << msg;
-  msg = error_of([&] { SequenceDataset::load(dir.path.string() + "/"); });
+  msg = error_of([&] { SequenceDataset::load(dir.path.string() + "/"); });  // empty directory
   EXPECT_TRUE(contains(msg, "directory")) << msg;
   std::string odd = dir.write("seqs.xyz", "MKV\n");
   msg = error_of([&] { SequenceDataset::load(odd); });
@@ -200,9 +200,17 @@ TEST(DataReader, FormatDetection) {
   EXPECT_EQ(detect_format("y.jsonl"), SequenceFormat::Jsonl);
   EXPECT_EQ(detect_format("y.json"), SequenceFormat::Jsonl);
   EXPECT_EQ(detect_format("y.txt.gz"), SequenceFormat::Text);
+  EXPECT_EQ(detect_format("uniprot.tsv"), SequenceFormat::Tsv);
+  EXPECT_EQ(detect_format("uniprot.TAB.gz"), SequenceFormat::Tsv);
+  EXPECT_EQ(detect_format("y.fasta.zst"), SequenceFormat::Fasta);
+  EXPECT_EQ(detect_format("y.jsonl.zst"), SequenceFormat::Jsonl);
   EXPECT_THROW(detect_format("y.gz"), Error);
+  EXPECT_THROW(detect_format("y.zst"), Error);
+  EXPECT_FALSE(format_from_extension("y.md").has_value());
   EXPECT_EQ(parse_format("FASTA"), SequenceFormat::Fasta);
   EXPECT_EQ(parse_format("jsonl"), SequenceFormat::Jsonl);
+  EXPECT_EQ(parse_format("tsv"), SequenceFormat::Tsv);
+  EXPECT_STREQ(format_name(SequenceFormat::Tsv), "tsv");
 }
 
 // ---------------------------------------------------------------- CSV
@@ -256,6 +264,58 @@ TEST(DataReader, CsvColumnChoiceAndErrors) {
   std::string h = dir.write("h.csv", "id,sequence\n");
   msg = error_of([&] { SequenceDataset::load(h); });
   EXPECT_TRUE(contains(msg, h + ": no sequences")) << msg;
+}
+
+// ---------------------------------------------------------------- TSV (the CSV parser, tab-delimited)
+
+TEST(DataReader, TsvUniprotDownload) {
+  TempDir dir;
+  // As UniProt's "Download > TSV" writes it: header row, "Sequence" capitalised.
+  std::string p = dir.write_gz("uniprot.tsv.gz",
+                               "Entry\tEntry Name\tProtein names\tLength\tSequence\n"
+                               "P69905\tHBA_HUMAN\tHemoglobin subunit alpha, (Alpha-globin)\t142\tMVLSPADKTN\n"
+                               "Q9XYZ1\tX_Y\t\"Quoted\tname\"\t4\t\"MK\"\"V\"\n"
+                               "\n"
+                               "Q0\tEMPTY\tnone\t0\t\n");
+  ReaderOptions opt;
+  opt.name_column = "entry";
+  uint64_t skipped = 0;
+  auto recs = read_all(p, opt, &skipped);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].name, "P69905");
+  EXPECT_EQ(recs[0].sequence, "MVLSPADKTN");  // the comma in a field is data, not a delimiter
+  EXPECT_EQ(recs[1].sequence, "MK\"V");       // quoted field with a tab inside another one
+  EXPECT_EQ(recs[1].line, 3u);
+  EXPECT_EQ(skipped, 1u);
+  // format: tsv on a file of another name.
+  std::string q = dir.write("export.dat", "sequence\tid\nLLA\tq\n");
+  opt = {};
+  opt.format = "tsv";
+  EXPECT_EQ(SequenceDataset::load(q, opt).sequence(0), "LLA");
+  EXPECT_EQ(SequenceDataset::load(q, opt).stats().format, "tsv");
+}
+
+TEST(DataReader, TsvErrors) {
+  TempDir dir;
+  std::string p = dir.write("s.tsv", "id\tseq\na\tMKV\n");
+  std::string msg = error_of([&] { SequenceDataset::load(p); });
+  EXPECT_TRUE(contains(msg, p + ":1: no column 'sequence' in the TSV header (columns: 'id', 'seq')")) << msg;
+  std::string w = dir.write("w.tab", "id\tsequence\na\tMKV\textra\n");
+  msg = error_of([&] { SequenceDataset::load(w); });
+  EXPECT_TRUE(contains(msg, w + ":2: expected 2 fields (as in the header), found 3")) << msg;
+  std::string q = dir.write("q.tsv", "sequence\n\"MKV\n");
+  msg = error_of([&] { SequenceDataset::load(q); });
+  EXPECT_TRUE(contains(msg, q + ":2: unterminated quoted TSV field")) << msg;
+  // Two columns that differ from the wanted name only in case: ambiguous, so no match.
+  std::string a = dir.write("a.tsv", "Sequence\tSEQUENCE\nA\tB\n");
+  msg = error_of([&] { SequenceDataset::load(a); });
+  EXPECT_TRUE(contains(msg, "no column 'sequence'")) << msg;
+  // A CSV is not read as TSV: one column holding the whole line.
+  std::string c = dir.write("c.csv", "id,sequence\na,MKV\n");
+  ReaderOptions opt;
+  opt.format = "tsv";
+  msg = error_of([&] { SequenceDataset::load(c, opt); });
+  EXPECT_TRUE(contains(msg, "columns: 'id,sequence'")) << msg;
 }
 
 // ---------------------------------------------------------------- JSONL and text

@@ -369,3 +369,22 @@ TEST(ConfigTrain, Fp8ConfigSelectsTheRecipe) {
   EXPECT_HAS(error_of([] { minimal({"fp8_config.fp8_format=E5M2"}); }), "fp8_config.fp8_format");
   EXPECT_HAS(error_of([] { minimal({"fp8_config.enable=true"}); }), "fp8_config.enabled");
 }
+
+TEST(ConfigTrain, DatasetPathTakesAListOrACommaSeparatedString) {
+  // A YAML list is joined into the comma-separated form the loader splits (data/input_files.h).
+  TrainConfig c = load_train_config_string(
+      "dataset:\n  path: [data/a.fasta, \"shards/*.jsonl.gz\"]\n  val_path:\n    - v1.fa\n    - v2.fa\n");
+  EXPECT_EQ(c.dataset.path, "data/a.fasta,shards/*.jsonl.gz");
+  EXPECT_EQ(c.dataset.val_path, "v1.fa,v2.fa");
+  EXPECT_EQ(load_train_config_string(to_yaml(c)), c);
+  // On the command line: a comma-separated string, or a YAML list.
+  EXPECT_EQ(load_train_config_string("seed: 1\n", {"dataset.path=a.fa,b.fa"}).dataset.path, "a.fa,b.fa");
+  EXPECT_EQ(load_train_config_string("seed: 1\n", {"dataset.path=[a.fa, dir/]"}).dataset.path, "a.fa,dir/");
+  EXPECT_EQ(load_train_config_string("seed: 1\n", {"dataset.format=tsv", "dataset.path=u.tab"}).dataset.format,
+            "tsv");
+  // Entries holding a comma could not be split back apart; other keys take no list.
+  EXPECT_HAS(error_of([] { load_train_config_string("dataset:\n  path: [\"a,b.fa\"]\n"); }),
+             "'dataset.path' expects a string or a list of strings without commas");
+  EXPECT_HAS(error_of([] { load_train_config_string("dataset:\n  path: x.fa\n  column: [a, b]\n"); }),
+             "'dataset.column' expects a string");
+}

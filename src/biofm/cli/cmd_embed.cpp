@@ -29,7 +29,9 @@ int cmd_embed(int argc, char** argv) {
         "Writes 'embeddings' [n, hidden]: the mean of the final hidden states over each sequence's residues\n"
         "(<cls>/<BOS> and <eos>/<EOS> excluded). --per-token adds 'token_embeddings' [T, hidden], 'input_ids' [T] and\n"
         "'offsets' [n+1] (all tokens, specials included); --logits adds 'logits' [T, vocab].\n"
-        "Sequence names are in the metadata entry 'names' (a JSON list).");
+        "Sequence names are in the metadata entry 'names' (a JSON list).\n"
+        "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
+        "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md).");
     return 0;
   }
   const Device dev = parse_device(a.get("--device", "cpu"));
@@ -105,7 +107,7 @@ int cmd_embed(int argc, char** argv) {
     if (want_logits) out["logits"] = Tensor::from_f32({T, V}, token_logits);
   }
   write_safetensors(out_path, out, {{"names", names.dump()}, {"pooling", "mean over residues, first and last (special) tokens excluded"}});
-  std::printf("embedded %lld sequences (hidden %lld) -> %s", (long long)n, (long long)H, out_path.c_str());
+  std::printf("embedded %s (hidden %lld) -> %s", data.stats().summary().c_str(), (long long)H, out_path.c_str());
   std::printf(" | %llu truncated to %lld tokens, %llu unknown residues, %llu empty records skipped\n",
               (unsigned long long)truncated, (long long)max_len, (unsigned long long)unknown,
               (unsigned long long)data.stats().skipped_empty);

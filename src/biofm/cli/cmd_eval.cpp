@@ -77,7 +77,9 @@ int eval_masked_lm(const Args& a, Device dev, const ModelFamily& family) {
                       {"perplexity", std::exp(loss)},
                       {"accuracy", double(total.num_correct) / double(total.num_tokens)},
                       {"mask_seed", o.eval_seed},
-                      {"skipped_empty_records", data.stats().skipped_empty}};
+                      {"skipped_empty_records", data.stats().skipped_empty},
+                      {"input_files", data.stats().files},
+                      {"skipped_input_files", data.stats().skipped_files}};
   emit(a, r);
   return 0;
 }
@@ -187,6 +189,8 @@ int eval_causal_lm(const Args& a, Device dev, const ModelFamily& family) {
                       {"perplexity", std::exp(loss)},
                       {"mean_sequence_nll", seq_mean_sum / double(std::max<int64_t>(1, seqs_scored))},
                       {"skipped_empty_records", data.stats().skipped_empty},
+                      {"input_files", data.stats().files},
+                      {"skipped_input_files", data.stats().skipped_files},
                       {"sequences", per_seq}};
   if (!dump_path.empty()) {
     const int64_t T = int64_t(d_ids.size()), V = model->dims().vocab;
@@ -226,7 +230,9 @@ int cmd_eval(int argc, char** argv) {
         "sequences in windows of --max-seq-length tokens (default 8192) overlapping by --stride bases\n"
         "(default 200), every base scored once; reports loss = total NLL / scored tokens, perplexity =\n"
         "exp(loss), mean_sequence_nll and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
-        "The JSON goes to stdout and, with --output, to a file.");
+        "The JSON goes to stdout and, with --output, to a file.\n"
+        "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
+        "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md).");
     return 0;
   }
   const Device dev = parse_device(a.get("--device", "cpu"));

@@ -4,6 +4,7 @@
 #include "biofm/data/batch.h"
 #include "biofm/data/causal.h"
 #include "biofm/data/dataset.h"
+#include "biofm/data/input_files.h"
 #include "biofm/data/mlm.h"
 #include "biofm/data/pack.h"
 #include "biofm/data/reader.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "biofm/core/error.h"
+#include "biofm/data/input_files.h"
 
 namespace biofm {
 
@@ -23,19 +24,39 @@ std::string_view SequenceDataset::name(uint64_t i) const {
   return std::string_view(names_.data() + name_offsets_[i], size_t(name_offsets_[i + 1] - name_offsets_[i]));
 }
 
-SequenceDataset SequenceDataset::load(const std::string& path, const ReaderOptions& options) {
-  SequenceReader reader(path, options);
+SequenceDataset SequenceDataset::load(const std::string& spec, const ReaderOptions& options) {
+  const InputFiles inputs = expand_inputs(spec);
   SequenceDataset ds;
+  std::vector<std::string> formats;
   SequenceRecord rec;
-  while (reader.next(rec)) ds.add(rec.sequence, rec.name);
+  for (const auto& file : inputs.files) {
+    ReaderOptions o = options;
+    if (options.max_records) {
+      if (ds.size() >= options.max_records) break;
+      o.max_records = options.max_records - ds.size();
+    }
+    SequenceReader reader(file, o);
+    while (reader.next(rec)) ds.add(rec.sequence, rec.name);
+    ds.stats_.skipped_empty += reader.skipped_empty();
+    ds.stats_.files += 1;
+    const std::string f = format_name(reader.format());
+    if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
+  }
   ds.data_.shrink_to_fit();
   ds.names_.shrink_to_fit();
   ds.offsets_.shrink_to_fit();
   ds.name_offsets_.shrink_to_fit();
-  ds.stats_.path = path;
-  ds.stats_.format = format_name(reader.format());
-  ds.stats_.skipped_empty = reader.skipped_empty();
+  ds.stats_.path = spec;
+  for (size_t i = 0; i < formats.size(); ++i) ds.stats_.format += (i ? "+" : "") + formats[i];
+  ds.stats_.skipped_files = inputs.skipped;
   return ds;
+}
+
+std::string DatasetStats::summary() const {
+  std::string s = std::to_string(records) + (records == 1 ? " sequence" : " sequences");
+  if (files > 1 || skipped_files > 0) s += " from " + std::to_string(files) + (files == 1 ? " file" : " files");
+  if (skipped_files > 0) s += " (" + std::to_string(skipped_files) + " skipped: unknown extension)";
+  return s;
 }
 
 SequenceDataset SequenceDataset::from_sequences(const std::vector<std::string>& sequences, bool strip_stop) {

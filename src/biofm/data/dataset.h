@@ -1,5 +1,6 @@
-// SequenceDataset: every record of a file held in memory as one contiguous char buffer plus
-// offsets (8 bytes of overhead per sequence, so millions of sequences stay cheap).
+// SequenceDataset: every record of the input held in memory as one contiguous char buffer plus
+// offsets (8 bytes of overhead per sequence, so millions of sequences stay cheap). The input is
+// a file, a directory, a glob or a list of these (input_files.h), read in order and concatenated.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,20 +12,29 @@
 namespace biofm {
 
 struct DatasetStats {
-  std::string path;          // "" for in-memory datasets
-  std::string format;        // "fasta", "csv", "jsonl", "text" or "memory"
+  std::string path;          // the input spec as given; "" for in-memory datasets
+  std::string format;        // "fasta", "csv", "tsv", "jsonl", "text", "memory", or several
+                             // joined by '+' ("fasta+jsonl") when the files differ
+  uint64_t files = 0;        // files read
+  uint64_t skipped_files = 0;  // directory entries skipped for an unrecognised extension
   uint64_t records = 0;      // sequences held
   uint64_t skipped_empty = 0;
   uint64_t bytes = 0;        // total sequence characters held (sum of lengths)
   uint64_t min_length = 0;
   uint64_t max_length = 0;
+
+  // "1234 sequences", plus " from 3 files (2 skipped: unknown extension)" when more than one
+  // file was read or any was skipped: the part of the summary lines users see.
+  std::string summary() const;
 };
 
 class SequenceDataset {
  public:
   SequenceDataset() = default;
-  // Reads the whole file (see reader.h for formats, cleaning and errors).
-  static SequenceDataset load(const std::string& path, const ReaderOptions& options = {});
+  // Reads every file of the input spec (input_files.h) in order (see reader.h for formats,
+  // cleaning and errors); each file's format comes from its own extension unless
+  // options.format names one. max_records counts over all files.
+  static SequenceDataset load(const std::string& spec, const ReaderOptions& options = {});
   // From sequences already in memory (cleaned the same way; empty ones skipped and counted).
   static SequenceDataset from_sequences(const std::vector<std::string>& sequences,
                                         bool strip_stop = true);

@@ -1,16 +1,13 @@
 #include "biofm/data/reader.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "biofm/core/error.h"
+#include "biofm/data/line_reader.h"
 
 namespace biofm {
 
@@ -30,86 +27,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// Reads lines of any length from a plain or gzip file through zlib.
-class LineReader {
- public:
-  explicit LineReader(const std::string& path) : path_(path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    auto st = fs::status(path, ec);
-    if (ec || !fs::exists(st)) fail("cannot open ", path, ": no such file");
-    if (fs::is_directory(st)) fail("cannot open ", path, ": is a directory");
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_) fail("cannot open ", path, ": ", errno ? std::strerror(errno) : "gzopen failed");
-    gzbuffer(file_, 1 << 18);
-    buf_.resize(1 << 20);
-  }
-  ~LineReader() {
-    if (file_) gzclose(file_);
-  }
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
-
-  // Next line without its '\n' (and without a trailing '\r'); false at end of file.
-  bool getline(std::string& line) {
-    line.clear();
-    bool any = false;
-    for (;;) {
-      if (pos_ == len_) {
-        if (!fill()) break;
-      }
-      any = true;
-      const char* start = buf_.data() + pos_;
-      const char* nl = static_cast<const char*>(std::memchr(start, '\n', len_ - pos_));
-      if (nl) {
-        line.append(start, size_t(nl - start));
-        pos_ += size_t(nl - start) + 1;
-        ++line_no_;
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        return true;
-      }
-      line.append(start, len_ - pos_);
-      pos_ = len_;
-    }
-    if (!any) return false;
-    ++line_no_;  // last line without a newline
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    return true;
-  }
-
-  uint64_t line_no() const { return line_no_; }
-  const std::string& path() const { return path_; }
-
- private:
-  bool fill() {
-    if (eof_) return false;
-    int n = gzread(file_, buf_.data(), unsigned(buf_.size()));
-    if (n < 0) {
-      int err = 0;
-      const char* msg = gzerror(file_, &err);
-      fail("error reading ", path_, ": ", msg ? msg : "gzread failed");
-    }
-    if (n == 0) {
-      int err = 0;
-      const char* msg = gzerror(file_, &err);
-      if (err != Z_OK && err != Z_STREAM_END)
-        fail("error reading ", path_, " (corrupt or truncated gzip?): ", msg ? msg : "");
-      eof_ = true;
-      return false;
-    }
-    pos_ = 0;
-    len_ = size_t(n);
-    return true;
-  }
-
-  std::string path_;
-  gzFile file_ = nullptr;
-  std::vector<char> buf_;
-  size_t pos_ = 0, len_ = 0;
-  bool eof_ = false;
-  uint64_t line_no_ = 0;
-};
-
 void strip_bom(std::string& line) {
   if (line.size() >= 3 && static_cast<unsigned char>(line[0]) == 0xEF &&
       static_cast<unsigned char>(line[1]) == 0xBB && static_cast<unsigned char>(line[2]) == 0xBF)
@@ -128,6 +45,7 @@ const char* format_name(SequenceFormat f) {
   switch (f) {
     case SequenceFormat::Fasta: return "fasta";
     case SequenceFormat::Csv: return "csv";
+    case SequenceFormat::Tsv: return "tsv";
     case SequenceFormat::Jsonl: return "jsonl";
     case SequenceFormat::Text: return "text";
   }
@@ -138,25 +56,36 @@ SequenceFormat parse_format(std::string_view name) {
   std::string n = lower(trim(name));
   if (n == "fasta" || n == "fa") return SequenceFormat::Fasta;
   if (n == "csv") return SequenceFormat::Csv;
+  if (n == "tsv" || n == "tab") return SequenceFormat::Tsv;
   if (n == "jsonl" || n == "json") return SequenceFormat::Jsonl;
   if (n == "text" || n == "txt") return SequenceFormat::Text;
-  fail("unknown sequence format '", name, "' (expected fasta, csv, jsonl or text)");
+  fail("unknown sequence format '", name, "' (expected fasta, csv, tsv, jsonl or text)");
 }
 
-SequenceFormat detect_format(const std::string& path) {
+std::optional<SequenceFormat> format_from_extension(const std::string& path) {
   std::string name = lower(std::filesystem::path(path).filename().string());
   auto ends = [&](std::string_view suf) {
     return name.size() > suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
   };
-  if (ends(".gz")) name.resize(name.size() - 3);
+  if (ends(".gz")) {
+    name.resize(name.size() - 3);
+  } else if (ends(".zst")) {
+    name.resize(name.size() - 4);
+  }
   for (const char* e : {".fasta", ".fa", ".faa", ".fna", ".fas", ".ffn"})
     if (ends(e)) return SequenceFormat::Fasta;
   if (ends(".csv")) return SequenceFormat::Csv;
+  if (ends(".tsv") || ends(".tab")) return SequenceFormat::Tsv;
   if (ends(".jsonl") || ends(".json")) return SequenceFormat::Jsonl;
   if (ends(".txt")) return SequenceFormat::Text;
+  return std::nullopt;
+}
+
+SequenceFormat detect_format(const std::string& path) {
+  if (auto f = format_from_extension(path)) return *f;
   fail("cannot tell the format of ", path,
-       " from its extension (known: .fasta .fa .faa .fna .fas .ffn .csv .jsonl .json .txt, "
-       "optionally .gz); name the format explicitly (fasta, csv, jsonl, text)");
+       " from its extension (known: .fasta .fa .faa .fna .fas .ffn .csv .tsv .tab .jsonl .json .txt, "
+       "optionally .gz or .zst); name the format explicitly (fasta, csv, tsv, jsonl, text)");
 }
 
 struct SequenceReader::Impl {
@@ -170,7 +99,8 @@ struct SequenceReader::Impl {
   bool have_header = false;
   std::string header_name;
   uint64_t header_line = 0;
-  // CSV
+  // CSV / TSV
+  char delim = ',';
   std::vector<std::string> columns;
   size_t seq_col = 0;
   long name_col = -1;
@@ -180,7 +110,10 @@ struct SequenceReader::Impl {
       : opt(o),
         in(path),
         format(o.format.empty() || lower(o.format) == "auto" ? detect_format(path) : parse_format(o.format)) {
-    if (format == SequenceFormat::Csv) read_csv_header();
+    if (format == SequenceFormat::Csv || format == SequenceFormat::Tsv) {
+      delim = format == SequenceFormat::Tsv ? '\t' : ',';
+      read_csv_header();
+    }
   }
 
   [[noreturn]] void fail_at(uint64_t line_no, const std::string& what) {
@@ -235,7 +168,9 @@ struct SequenceReader::Impl {
     }
   }
 
-  // ---- CSV (RFC 4180) ----
+  // ---- CSV (RFC 4180) and TSV: one parser, the delimiter differs ----
+  const char* table_kind() const { return delim == '\t' ? "TSV" : "CSV"; }
+
   // Reads one record into `fields`; quoted fields may span lines. False at end of file.
   bool read_csv_record(uint64_t& start_line) {
     fields.clear();
@@ -253,7 +188,7 @@ struct SequenceReader::Impl {
         if (quoted) {
           // The quoted field continues on the next line.
           field += '\n';
-          if (!in.getline(line)) fail_at(start_line, "unterminated quoted CSV field");
+          if (!in.getline(line)) fail_at(start_line, std::string("unterminated quoted ") + table_kind() + " field");
           i = 0;
           continue;
         }
@@ -272,7 +207,7 @@ struct SequenceReader::Impl {
         } else {
           field += c;
         }
-      } else if (c == ',') {
+      } else if (c == delim) {
         fields.push_back(std::move(field));
         field.clear();
       } else if (c == '"') {
@@ -285,18 +220,22 @@ struct SequenceReader::Impl {
 
   void read_csv_header() {
     uint64_t l = 0;
-    if (!read_csv_record(l)) fail(in.path(), ": empty file (expected a CSV header row)");
+    if (!read_csv_record(l)) fail(in.path(), ": empty file (expected a ", table_kind(), " header row)");
     columns.clear();
     for (auto& f : fields) columns.emplace_back(trim(f));
+    // An exact match, else the only one that differs in case (UniProt's TSV says "Sequence").
     auto find = [&](const std::string& name) -> long {
-      for (size_t c = 0; c < columns.size(); ++c)
+      long nocase = -1, n = 0;
+      for (size_t c = 0; c < columns.size(); ++c) {
         if (columns[c] == name) return long(c);
-      return -1;
+        if (lower(columns[c]) == lower(name)) nocase = long(c), ++n;
+      }
+      return n == 1 ? nocase : -1;
     };
     auto missing = [&](const std::string& name) {
       std::string list;
       for (size_t c = 0; c < columns.size(); ++c) list += (c ? ", " : "") + ("'" + columns[c] + "'");
-      fail(in.path(), ":", l, ": no column '", name, "' in the CSV header (columns: ", list, ")");
+      fail(in.path(), ":", l, ": no column '", name, "' in the ", table_kind(), " header (columns: ", list, ")");
     };
     long s = find(opt.column);
     if (s < 0) missing(opt.column);
@@ -394,7 +333,8 @@ bool SequenceReader::next(SequenceRecord& record) {
   bool ok = false;
   switch (m.format) {
     case SequenceFormat::Fasta: ok = m.next_fasta(record); break;
-    case SequenceFormat::Csv: ok = m.next_csv(record); break;
+    case SequenceFormat::Csv:
+    case SequenceFormat::Tsv: ok = m.next_csv(record); break;
     case SequenceFormat::Jsonl: ok = m.next_jsonl(record); break;
     case SequenceFormat::Text: ok = m.next_text(record); break;
   }

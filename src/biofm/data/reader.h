@@ -1,11 +1,11 @@
-// Streaming sequence readers: FASTA, CSV, JSONL and plain text, each plain or gzip.
+// Streaming sequence readers: FASTA, CSV, TSV, JSONL and plain text, each plain, gzip or zstd.
 //
-// Files are read through zlib (gzopen/gzread), which reads uncompressed files transparently,
-// so "x.fasta" and "x.fasta.gz" go through the same code. Every error names the file and,
-// where one applies, the line:
-//   - missing/unreadable file, gzip corruption                → "<path>: ..."
+// Files are read through LineReader (line_reader.h), which tells the compression from the
+// first bytes, so "x.fasta", "x.fasta.gz" and "x.fasta.zst" go through the same code. Every
+// error names the file and, where one applies, the line:
+//   - missing/unreadable file, gzip/zstd corruption           → "<path>: ..."
 //   - FASTA sequence data before the first header, a header with no name → "<path>:<line>: ..."
-//   - CSV: missing column (lists the columns), wrong field count, unterminated quote
+//   - CSV/TSV: missing column (lists the columns), wrong field count, unterminated quote
 //   - JSONL: invalid JSON, not an object, missing or non-string field
 //   - a file holding no record with a non-empty sequence     → "<path>: no sequences ..."
 // Cleaning applied to every record: all whitespace inside the sequence is removed, and
@@ -14,30 +14,36 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace biofm {
 
-enum class SequenceFormat { Fasta, Csv, Jsonl, Text };
+enum class SequenceFormat { Fasta, Csv, Tsv, Jsonl, Text };
 
-const char* format_name(SequenceFormat f);  // "fasta", "csv", "jsonl", "text"
-// "fasta" | "fa" | "csv" | "jsonl" | "json" | "text" | "txt" (case-insensitive); throws otherwise.
+const char* format_name(SequenceFormat f);  // "fasta", "csv", "tsv", "jsonl", "text"
+// "fasta" | "fa" | "csv" | "tsv" | "tab" | "jsonl" | "json" | "text" | "txt" (case-insensitive);
+// throws otherwise.
 SequenceFormat parse_format(std::string_view name);
-// From the extension, after an optional ".gz": .fasta .fa .faa .fna .fas .ffn → Fasta,
-// .csv → Csv, .jsonl .json → Jsonl, .txt → Text. Throws naming the path otherwise.
+// From the extension, after an optional ".gz" or ".zst": .fasta .fa .faa .fna .fas .ffn → Fasta,
+// .csv → Csv, .tsv .tab → Tsv, .jsonl .json → Jsonl, .txt → Text; nullopt otherwise.
+std::optional<SequenceFormat> format_from_extension(const std::string& path);
+// The same, but throws naming the path when the extension is not one of those.
 SequenceFormat detect_format(const std::string& path);
 
 struct ReaderOptions {
   std::string format;               // "" or "auto": from the extension; else see parse_format
-  std::string column = "sequence";  // CSV column / JSONL field holding the sequence
-  std::string name_column;          // optional CSV column / JSONL field used as record name
+  // CSV/TSV column or JSONL field holding the sequence. A CSV/TSV header matches it exactly,
+  // or else in another case if only one column does ("Sequence" in UniProt's TSV).
+  std::string column = "sequence";
+  std::string name_column;          // optional CSV/TSV column / JSONL field used as record name
   bool strip_stop = true;           // drop trailing '*' characters
   uint64_t max_records = 0;         // stop after this many records (0 = all)
 };
 
 struct SequenceRecord {
-  std::string name;      // FASTA: the header's first word; CSV/JSONL: name_column, if given
+  std::string name;      // FASTA: the header's first word; CSV/TSV/JSONL: name_column, if given
   std::string sequence;  // cleaned (no whitespace, no trailing '*')
   uint64_t line = 0;     // 1-based line where the record starts
 };

@@ -608,8 +608,16 @@ static bool convert(const YAML::Node& n, const KeySpec& spec, Value& out, std::s
         out = std::string();
       } else if (n.IsScalar()) {
         out = n.Scalar();
+      } else if (spec.string_list && n.IsSequence()) {
+        std::string joined;
+        for (const auto& item : n) {
+          if (!item.IsScalar() || item.Scalar().find(',') != std::string::npos)
+            return bad("a string or a list of strings without commas");
+          joined += (joined.empty() ? "" : ",") + item.Scalar();
+        }
+        out = joined;
       } else {
-        return bad("a string");
+        return bad(spec.string_list ? "a string or a list of strings" : "a string");
       }
       break;
     case Type::Enum: {
@@ -921,8 +929,16 @@ void apply_override(Flat& f, const Schema& schema, const std::string& ov, Proble
   const KeySpec* spec = schema.find(key);
   YAML::Node value;
   if (spec && (spec->type == Type::String || spec->type == Type::Enum)) {
-    // Strings are taken literally unless quoted; `null` or `~` mean the empty string.
-    if (!text.empty() && (text[0] == '\'' || text[0] == '"')) {
+    // Strings are taken literally unless quoted; `null` or `~` mean the empty string. A list
+    // key also takes a YAML list ([a.fa, b.fa]).
+    if (spec->string_list && !text.empty() && text[0] == '[') {
+      try {
+        value = YAML::Load(text);
+      } catch (const YAML::Exception& e) {
+        probs.add("cannot parse the value in " + origin + ": " + e.msg);
+        return;
+      }
+    } else if (!text.empty() && (text[0] == '\'' || text[0] == '"')) {
       try {
         value = YAML::Load(text);
       } catch (const YAML::Exception&) {

@@ -52,6 +52,9 @@ struct KeySpec {
   std::vector<std::string> choices;  // Enum: the allowed values ("" may be one)
   Range range;                        // Int, Float, FloatList elements
   int list_size = -1;                 // FloatList: required length; -1 = any
+  // String keys only: a YAML list of strings is accepted too and stored joined with ','
+  // (for inputs that take a comma-separated list, like dataset.path). Entries may not hold ','.
+  bool string_list = false;
   // Names users reach for out of habit (other frameworks); used only to suggest this key.
   // "learning_rate" matches the last component in any section; "adamw_kwargs.lr" a full path.
   std::vector<std::string> aliases;

@@ -103,6 +103,7 @@ struct Opt {
   int list_size = -1;
   std::vector<std::string> aliases;
   const char* help = "";
+  bool string_list = false;  // std::string fields: a YAML list is accepted, joined with ','
 };
 
 struct Binding {
@@ -125,6 +126,7 @@ struct Registry {
     spec.list_size = opt.list_size;
     spec.aliases = opt.aliases;
     spec.help = opt.help;
+    spec.string_list = opt.string_list;
     if constexpr (std::is_enum_v<T>) {
       spec.type = config::Type::Enum;
       spec.choices = enum_choices<T>();
@@ -232,9 +234,11 @@ Registry build_registry() {
 
   // dataset
   BIND(dataset.path, .aliases = {"data_path", "train_path", "load_dataset_kwargs.path"},
-       .help = "training data (fasta, csv, jsonl, text; .gz allowed)");
-  BIND(dataset.format, .choices = {"auto", "fasta", "csv", "jsonl", "text"},
-       .help = "auto: from the file extension");
+       .help = "training data: a file, a directory, a glob or a list of these (a YAML list or "
+               "comma-separated); fasta, csv, tsv, jsonl, text; .gz or .zst allowed",
+       .string_list = true);
+  BIND(dataset.format, .choices = {"auto", "fasta", "csv", "tsv", "jsonl", "text"},
+       .help = "auto: from each file's extension");
   BIND(dataset.column, .aliases = {"sequence_column", "text_column"});
   BIND(dataset.max_seq_length, .range = ge(2), .aliases = {"seq_length", "max_length"});
   BIND(dataset.mlm_probability, .range = closed(0, 1));
@@ -247,7 +251,8 @@ Registry build_registry() {
   BIND(dataset.shuffle);
   BIND(dataset.stride, .range = ge(0));
   BIND(dataset.uppercase_labels);
-  BIND(dataset.val_path, .aliases = {"validation_path", "eval_path"});
+  BIND(dataset.val_path, .aliases = {"validation_path", "eval_path"},
+       .help = "validation data, in the forms dataset.path takes; \"\" = none", .string_list = true);
   BIND(dataset.val_every_n_steps, .range = ge(0), .aliases = {"eval_every_n_steps", "eval_interval"},
        .help = "0 = off");
   BIND(dataset.val_max_batches, .range = ge(0), .help = "0 = all");
@@ -367,7 +372,7 @@ void check_train_config(const TrainConfig& c) {
 
   if (c.dataset.path.empty()) {
     err("dataset.path is empty: set it in the config or on the command line "
-        "(dataset.path=FILE)");
+        "(dataset.path=FILE, a directory, a glob or a comma-separated list)");
   }
   if (c.dataset.packing == BatchMode::Thd &&
       c.dataset.max_tokens_per_batch < c.dataset.max_seq_length) {

@@ -37,9 +37,11 @@ struct TrainConfig {
   };
 
   struct Dataset {
-    std::string path;  // training data file (required)
-    std::string format = "auto";  // auto (from the extension) | fasta | csv | jsonl | text
-    std::string column = "sequence";       // csv / jsonl field holding the sequence
+    // Training data (required): a file, a directory, a glob or a comma-separated list of these
+    // (data/input_files.h); in YAML also a list of strings.
+    std::string path;
+    std::string format = "auto";  // auto (from each file's extension) | fasta | csv | tsv | jsonl | text
+    std::string column = "sequence";       // csv / tsv / jsonl field holding the sequence
     int max_seq_length = 1024;             // tokens per sequence incl. special tokens
     double mlm_probability = 0.15;         // ESM-2 masking
     BatchMode packing = BatchMode::Thd;    // thd (packed) | bshd (padded)
@@ -49,7 +51,7 @@ struct TrainConfig {
     bool shuffle = true;
     int stride = 200;                      // Llama windowing overlap, in tokens
     bool uppercase_labels = false;         // genomic masking: a/c/g/t labels -> A/C/G/T
-    std::string val_path;                  // "" = no validation
+    std::string val_path;                  // "" = no validation; else as path
     int64_t val_every_n_steps = 0;         // 0 = off
     int64_t val_max_batches = 0;           // 0 = the whole validation set
     bool operator==(const Dataset&) const = default;

@@ -295,10 +295,10 @@ class TrainingRun {
     const std::string fp8 = cfg_.fp8_config.enabled
                                 ? ", FP8 " + cfg_.fp8_config.fp8_format + (device_ == Device::CPU ? " emulated" : "")
                                 : "";
-    std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s%s) | data %s: %llu sequences\n",
+    std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s%s) | data %s: %s\n",
                 model_->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
                 double(dims.parameters) / 1e6, device_name(device_), precision_name(precision_for(cfg_, device_)),
-                fp8.c_str(), cfg_.dataset.path.c_str(), (unsigned long long)train_set_->size());
+                fp8.c_str(), cfg_.dataset.path.c_str(), train_set_->stats().summary().c_str());
     std::fflush(stdout);
   }
 
