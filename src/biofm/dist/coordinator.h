@@ -9,8 +9,9 @@
 //   - liveness: a rank whose process ends without saying goodbye (its connection closes), that
 //     stops sending heartbeats, or that sits in one training step longer than the step timeout
 //     makes every rank fail within seconds with a message naming it.
-// Rank 0 serves (a background thread polls all connections); the other ranks keep a reader
-// thread for replies and failure notices, and a heartbeat thread.
+// Rank 0 serves (a background thread polls all connections); each other rank keeps one
+// background thread that reads replies and failure notices and sends its heartbeats.
+// Wire format and internals: coordinator_protocol.h, coordinator_impl.h.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -34,13 +35,16 @@ class Coordinator {
  public:
   // Called (from a background thread) once, when a peer failed; the message names the rank and
   // why. The default prints "error: <message>" to stderr and ends the process with _exit(1):
-  // the main thread may be blocked in a collective that will never complete.
+  // the main thread may be blocked in a collective that will never complete. A handler that
+  // returns makes the calls waiting here throw the message; it must not destroy the Coordinator.
   using FailureHandler = std::function<void(const std::string& message)>;
 
   // Connects (rank 0 listens, the others retry until connect_timeout). A single process
   // (world_size 1) needs no network and every call below returns at once.
   explicit Coordinator(const DistEnv& env, CoordinatorOptions o = {}, FailureHandler on_failure = {});
-  // Says goodbye if finish() was not called, closes the connections, joins the threads.
+  // Says goodbye if finish() was not called (errors swallowed), closes the connections, joins
+  // the threads. While an exception unwinds the stack it says no goodbye: the others then learn
+  // that this rank failed instead of waiting for it.
   ~Coordinator();
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
@@ -55,6 +59,7 @@ class Coordinator {
 
   // Every rank passes its bytes; every rank gets all ranks' bytes in rank order. The n-th call
   // of each rank is matched with the n-th call of the others; blocks until all have made it.
+  // One thread of a rank at a time.
   std::vector<std::string> all_gather(const std::string& mine);
   // Built on all_gather: whether any rank passed true; element-wise sums over ranks.
   bool any(bool mine);
