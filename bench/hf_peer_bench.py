@@ -12,8 +12,12 @@ Usage (GPU):
       --tokens-per-batch 16384 --max-seq-length 1024 --steps 30 --warmup 10 [--compile] [--json OUT.json]
   python3 bench/hf_peer_bench.py --model llama --shape 1B --data data/dna_sample.fasta \
       --seq-length 8192 --micro-batch 1 --steps 20 --warmup 5 [--compile] [--recompute]
+  torchrun --standalone --nproc-per-node 2 bench/hf_peer_bench.py ... [--ddp-bf16-compress]
+      (PyTorch DistributedDataParallel, one process per GPU; each rank trains on its own share
+      of the batches, the same number of steps and batch budget per rank as a single-GPU run)
 CPU smoke test (fp32 on CPU unless --cpu-autocast; bf16 autocast on CPU is very slow):
   python3 bench/hf_peer_bench.py --device cpu --model esm2 --shape 8M --steps 2 --warmup 1 ...
+  (under torchrun with --device cpu the ranks talk through Gloo instead of NCCL)
 
 Metrics (all over the timed steps only; T = wall time of the timed region, measured with
 torch.cuda.synchronize() + time.perf_counter() around all timed steps):
@@ -30,9 +34,15 @@ torch.cuda.synchronize() + time.perf_counter() around all timed steps):
   mfu_6n_padded          6 * N * padded_tokens_per_sec / peak
   peak = 989e12 (H100/H200 dense bf16), --peak-tflops to change.
   peak_mem_gib           torch.cuda.max_memory_allocated() / 2^30 (whole run, incl. optimizer state)
+Under torchrun (WORLD_SIZE > 1) the keys above are rank 0's own (its batches, its memory) and
+T is the same for every rank (barrier + synchronize at both ends of the timed region); added:
+  global_real_tokens_per_sec   sum over ranks of real tokens / T
+  tokens_per_sec_per_gpu       global_real_tokens_per_sec / world_size
+  rank_real_tokens_per_sec     each rank's real tokens / T (list, by rank)
 """
 
 import argparse
+import contextlib
 import gzip
 import json
 import math
@@ -48,6 +58,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 import transformers  # noqa: E402
 
 # ----------------------------------------------------------------------------- shapes
@@ -149,18 +160,40 @@ def esm_mlm(ids, gen, mlm_p=0.15):
     return inp, labels
 
 
+def esm_length_groups(lengths, args, epoch):
+    """--group-by-length (HF Trainer's group_by_length / LengthGroupedSampler): sequences in a
+    fixed-seed random order, cut into mega-chunks of mega_batch_mult x the batch size, each chunk
+    sorted by length (longest first) and grouped with the token budget; no batch spans two chunks.
+    The batch size in sequences is the number of full-length sequences the budget holds
+    (tokens_per_batch // max_seq_length), so a chunk is 50 x 16 = 800 sequences by default."""
+    order = list(range(len(lengths)))
+    random.Random(args.seed + epoch).shuffle(order)
+    chunk = args.mega_batch_mult * max(1, args.tokens_per_batch // args.max_seq_length)
+    groups = []
+    for c in range(0, len(order), chunk):
+        members = sorted(order[c:c + chunk], key=lambda i: lengths[i], reverse=True)
+        for g in esm_group([lengths[i] for i in members], args.tokens_per_batch):
+            groups.append([members[k] for k in g])
+    return groups
+
+
 def esm_batches(args, n_needed):
     seqs = read_fasta(args.data)
     toks = [esm_tokenize(s, args.max_seq_length) for s in seqs]
+    lengths = [len(t) for t in toks]
     gen = torch.Generator().manual_seed(args.seed)
     batches, epoch = [], 0
     while len(batches) < n_needed:
-        order = list(range(len(toks)))
-        if args.shuffle:
-            random.Random(args.seed + epoch).shuffle(order)
-        groups = esm_group([len(toks[i]) for i in order], args.tokens_per_batch)
+        if args.group_by_length:
+            groups = esm_length_groups(lengths, args, epoch)
+        else:  # file order (or one fixed-seed shuffle per epoch), grouped greedily in that order
+            order = list(range(len(toks)))
+            if args.shuffle:
+                random.Random(args.seed + epoch).shuffle(order)
+            groups = [[order[i] for i in g] for g in esm_group([lengths[i] for i in order],
+                                                               args.tokens_per_batch)]
         for g in groups:
-            rows = [toks[order[i]] for i in g]
+            rows = [toks[i] for i in g]
             S = max(len(r) for r in rows)
             if args.pad_to_multiple_of > 1:
                 S = -(-S // args.pad_to_multiple_of) * args.pad_to_multiple_of
@@ -243,11 +276,65 @@ def build_llama(shape):
     return model, dims
 
 
+def static_graph_ok(args):
+    return (not args.compile or args.compile_regional) and args.grad_acc == 1
+
+
+def wrap_ddp(model, args, local_rank, on_cuda):
+    """DistributedDataParallel as a careful user sets it up.
+
+    ESM-2's contact head (2 parameters) takes no part in the masked-LM loss; it is frozen here so
+    that every trainable parameter gets a gradient every step (DDP would otherwise wait for them
+    forever, or need find_unused_parameters=True, which walks the graph every step). Frozen or
+    not, its gradient is None and AdamW skips it, so training is unchanged.
+    static_graph=True (DDP skips its per-step bookkeeping) is used where it is safe: not with
+    a whole-model torch.compile (Dynamo's DDPOptimizer does not support it, pytorch#109261;
+    regional compilation leaves DDP eager and keeps it) and not with
+    gradient accumulation under no_sync (accelerate#3679)."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    if args.model == "esm2":
+        model.esm.contact_head.requires_grad_(False)
+    ddp_model = DistributedDataParallel(
+        model, device_ids=[local_rank] if on_cuda else None, gradient_as_bucket_view=True,
+        static_graph=static_graph_ok(args))
+    if args.ddp_bf16_compress:
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        ddp_model.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    return ddp_model
+
+
 def seed_flops(B, S, H, L, V):
     return (24 * B * S * H * H + 4 * B * S * S * H) * (3 * L) + 6 * B * S * H * V
 
 
 # ----------------------------------------------------------------------------- main
+
+def ddp_metrics(res, world, dev, n_params, peak):
+    """Sums over the ranks of this rank's timed-region counts (a collective: every rank calls it).
+    T (timed_time_s) is the same on every rank up to clock noise; the largest is used."""
+    mine = [res["real_tokens"], res["padded_tokens"], res["model_flops_seed"],
+            res["model_flops_seed_unpadded"], res["timed_time_s"]]
+    t = torch.tensor(mine, dtype=torch.float64, device=dev)
+    per_rank = [torch.zeros_like(t) for _ in range(world)]
+    dist.all_gather(per_rank, t)
+    per_rank = [x.tolist() for x in per_rank]
+    real, padded, fl, fl_unpadded = (sum(r[k] for r in per_rank) for k in range(4))
+    T = max(r[4] for r in per_rank)
+    return dict(
+        world_size=world,
+        global_timed_time_s=T,
+        global_real_tokens=int(real), global_padded_tokens=int(padded),
+        global_real_tokens_per_sec=real / T, global_padded_tokens_per_sec=padded / T,
+        tokens_per_sec_per_gpu=real / T / world,
+        rank_real_tokens_per_sec=[r[0] / T for r in per_rank],
+        rank_padded_tokens_per_sec=[r[1] / T for r in per_rank],
+        global_padding_fraction=1.0 - real / padded,
+        global_mfu_seed=fl / T / (peak * world),
+        global_mfu_seed_unpadded=fl_unpadded / T / (peak * world),
+        global_mfu_6n=6.0 * n_params * real / T / world / peak,
+    )
+
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -259,12 +346,30 @@ def parse_args():
     p.add_argument("--max-seq-length", type=int, default=1024, help="esm2: incl. <cls>/<eos>")
     p.add_argument("--pad-to-multiple-of", type=int, default=1, help="esm2: round padded S up")
     p.add_argument("--shuffle", action="store_true", help="esm2: shuffle sequences (fixed seed)")
+    p.add_argument("--group-by-length", action="store_true",
+                   help="esm2: HF Trainer group_by_length: fixed-seed shuffle, then sort by length "
+                        "within mega-chunks of --mega-batch-mult x (tokens-per-batch // "
+                        "max-seq-length) sequences before grouping (llama: no effect)")
+    p.add_argument("--mega-batch-mult", type=int, default=50,
+                   help="esm2 with --group-by-length: mega-chunk size in batches (HF: 50)")
     p.add_argument("--seq-length", type=int, default=8192, help="llama: window length")
     p.add_argument("--micro-batch", type=int, default=1, help="llama: windows per step")
     p.add_argument("--steps", type=int, default=None, help="timed steps (esm2 30, llama 20)")
     p.add_argument("--warmup", type=int, default=None,
                    help="untimed steps (esm2 10, llama 5); with --compile they absorb compilation")
-    p.add_argument("--compile", action="store_true", help="torch.compile(model) (default mode)")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile(model) (default mode); under torchrun the DDP-wrapped model")
+    p.add_argument("--compile-dynamic", action="store_true",
+                   help="with --compile: torch.compile(dynamic=True), one graph for all batch "
+                        "shapes from the first step (ESM-2: instead of a static compile, then "
+                        "a recompile for each batch dimension that changes)")
+    p.add_argument("--compile-regional", action="store_true",
+                   help="with --compile: compile each transformer layer instead of the whole "
+                        "model (PyTorch's regional compilation: one layer graph reused by all "
+                        "layers, compiles in a fraction of the time; under DDP the gradient "
+                        "all-reduces overlap the backward without Dynamo's DDPOptimizer)")
+    p.add_argument("--ddp-bf16-compress", action="store_true",
+                   help="under torchrun: DDP bf16_compress_hook (gradients all-reduced as bf16)")
     p.add_argument("--recompute", action="store_true", help="gradient checkpointing")
     p.add_argument("--grad-acc", type=int, default=1, help="micro batches per optimizer step")
     p.add_argument("--lr", type=float, default=None)
@@ -290,6 +395,10 @@ def parse_args():
         p.error("--tokens-per-batch must be >= --max-seq-length")
     if a.model == "esm2" and a.max_seq_length < 3:
         p.error("--max-seq-length must be >= 3")
+    if (a.compile_dynamic or a.compile_regional) and not a.compile:
+        p.error("--compile-dynamic and --compile-regional need --compile")
+    if a.mega_batch_mult < 1:
+        p.error("--mega-batch-mult must be >= 1")
     return a
 
 
@@ -316,17 +425,45 @@ def is_oom(e):
     return "out of memory" in s.lower() or "OutOfMemoryError" in s
 
 
+def dist_setup(dev):
+    """Under torchrun (WORLD_SIZE > 1): one process per GPU, NCCL (Gloo with --device cpu).
+    Returns (rank, local_rank, world, device); (0, 0, 1, dev) for a plain single process."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 0, 0, 1, dev
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    if dev.type == "cuda":
+        dev = torch.device("cuda", local_rank)
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", device_id=dev)
+    else:
+        dist.init_process_group("gloo")
+    return rank, local_rank, world, dev
+
+
 def main():
     args = parse_args()
     dev = torch.device(args.device)
     on_cuda = dev.type == "cuda"
     if on_cuda and not torch.cuda.is_available():
         raise SystemExit("CUDA not available (use --device cpu for a smoke test)")
+    rank, local_rank, world, dev = dist_setup(dev)
+    ddp = world > 1
+
+    def say(*a, **kw):  # only rank 0 prints
+        if rank == 0:
+            print(*a, **kw)
     torch.manual_seed(args.seed)
     random.seed(args.seed)
     use_ac = not args.no_autocast and (on_cuda or args.cpu_autocast)
 
     mode = ("compiled" if args.compile else "eager") + ("+recompute" if args.recompute else "")
+    if args.compile_regional:
+        mode = mode.replace("compiled", "compiled-regional")
+    if args.compile_dynamic:
+        mode = mode.replace("compiled", "compiled-dynamic")
+    if ddp:
+        mode += f"+ddp{world}" + ("+bf16comm" if args.ddp_bf16_compress else "")
     name = f"{args.model}-{args.shape}"
     if args.model == "esm2":
         oom_where = f"tokens-per-batch {args.tokens_per_batch}"
@@ -334,11 +471,11 @@ def main():
     else:
         oom_where = f"micro-batch {args.micro_batch} x seq-length {args.seq_length}"
         lr, betas, wd = (args.lr or 3e-3), (0.9, 0.95), 0.1
-    if args.compile and args.model == "esm2" and args.warmup < 5:
-        print(f"WARNING: --compile with --warmup {args.warmup}: ESM-2 batches change shape, "
-              "torch.compile recompiles (static, then dynamic shapes) during the first few "
-              "distinct shapes; use --warmup >= 5 (default 10) so compilation is not timed.",
-              flush=True)
+    if args.compile and not args.compile_dynamic and args.model == "esm2" and args.warmup < 5:
+        say(f"WARNING: --compile with --warmup {args.warmup}: ESM-2 batches change shape, "
+            "torch.compile recompiles (static, then dynamic shapes) during the first few "
+            "distinct shapes; use --warmup >= 5 (default 10) so compilation is not timed.",
+            flush=True)
 
     result = {
         "framework": "hf", "model": args.model, "shape": args.shape, "mode": mode,
@@ -352,34 +489,53 @@ def main():
     if args.model == "esm2":
         result.update(tokens_per_batch=args.tokens_per_batch, max_seq_length=args.max_seq_length,
                       pad_to_multiple_of=args.pad_to_multiple_of, shuffle=args.shuffle)
+        if args.group_by_length:  # (key absent otherwise: single runs keep their old JSON)
+            result.update(group_by_length=True, mega_batch_mult=args.mega_batch_mult)
     else:
         result.update(seq_length=args.seq_length, micro_batch=args.micro_batch)
+    if args.compile_dynamic:  # (keys absent otherwise, as group_by_length below)
+        result["compile_dynamic"] = True
+    if args.compile_regional:
+        result["compile_regional"] = True
+    if ddp:
+        result.update(world_size=world, ddp={
+            "backend": dist.get_backend(), "static_graph": static_graph_ok(args),
+            "gradient_as_bucket_view": True, "bf16_compress_hook": args.ddp_bf16_compress,
+            "compiled": (None if not args.compile else "each transformer layer"
+                         if args.compile_regional else "DDP-wrapped model"),
+            "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")},
+        })
 
     def finish(res):
-        if args.json:
+        if args.json and rank == 0:
             d = os.path.dirname(os.path.abspath(args.json))
             os.makedirs(d, exist_ok=True)
             with open(args.json, "w") as f:
                 json.dump(res, f, indent=2)
                 f.write("\n")
-            print(f"wrote {args.json}")
+            say(f"wrote {args.json}")
 
-    # ---- data (built before the model; CPU work, not timed)
+    # ---- data (built before the model; CPU work, not timed). Under torchrun every rank builds
+    # the same global list of world x n_needed batches and takes batches rank, rank + world, ...
+    # (its own n_needed: the same per-rank budget as a single-GPU run).
     n_needed = (args.warmup + args.steps) * args.grad_acc
     t = time.perf_counter()
     if args.model == "esm2":
-        batches, n_seqs = esm_batches(args, n_needed)
+        batches, n_seqs = esm_batches(args, n_needed * world)
         result["data_sequences"] = n_seqs
     else:
-        batches, n_seqs, n_stream, n_win = llama_batches(args, n_needed)
+        batches, n_seqs, n_stream, n_win = llama_batches(args, n_needed * world)
         result.update(data_sequences=n_seqs, data_stream_tokens=n_stream, data_windows=n_win)
+    if ddp:
+        batches = batches[rank::world]
     if on_cuda:
         for b in batches:
             for k in ("input_ids", "attention_mask", "labels"):
                 if k in b:
                     b[k] = b[k].pin_memory()
-    print(f"data: {n_seqs} sequences -> {len(batches)} batches prepared in "
-          f"{time.perf_counter() - t:.1f} s", flush=True)
+    say(f"data: {n_seqs} sequences -> {len(batches)} batches"
+        f"{f' per rank ({world} ranks)' if ddp else ''} prepared in "
+        f"{time.perf_counter() - t:.1f} s", flush=True)
 
     if on_cuda:
         torch.cuda.reset_peak_memory_stats(dev)
@@ -398,25 +554,45 @@ def main():
         n_embed = model.get_input_embeddings().weight.numel()
         assert model.config._attn_implementation == "sdpa", model.config._attn_implementation
         result.update(dims=dims, n_params=n_params, n_params_embedding=n_embed)
-        print(f"model: HF {type(model).__name__} {args.shape} {dims} params {n_params/1e6:.1f}M "
-              f"(built in {time.perf_counter() - t:.1f} s) attn=sdpa autocast="
-              f"{'bf16' if use_ac else 'off'} recompute={args.recompute}", flush=True)
+        say(f"model: HF {type(model).__name__} {args.shape} {dims} params {n_params/1e6:.1f}M "
+            f"(built in {time.perf_counter() - t:.1f} s) attn=sdpa autocast="
+            f"{'bf16' if use_ac else 'off'} recompute={args.recompute}", flush=True)
 
         opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, eps=1e-8,
                                 weight_decay=wd, fused=True)
-        fwd = torch.compile(model) if args.compile else model
+        ddp_model = wrap_ddp(model, args, local_rank, on_cuda) if ddp else None
+        # torch.compile with DDP: compile the DDP-wrapped module, as the PyTorch docs (torch.compile
+        # "Distributed" notes, DDPOptimizer) and Accelerate do: Dynamo's DDPOptimizer then splits
+        # the graph at DDP's bucket boundaries so that gradient all-reduces overlap the backward.
+        # --compile-regional compiles the transformer layers inside instead (DDP stays eager).
+        trained = ddp_model if ddp else model
+        dynamic = True if args.compile_dynamic else None
+        fwd = trained
+        if args.compile and args.compile_regional:
+            layers = model.esm.encoder.layer if args.model == "esm2" else model.model.layers
+            for layer in layers:
+                layer.compile(dynamic=dynamic)
+        elif args.compile:
+            fwd = torch.compile(trained, dynamic=dynamic)
+
+        def micro_step(b, n_micro):  # forward + backward of one micro batch
+            ids = b["input_ids"].to(dev, non_blocking=True)
+            labels = b["labels"].to(dev, non_blocking=True)
+            kw = {}
+            if "attention_mask" in b:
+                kw["attention_mask"] = b["attention_mask"].to(dev, non_blocking=True)
+            with torch.autocast(dev.type, dtype=ac_dtype, enabled=use_ac):
+                out = fwd(input_ids=ids, labels=labels, **kw)
+            loss = out.loss
+            (loss / n_micro).backward()
+            return loss
 
         def step(group):  # one optimizer step over args.grad_acc micro batches
-            for b in group:
-                ids = b["input_ids"].to(dev, non_blocking=True)
-                labels = b["labels"].to(dev, non_blocking=True)
-                kw = {}
-                if "attention_mask" in b:
-                    kw["attention_mask"] = b["attention_mask"].to(dev, non_blocking=True)
-                with torch.autocast(dev.type, dtype=ac_dtype, enabled=use_ac):
-                    out = fwd(input_ids=ids, labels=labels, **kw)
-                loss = out.loss
-                (loss / len(group)).backward()
+            for j, b in enumerate(group):
+                # DDP: all-reduce only on the last micro batch of the step
+                accumulate = ddp and j < len(group) - 1
+                with (ddp_model.no_sync() if accumulate else contextlib.nullcontext()):
+                    loss = micro_step(b, len(group))
             gn = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
             opt.step()
             opt.zero_grad(set_to_none=True)
@@ -443,9 +619,9 @@ def main():
             loss, _ = step(groups[i])
             sync()
             warm_times.append(time.perf_counter() - t0)
-            print(f"  warmup {i + 1}/{args.warmup}: B={len(groups[i][0]['lens'])} "
-                  f"S={groups[i][0]['input_ids'].shape[1]} x{args.grad_acc} {warm_times[-1]:.3f} s "
-                  f"loss {loss.item():.4f}", flush=True)
+            say(f"  warmup {i + 1}/{args.warmup}: B={len(groups[i][0]['lens'])} "
+                f"S={groups[i][0]['input_ids'].shape[1]} x{args.grad_acc} {warm_times[-1]:.3f} s "
+                f"loss {loss.item():.4f}", flush=True)
         result["warmup_time_s"] = time.perf_counter() - t_w
         result["warmup_step_times_s"] = warm_times
         if args.compile:
@@ -459,6 +635,9 @@ def main():
             ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                   for _ in timed_groups]
         sync()
+        if ddp:  # every rank starts the clock together ...
+            dist.barrier()
+            sync()
         t0 = time.perf_counter()
         for i, g in enumerate(timed_groups):
             ts = time.perf_counter()
@@ -471,6 +650,9 @@ def main():
             gnorms.append(gn)
             cpu_step.append(time.perf_counter() - ts)
         sync()
+        if ddp:  # ... and stops it when the last rank is done: T is the same on every rank
+            dist.barrier()
+            sync()
         total = time.perf_counter() - t0
         if on_cuda:
             step_times = [s.elapsed_time(e) / 1e3 for s, e in ev]
@@ -480,8 +662,8 @@ def main():
             result["compile_graphs_after_warmup"] = graphs0
             result["recompiles_during_timed"] = n_graphs() - graphs0
             if result["recompiles_during_timed"]:
-                print(f"WARNING: torch.compile produced {result['recompiles_during_timed']} new "
-                      "graph(s) during the timed steps; raise --warmup", flush=True)
+                say(f"WARNING: torch.compile produced {result['recompiles_during_timed']} new "
+                    "graph(s) during the timed steps; raise --warmup", flush=True)
         losses = [x.item() for x in losses]
         gnorms = [x.item() for x in gnorms]
     except Exception as e:  # noqa: BLE001
@@ -491,8 +673,10 @@ def main():
         result.update(status="oom", error=msg, exception=f"{type(e).__name__}: {str(e)[:2000]}")
         if on_cuda:
             result["peak_mem_gib"] = torch.cuda.max_memory_allocated(dev) / GIB
-        print(f"HF {name} {mode}: {msg}", flush=True)
+        print(f"HF {name} {mode}: {msg}" + (f" (rank {rank})" if ddp else ""), flush=True)
         finish(result)
+        if ddp:  # the other ranks would wait forever in a collective: exit non-zero so that
+            return 3  # torchrun stops them
         return 0
 
     # ---- metrics
@@ -531,18 +715,30 @@ def main():
         import resource
         result["peak_mem_gib"] = None
         result["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB
+    if ddp:
+        result.update(ddp_metrics(result, world, dev, n_params, peak))
     if not all(math.isfinite(x) for x in losses):
-        print("WARNING: non-finite loss in the timed steps", flush=True)
+        say("WARNING: non-finite loss in the timed steps", flush=True)
 
-    print("  timed steps: " + " ".join(f"{t:.3f}" for t in step_times) + " s")
-    print(f"  losses: first {losses[0]:.4f} last {losses[-1]:.4f}; grad norm last {gnorms[-1]:.3f}")
+    say("  timed steps: " + " ".join(f"{t:.3f}" for t in step_times) + " s")
+    say(f"  losses: first {losses[0]:.4f} last {losses[-1]:.4f}; grad norm last {gnorms[-1]:.3f}")
     mem = (f"peak {result['peak_mem_gib']:.1f} GiB" if on_cuda
            else f"peak RSS {result['peak_rss_gib']:.1f} GiB (cpu)")
     pad = f" | {100 * result['padding_fraction']:.1f}% padding" if args.model == "esm2" else ""
-    print(f"HF {name} {mode}: {real_tps:,.0f} real tok/s | {padded_tps:,.0f} padded tok/s{pad} | "
-          f"step {med:.3f} s | MFU {100 * result['mfu_seed']:.1f}% (seed) / "
-          f"{100 * result['mfu_6n']:.1f}% (6N) | {mem}", flush=True)
+    say(f"HF {name} {mode}: {real_tps:,.0f} real tok/s | {padded_tps:,.0f} padded tok/s{pad} | "
+        f"step {med:.3f} s | MFU {100 * result['mfu_seed']:.1f}% (seed) / "
+        f"{100 * result['mfu_6n']:.1f}% (6N) | {mem}", flush=True)
+    if ddp:
+        per_rank = " + ".join(f"{x:,.0f}" for x in result["rank_real_tokens_per_sec"])
+        say(f"HF {name} {mode}: {world} ranks: {per_rank} = "
+            f"{result['global_real_tokens_per_sec']:,.0f} real tok/s | "
+            f"{result['tokens_per_sec_per_gpu']:,.0f} per GPU | "
+            f"{100 * result['global_padding_fraction']:.1f}% padding | "
+            f"MFU {100 * result['global_mfu_seed']:.1f}% (seed) / "
+            f"{100 * result['global_mfu_6n']:.1f}% (6N) per GPU", flush=True)
     finish(result)
+    if ddp:
+        dist.destroy_process_group()
     return 0
 
 

@@ -22,13 +22,14 @@
 #            --json DIR/ours.json
 #        expected JSON keys: real_tokens_per_sec, step_time_s, mfu_seed, mfu_6n, peak_mem_gib
 # HF:    python3 bench/hf_peer_bench.py ... --json DIR/hf_eager.json   (and --compile → hf_compile.json)
+#        (ESM-2 with --group-by-length, as HF Trainer's group_by_length=True)
 # A failing run is reported and the others still run; the script exits 1 if any run failed
 # (an HF out-of-memory is not a failure: it is reported as OOM in the table).
 set -euo pipefail
 export PYTHONUNBUFFERED=1
 
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 BIN=$1; shift
@@ -64,7 +65,9 @@ case "$MODEL" in
     SHAPE=${SHAPE:-650M}; DATA=${DATA:-data/proteins_sample.fasta}
     STEPS=${STEPS:-30}; WARMUP=${WARMUP:-10}
     SHAPE_ARGS=(--tokens-per-batch "$TPB")
-    HF_SHAPE_ARGS=(--tokens-per-batch "$TPB" --max-seq-length "$MSL")
+    # --group-by-length: what a user of HF Trainer turns on for variable-length proteins
+    # (group_by_length=True): much less padding than batching in file order
+    HF_SHAPE_ARGS=(--tokens-per-batch "$TPB" --max-seq-length "$MSL" --group-by-length)
     ;;
   llama)
     SHAPE=${SHAPE:-1B}; DATA=${DATA:-data/dna_sample.fasta}
