@@ -57,10 +57,3 @@ TEST(Launcher, AFailingRankStopsTheRunAndIsNamed) {
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("exited with code 1"), std::string::npos) << r.out;
 }
-
-TEST(Launcher, TrainRefusesToRunAsOneOfSeveralRanks) {
-  CliRun r = run("launch --nproc-per-node 2 --grace-seconds 5 train --config-name esm2_sanity num_train_steps=1 "
-                 "output_dir=" + testing::TempDir() + "/launch_train");
-  EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("not implemented yet"), std::string::npos) << r.out;
-}

@@ -95,6 +95,11 @@ TEST_P(DistributedStrategy, TwoRanksTrainAsOneRankWithTwoMicroBatches) {
 INSTANTIATE_TEST_SUITE_P(Strategies, DistributedStrategy, testing::Values("ddp", "zero1", "zero2"));
 
 TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
+  // (a constant learning rate: a run stopped at step 3 by num_train_steps=3 has the schedule
+  // of the 6-step run)
+  const auto tiny_args = [](const std::string& out, int steps, int grad_acc) {
+    return ::tiny_args(out, steps, grad_acc) + " scheduler.type=constant";
+  };
   const std::string straight = fresh_dir("dist_straight"), moved = fresh_dir("dist_moved");
   RunResult a = run_biofm(tiny_args(straight, 6, 2));
   ASSERT_EQ(a.code, 0) << a.output;
@@ -123,11 +128,11 @@ TEST(Distributed, ARankThatDiesIsNamedAndTheOthersStop) {
   const std::string args = tiny_args(dir, 100000, 1) + " checkpoint.save_every_n_steps=0 checkpoint.save_final_model=false";
   const std::string script =
       "cd " + dir + " && (" + env + " RANK=1 LOCAL_RANK=1 " + BIOFM_BINARY + " " + args + " > rank1.log 2>&1 & echo $! > rank1.pid) && " +
-      "(sleep 0; while ! grep -q '\"step\":3' " + dir + "/metrics.jsonl 2>/dev/null; do sleep 0.2; done; kill -9 $(cat rank1.pid)) & " +
+      "(for i in $(seq 600); do grep -q '\"step\":3' " + dir + "/metrics.jsonl 2>/dev/null && break; sleep 0.2; done; kill -9 $(cat rank1.pid)) & " +
       "start=$(date +%s); " + env + " RANK=0 LOCAL_RANK=0 timeout 120 " + BIOFM_BINARY + " " + args +
       "; code=$?; echo \"rank0 exit $code after $(( $(date +%s) - start )) s\"";
-  RunResult r = sh(script);
-  EXPECT_NE(r.output.find("rank 1"), std::string::npos) << r.output;
+  RunResult r = sh("(" + script + ")");
+  EXPECT_NE(r.output.find("error: rank 1 exited"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("rank0 exit 0 "), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("rank0 exit 124"), std::string::npos) << "rank 0 hung: " << r.output;
 }
@@ -137,10 +142,10 @@ TEST(Distributed, AStopSignalStopsAllRanksWithACheckpointAndTheSameCommandResume
   const std::string cmd = std::string(BIOFM_BINARY) + " " + launch(2) + tiny_args(dir, 100000, 1) +
                           " checkpoint.save_every_n_steps=0";
   const std::string script = "cd " + dir + " && (" + cmd + " > run.log 2>&1 & echo $! > launcher.pid; wait $!; echo \"exit $?\" >> run.log) & " +
-                             "while ! grep -q '\"step\":4' " + dir + "/metrics.jsonl 2>/dev/null; do sleep 0.2; done; " +
+                             "for i in $(seq 600); do grep -q '\"step\":4' " + dir + "/metrics.jsonl 2>/dev/null && break; sleep 0.2; done; " +
                              "kill -TERM $(cat " + dir + "/launcher.pid); wait; sleep 1; cat " + dir + "/run.log";
   RunResult r = sh(script);
-  EXPECT_NE(r.output.find("stopped by a signal after step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped by signal"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("exit 0"), std::string::npos) << r.output;
   int64_t saved = -1;
   for (auto& e : fs::directory_iterator(dir + "/checkpoints"))

@@ -110,7 +110,7 @@ class GlooCommunicator : public Communicator {
     if (t.device() != Device::CPU) fail("gloo broadcast: needs a CPU tensor, got ", t.describe());
     gloo::BroadcastOptions o(ctx_);
     char* p = static_cast<char*>(t.raw());
-    o.setInput(p, t.nbytes());
+    if (ctx_->rank == root) o.setInput(p, t.nbytes());  // (Gloo: only the root names an input)
     o.setOutput(p, t.nbytes());
     o.setRoot(root);
     run([&] { gloo::broadcast(o); }, "broadcast");

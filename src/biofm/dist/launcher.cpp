@@ -112,7 +112,7 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
     }
     pids[size_t(local)] = pid;
   }
-  int running = o.nproc_per_node, code = 0, failed_rank = -1, stopped_by = 0;
+  int running = o.nproc_per_node, code = 0, failed_rank = -1, stopped_by = 0, code_after_stop = 0;
   auto stop_all = stop_started;
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
   while (running > 0) {
@@ -138,6 +138,7 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
       pids[size_t(local)] = -1;
       --running;
       const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (rc != 0 && stopped_by != 0 && code_after_stop == 0) code_after_stop = rc;
       if (rc != 0 && failed_rank < 0 && stopped_by == 0) {
         failed_rank = o.node_rank * o.nproc_per_node + local;
         code = rc;
@@ -150,8 +151,11 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
     }
   }
   if (stopped_by != 0 && failed_rank < 0) {
-    std::fprintf(stderr, "launch: stopped by signal %d; all %d process(es) ended\n", stopped_by, o.nproc_per_node);
-    return 128 + stopped_by;
+    // A stop signal is passed on; processes that handle it (train: checkpoint, exit 0) and all
+    // end cleanly make a clean stop, as with one process.
+    std::fprintf(stderr, "launch: stopped by signal %d; all %d process(es) ended%s\n", stopped_by, o.nproc_per_node,
+                 code_after_stop == 0 ? " cleanly" : "");
+    return code_after_stop;
   }
   return code;
 }

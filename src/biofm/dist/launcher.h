@@ -2,7 +2,8 @@
 // one per GPU, each with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
 // MASTER_PORT set — and supervises them: when one fails, the others are stopped (SIGTERM,
 // then SIGKILL after a grace period) and the launcher exits with the failed rank's code,
-// naming it. SIGTERM / SIGINT to the launcher are passed on to every process.
+// naming it. SIGTERM / SIGINT to the launcher are passed on to every process; when they all then
+// end cleanly (train: checkpoint and exit 0), so does the launcher.
 #pragma once
 #include <string>
 #include <vector>

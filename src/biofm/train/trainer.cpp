@@ -47,6 +47,9 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 // Multi-process: each rank evaluates its share (rank_slice.h) and the sums are added over ranks.
 json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batches, Coordinator* ranks) {
   data.reset_eval();
+  // (max_batches counts the held-out set's batches, over all ranks: this rank's share of them)
+  if (ranks && max_batches > 0)
+    max_batches = (max_batches - ranks->rank() + ranks->world_size() - 1) / ranks->world_size();
   Batch b;
   LossSums total;
   int64_t n = 0;
@@ -338,7 +341,10 @@ class TrainingRun {
         checkpoint(done);
       if (stop_now) {
         if (root_)
-          std::printf("stopped by a signal after step %lld; resume with the same command\n", (long long)done);
+          std::printf("stopped by %s after step %lld; resume with the same command\n",
+                      signals.received() ? ("signal " + std::to_string(signals.received())).c_str()
+                                         : "a signal to another rank",
+                      (long long)done);
         stopped_ = true;
         ++step_;
         break;
