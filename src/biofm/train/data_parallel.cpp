@@ -34,6 +34,27 @@ GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataP
   scalars_ = Tensor::zeros({2}, DType::F32, model.device());
   const Tensor& g = model.params().grad_flat();
   if (o_.bf16_reduce && g.dtype() == DType::F32) bf16_grads_ = Tensor::empty({g.numel()}, DType::BF16, g.device());
+  // Layers last to first (backward's order), merged while contiguous up to bucket_bytes.
+  const int64_t elem = int64_t(dtype_size(g.dtype()));
+  std::vector<Range> covered;
+  for (int l = int(model.dims().layers) - 1; l >= 0; --l) {
+    const Range r = model.layer_param_range(l);
+    if (empty(r)) continue;
+    covered.push_back(r);
+    Bucket* last = plan_.empty() ? nullptr : &plan_.back();
+    if (last && r.second == last->range.first && (last->range.second - last->range.first) * elem < o_.bucket_bytes)
+      *last = {{r.first, last->range.second}, l};
+    else
+      plan_.push_back({r, l});
+  }
+  // Then whatever no layer covers (embeddings, final norm, head): issued at finish.
+  std::sort(covered.begin(), covered.end());
+  int64_t at = 0;
+  for (const Range& r : covered) {
+    if (r.first > at) plan_.push_back({{at, r.first}, -1});
+    at = std::max(at, r.second);
+  }
+  if (at < g.numel()) plan_.push_back({{at, g.numel()}, -1});
   model_.set_grads_ready_hook([this](int layer) { on_layer_ready(layer); });
 }
 
@@ -43,24 +64,12 @@ void GradientSync::arm() { armed_ = true; }
 
 void GradientSync::on_layer_ready(int layer) {
   if (!armed_) return;
-  const Range r = model_.layer_param_range(layer);
-  if (empty(r)) return;
-  // Backward finishes layers last to first: a layer's range usually ends where the pending one
-  // begins, and they merge into one bucket.
-  if (!empty(pending_) && r.second != pending_.first) flush_pending();
-  pending_ = empty(pending_) ? r : Range{r.first, pending_.second};
-  const int64_t bytes = (pending_.second - pending_.first) * int64_t(dtype_size(model_.params().grad_flat().dtype()));
-  if (bytes >= o_.bucket_bytes) flush_pending();
-}
-
-void GradientSync::flush_pending() {
-  if (empty(pending_)) return;
-  launch(pending_);
-  pending_ = {0, 0};
+  // Backward finishes layers last to first: the bucket ending with this layer is complete.
+  while (next_ < plan_.size() && plan_[next_].last_layer >= 0 && plan_[next_].last_layer >= layer)
+    launch(plan_[next_++].range);
 }
 
 void GradientSync::launch(Range range) {
-  launched_.push_back(range);
   Tensor grads = slice(model_.params().grad_flat(), range);
   Tensor wire = grads;
   if (bf16_grads_.defined()) {
@@ -84,18 +93,8 @@ void GradientSync::launch(Range range) {
 }
 
 void GradientSync::finish(Tensor& loss_sum, Tensor& label_count) {
-  flush_pending();
-  // Whatever no bucket covered: parameters outside the layers, or all of them when the last
-  // micro batch was skipped (no label tokens) and no hook fired.
-  std::vector<Range> done = launched_;
-  std::sort(done.begin(), done.end());
-  int64_t at = 0;
-  for (const Range& r : done) {
-    if (r.first > at) launch({at, r.first});
-    at = std::max(at, r.second);
-  }
+  while (next_ < plan_.size()) launch(plan_[next_++].range);
   const int64_t numel = model_.params().numel();
-  if (at < numel) launch({at, numel});
 
   Tensor loss_slot = scalars_.flat_slice(0, {1}), count_slot = scalars_.flat_slice(1, {1});
   loss_slot.copy_from(loss_sum);
@@ -110,14 +109,10 @@ void GradientSync::finish(Tensor& loss_sum, Tensor& label_count) {
     const Range mine = o_.strategy == ParallelStrategy::Zero2
                            ? AdamW::shard_of(numel, comm_.rank(), comm_.world_size())
                            : Range{0, numel};
-    for (const Range& r : launched_) {
-      const Range part = intersect(r, mine);
-      if (empty(part)) continue;
-      Tensor dst = slice(model_.params().grad_flat(), part);
-      ops::cast(dst, slice(bf16_grads_, part));
-    }
+    Tensor dst = slice(model_.params().grad_flat(), mine);
+    ops::cast(dst, slice(bf16_grads_, mine));
   }
-  launched_.clear();
+  next_ = 0;
   armed_ = false;
 }
 

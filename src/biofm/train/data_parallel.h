@@ -50,15 +50,22 @@ class GradientSync {
   void finish(Tensor& loss_sum, Tensor& label_count);
 
  private:
+  // A bucket: consecutive layers (in backward order) or a range outside the layers.
+  struct Bucket {
+    std::pair<int64_t, int64_t> range;
+    int last_layer = -1;  // the layer whose gradients complete it (-1: only at finish)
+  };
   void on_layer_ready(int layer);
   void launch(std::pair<int64_t, int64_t> range);
-  void flush_pending();
 
   Communicator& comm_;
   LanguageModel& model_;
   DataParallelOptions o_;
-  std::vector<std::pair<int64_t, int64_t>> launched_;  // ranges reduced this step
-  std::pair<int64_t, int64_t> pending_{0, 0};          // ready layers not yet launched
+  // The plan, the same on every rank: collectives are matched by order, so every rank issues the
+  // buckets in this order (a rank whose last micro batch had no labels, and so no backward,
+  // issues all of them at finish).
+  std::vector<Bucket> plan_;
+  size_t next_ = 0;  // the first bucket not yet issued this step
   bool armed_ = false;
   Tensor scalars_;      // [2]: loss sum, label count
   Tensor bf16_grads_;   // bf16_reduce: the gradients as bf16, same layout
