@@ -42,10 +42,12 @@ class Communicator {
 // Gloo's addresses). NCCL uses the GPU of the process's local rank (the caller selected it).
 // Throws naming what is
 // missing when this build has no NCCL (no CUDA) or no Gloo.
-std::unique_ptr<Communicator> make_communicator(Coordinator& coord, Device device, const DistEnv& env);
+// max_ctas (NCCL): the most thread blocks (SMs) a collective may occupy; 0 = NCCL's choice.
+std::unique_ptr<Communicator> make_communicator(Coordinator& coord, Device device, const DistEnv& env,
+                                                int max_ctas = 0);
 
 // Per backend (comm_nccl_cuda.cpp, comm_gloo.cpp; stubs that fail where not built).
-std::unique_ptr<Communicator> make_nccl_communicator(Coordinator& coord);
+std::unique_ptr<Communicator> make_nccl_communicator(Coordinator& coord, int max_ctas);
 std::unique_ptr<Communicator> make_gloo_communicator(Coordinator& coord, bool single_host);
 
 }  // namespace biofm

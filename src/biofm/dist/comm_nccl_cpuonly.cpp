@@ -3,7 +3,7 @@
 
 namespace biofm {
 
-std::unique_ptr<Communicator> make_nccl_communicator(Coordinator&) {
+std::unique_ptr<Communicator> make_nccl_communicator(Coordinator&, int) {
   fail("multi-GPU training needs NCCL, and this biofm was built without CUDA");
 }
 

@@ -31,7 +31,7 @@ ncclDataType_t nccl_type(const Tensor& t) {
 
 class NcclCommunicator : public Communicator {
  public:
-  explicit NcclCommunicator(Coordinator& coord) : rank_(coord.rank()), world_(coord.world_size()) {
+  NcclCommunicator(Coordinator& coord, int max_ctas) : rank_(coord.rank()), world_(coord.world_size()) {
     ncclUniqueId id{};
     if (rank_ == 0) {
       BIOFM_NCCL_CHECK(ncclGetUniqueId(&id));
@@ -41,7 +41,11 @@ class NcclCommunicator : public Communicator {
       if (v.size() != sizeof id) fail("nccl: the unique id from rank 0 has ", v.size(), " bytes");
       std::memcpy(&id, v.data(), sizeof id);
     }
-    BIOFM_NCCL_CHECK(ncclCommInitRank(&comm_, world_, id, rank_));
+    // Gradient reductions run beside backward: a few SMs move the bytes in time, and every SM
+    // they hold (spinning while the other rank catches up, too) is one compute lacks.
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    if (max_ctas > 0) config.maxCTAs = max_ctas;
+    BIOFM_NCCL_CHECK(ncclCommInitRankConfig(&comm_, world_, id, rank_, &config));
     int least = 0, greatest = 0;
     BIOFM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     BIOFM_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
@@ -110,8 +114,8 @@ class NcclCommunicator : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(Coordinator& coord) {
-  return std::make_unique<NcclCommunicator>(coord);
+std::unique_ptr<Communicator> make_nccl_communicator(Coordinator& coord, int max_ctas) {
+  return std::make_unique<NcclCommunicator>(coord, max_ctas);
 }
 
 }  // namespace biofm

@@ -235,7 +235,7 @@ class TrainingRun {
     co.step_timeout = std::chrono::seconds(cfg_.distributed.step_timeout_s);
     co.heartbeat_timeout = std::chrono::seconds(cfg_.distributed.heartbeat_timeout_s);
     coord_ = std::make_unique<Coordinator>(env_, co);
-    comm_ = make_communicator(*coord_, device_, env_);
+    comm_ = make_communicator(*coord_, device_, env_, cfg_.distributed.comm_sms);
     if (root_)
       std::printf("distributed: %d ranks (%s), %s, strategy %s%s\n", env_.world_size, env_.source.c_str(),
                   comm_->name().c_str(), strategy_name(cfg_.distributed.strategy),
