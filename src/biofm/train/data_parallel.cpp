@@ -4,6 +4,7 @@
 
 #include "biofm/dist/comm.h"
 #include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/options.h"
 #include "biofm/train/optimizer.h"
 
 namespace biofm {
@@ -60,7 +61,10 @@ GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataP
 
 GradientSync::~GradientSync() { model_.set_grads_ready_hook({}); }
 
-void GradientSync::arm() { armed_ = true; }
+void GradientSync::arm() {
+  armed_ = true;
+  ops::set_gemm_sm_margin(o_.gemm_sm_margin);
+}
 
 void GradientSync::on_layer_ready(int layer) {
   if (!armed_) return;
@@ -94,6 +98,7 @@ void GradientSync::launch(Range range) {
 
 void GradientSync::finish(Tensor& loss_sum, Tensor& label_count) {
   while (next_ < plan_.size()) launch(plan_[next_++].range);
+  ops::set_gemm_sm_margin(0);
   const int64_t numel = model_.params().numel();
 
   Tensor loss_slot = scalars_.flat_slice(0, {1}), count_slot = scalars_.flat_slice(1, {1});
