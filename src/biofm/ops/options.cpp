@@ -1,6 +1,5 @@
 #include "biofm/ops/options.h"
 
-#include <atomic>
 #include <string>
 
 #include "biofm/core/error.h"
@@ -29,12 +28,5 @@ const char* attention_backend_name(AttentionBackend b) {
   }
   return "?";
 }
-
-namespace {
-std::atomic<int> g_gemm_sm_margin{0};
-}  // namespace
-
-void set_gemm_sm_margin(int sms) { g_gemm_sm_margin = sms; }
-int gemm_sm_margin() { return g_gemm_sm_margin.load(std::memory_order_relaxed); }
 
 }  // namespace biofm::ops

@@ -32,11 +32,6 @@ struct OpOptions {
 };
 
 void set_op_options(const OpOptions& options);
-
-// SMs the GEMMs leave to concurrent work (0: none). Data parallelism sets it while gradient
-// reductions run beside backward; GEMM plans are kept per value.
-void set_gemm_sm_margin(int sms);
-int gemm_sm_margin();
 const OpOptions& op_options();
 
 // "auto" | "cudnn" | "fallback"; anything else throws, naming the accepted values.

@@ -300,8 +300,8 @@ Registry build_registry() {
   BIND(distributed.bucket_mb, .range = gt(0), .help = "gradient reduction bucket (MiB), overlapped with backward");
   BIND(distributed.bf16_reduce, .help = "reduce gradients in bf16 (half the traffic)");
   BIND(distributed.step_timeout_s, .range = gt(0), .help = "a step this long on any rank fails the run, naming it");
-  BIND(distributed.comm_sms, .range = ge(0), .help = "SMs NCCL's reductions may occupy beside backward "
-                                                    "(few hide them; the rest compute); 0 = NCCL's default");
+  BIND(distributed.comm_sms, .range = ge(0), .help = "at most this many SMs for NCCL's reductions (0 = NCCL's "
+                                                    "choice; fewer measured slower on 2 H200, docs/PERFORMANCE.md)");
   BIND(distributed.heartbeat_timeout_s, .range = gt(0), .help = "a rank silent this long (dead, frozen) fails the run");
   return r;
 }

@@ -123,7 +123,7 @@ struct TrainConfig {
     bool bf16_reduce = false;     // gradients travel (and are summed) as bf16
     int step_timeout_s = 600;     // a step that long on any rank: the run fails naming it
     int heartbeat_timeout_s = 30; // a rank silent that long (dead or frozen): the run fails
-    int comm_sms = 8;             // NCCL: SMs (thread blocks) a collective may use; 0 = NCCL's default
+    int comm_sms = 0;             // NCCL: most SMs (thread blocks) a collective may use; 0 = NCCL's choice
     bool operator==(const Distributed&) const = default;
   };
 

@@ -4,7 +4,6 @@
 
 #include "biofm/dist/comm.h"
 #include "biofm/ops/elementwise/op.h"
-#include "biofm/ops/options.h"
 #include "biofm/train/optimizer.h"
 
 namespace biofm {
@@ -61,10 +60,7 @@ GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataP
 
 GradientSync::~GradientSync() { model_.set_grads_ready_hook({}); }
 
-void GradientSync::arm() {
-  armed_ = true;
-  ops::set_gemm_sm_margin(o_.gemm_sm_margin);
-}
+void GradientSync::arm() { armed_ = true; }
 
 void GradientSync::on_layer_ready(int layer) {
   if (!armed_) return;
@@ -98,7 +94,6 @@ void GradientSync::launch(Range range) {
 
 void GradientSync::finish(Tensor& loss_sum, Tensor& label_count) {
   while (next_ < plan_.size()) launch(plan_[next_++].range);
-  ops::set_gemm_sm_margin(0);
   const int64_t numel = model_.params().numel();
 
   Tensor loss_slot = scalars_.flat_slice(0, {1}), count_slot = scalars_.flat_slice(1, {1});

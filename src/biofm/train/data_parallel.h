@@ -36,7 +36,6 @@ struct DataParallelOptions {
   ParallelStrategy strategy = ParallelStrategy::Ddp;
   int64_t bucket_bytes = int64_t(25) << 20;
   bool bf16_reduce = false;
-  int gemm_sm_margin = 0;  // SMs the GEMMs of the last backward leave to the reductions
 };
 
 class GradientSync {

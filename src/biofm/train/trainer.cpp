@@ -209,7 +209,6 @@ class TrainingRun {
       o.strategy = cfg_.distributed.strategy;
       o.bucket_bytes = int64_t(cfg_.distributed.bucket_mb) << 20;
       o.bf16_reduce = cfg_.distributed.bf16_reduce;
-      if (device_ == Device::CUDA) o.gemm_sm_margin = cfg_.distributed.comm_sms;
       sync_ = std::make_unique<GradientSync>(*comm_, *model_, o);
     }
     summary_.ckpt_dir = ckpt_dir_;

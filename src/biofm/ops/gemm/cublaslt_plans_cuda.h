@@ -20,10 +20,9 @@ struct GemmKey {
   int64_t epilogue;                            // cublasLtEpilogue_t
   int64_t fast_accum;                          // FP8 only: accumulate without periodic fp32 promotion
   int64_t align_a, align_b, align_c;           // bytes
-  int64_t sm_count_target;                     // 0: all SMs; else cuBLASLt plans for this many
   bool operator==(const GemmKey& o) const { return std::memcmp(this, &o, sizeof(GemmKey)) == 0; }
 };
-static_assert(sizeof(GemmKey) == 18 * sizeof(int64_t), "GemmKey must have no padding");
+static_assert(sizeof(GemmKey) == 17 * sizeof(int64_t), "GemmKey must have no padding");
 
 // Largest power of two (up to 256) that divides the address: cuBLASLt picks kernels that
 // assume at most this alignment.

@@ -103,7 +103,7 @@ class PlanCache {
            const void* bias, bool optional = false, const void* C = nullptr, const float* a_scale = nullptr,
            const float* b_scale = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
-    GemmPlan& plan = get(with_sm_target(key), bias, optional);
+    GemmPlan& plan = get(key, bias, optional);
     if (!plan.found) return false;
     if (a_scale)
       GEMM_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
@@ -138,21 +138,8 @@ class PlanCache {
     return *plans_.emplace(key, std::move(plan)).first->second;
   }
 
-  // The SMs left to GEMMs while other work holds some (data-parallel reductions beside
-  // backward): planned for, a GEMM's waves fit the SMs it gets instead of leaving a last wave
-  // of a few blocks.
-  static GemmKey with_sm_target(GemmKey key) {
-    const int margin = gemm_sm_margin();
-    key.sm_count_target = margin > 0 ? std::max(1, cuda_ctx::sm_count() - margin) : 0;
-    return key;
-  }
-
   static void build(GemmPlan& p, const GemmKey& key, const void* bias, bool optional) {
     GEMM_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), key);
-    if (key.sm_count_target > 0) {
-      const int32_t sms = int32_t(key.sm_count_target);
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &sms, sizeof(sms)), key);
-    }
     const cublasOperation_t ta_op = cublasOperation_t(key.ta), tb_op = cublasOperation_t(key.tb);
     GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta_op, sizeof(ta_op)), key);
     GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb_op, sizeof(tb_op)), key);
