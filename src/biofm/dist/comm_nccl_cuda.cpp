@@ -3,7 +3,11 @@
 // reductions overlap the rest of backward; join() orders the compute stream after them.
 #include <nccl.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <vector>
 
 #include "biofm/core/cuda_context.h"
 #include "biofm/dist/comm.h"
@@ -53,6 +57,7 @@ class NcclCommunicator : public Communicator {
     BIOFM_CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
     int v = 0;
     ncclGetVersion(&v);
+    trace_every_ = std::getenv("BIOFM_NCCL_TRACE") ? std::atoi(std::getenv("BIOFM_NCCL_TRACE")) : 0;
     version_ = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
   }
   ~NcclCommunicator() override {
@@ -70,7 +75,9 @@ class NcclCommunicator : public Communicator {
   void all_reduce_sum(Tensor& t) override {
     const ncclDataType_t ty = nccl_type(t);
     after_compute();
+    Span* sp = trace_begin(t.nbytes());
     BIOFM_NCCL_CHECK(ncclAllReduce(t.raw(), t.raw(), size_t(t.numel()), ty, ncclSum, comm_, stream_));
+    trace_end(sp);
   }
   void reduce_sum(Tensor& t, int root) override {
     const ncclDataType_t ty = nccl_type(t);
@@ -94,6 +101,7 @@ class NcclCommunicator : public Communicator {
   void join() override {
     BIOFM_CUDA_CHECK(cudaEventRecord(comm_done_, stream_));
     BIOFM_CUDA_CHECK(cudaStreamWaitEvent(cuda_ctx::stream(), comm_done_, 0));
+    if (trace_every_ > 0) trace_report();
   }
 
  private:
@@ -104,12 +112,64 @@ class NcclCommunicator : public Communicator {
     BIOFM_CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
   }
 
+  // BIOFM_NCCL_TRACE=N (diagnostics): every N-th join, rank 0 prints when each all-reduce's input
+  // was ready on the compute stream, when it started and ended on the comm stream, and when the
+  // compute stream reached the join (ms from the first all-reduce's readiness). Syncs the device.
+  struct Span {
+    cudaEvent_t ready, start, end;
+    size_t bytes;
+  };
+  Span* trace_begin(size_t bytes) {
+    if (trace_every_ <= 0 || rank_ != 0) return nullptr;
+    Span sp{};
+    sp.bytes = bytes;
+    for (cudaEvent_t* e : {&sp.ready, &sp.start, &sp.end}) BIOFM_CUDA_CHECK(cudaEventCreate(e));
+    BIOFM_CUDA_CHECK(cudaEventRecord(sp.ready, cuda_ctx::stream()));
+    BIOFM_CUDA_CHECK(cudaEventRecord(sp.start, stream_));
+    spans_.push_back(sp);
+    return &spans_.back();
+  }
+  void trace_end(Span* sp) {
+    if (sp) BIOFM_CUDA_CHECK(cudaEventRecord(sp->end, stream_));
+  }
+  void trace_report() {
+    if (rank_ != 0 || spans_.empty()) return;
+    if (++joins_ % trace_every_ != 0) {
+      clear_spans();
+      return;
+    }
+    cudaEvent_t joined;
+    BIOFM_CUDA_CHECK(cudaEventCreate(&joined));
+    BIOFM_CUDA_CHECK(cudaEventRecord(joined, cuda_ctx::stream()));
+    BIOFM_CUDA_CHECK(cudaEventSynchronize(joined));
+    auto ms = [&](cudaEvent_t e) {
+      float t = 0;
+      BIOFM_CUDA_CHECK(cudaEventElapsedTime(&t, spans_.front().ready, e));
+      return t;
+    };
+    std::fprintf(stderr, "nccl trace (join %ld): %zu all-reduces; compute reached join at %.2f ms\n", long(joins_),
+                 spans_.size(), ms(joined));
+    for (const Span& sp : spans_)
+      std::fprintf(stderr, "  %8.1f MB ready %8.2f start %8.2f end %8.2f (%.2f ms)\n", double(sp.bytes) / 1e6,
+                   ms(sp.ready), ms(sp.start), ms(sp.end), ms(sp.end) - ms(sp.start));
+    cudaEventDestroy(joined);
+    clear_spans();
+  }
+  void clear_spans() {
+    for (Span& sp : spans_)
+      for (cudaEvent_t e : {sp.ready, sp.start, sp.end}) cudaEventDestroy(e);
+    spans_.clear();
+  }
+
   int rank_, world_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t compute_done_ = nullptr, comm_done_ = nullptr;
   bool in_group_ = false;
   std::string version_;
+  int trace_every_ = 0;
+  int64_t joins_ = 0;
+  std::deque<Span> spans_;  // (a deque: trace_begin hands out pointers into it)
 };
 
 }  // namespace
