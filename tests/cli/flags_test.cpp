@@ -44,6 +44,66 @@ TEST(Flags, MistakesAreUsageErrors) {
   EXPECT_THROW(parse({}).require("--out"), UsageError);
 }
 
+TEST(Flags, RangesAndNumbers) {
+  // A value that does not parse is a usage error; one outside its range is a runtime error
+  // (exit 1, as a config value outside its range), naming the flag and the range.
+  Flags f = parse({"--steps", "7", "--out", "0.5"});
+  EXPECT_EQ(f.get_int("--steps", 0, 1, 10), 7);
+  EXPECT_EQ(f.get_int("--missing", 99, 1, 10), 99);  // the fallback is not checked
+  EXPECT_DOUBLE_EQ(f.get_double("--out", 0, 0, 1), 0.5);
+  EXPECT_DOUBLE_EQ(f.get_double("--missing", 2.5, 0, 1), 2.5);
+  try {
+    (void)parse({"--steps", "11"}).get_int("--steps", 0, 1, 10);
+    FAIL() << "no error";
+  } catch (const UsageError&) {
+    FAIL() << "a range error is not a usage error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--steps must lie in [1, 10], got 11"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)parse({"--steps", "3x"}).get_int("--steps", 0, 1, 10), UsageError);
+  EXPECT_THROW((void)parse({"--out", "abc"}).get_double("--out", 0, 0, 1), UsageError);
+  for (const char* v : {"nan", "inf", "-0.1", "1.5"}) {
+    try {
+      (void)parse({"--out", v}).get_double("--out", 0, 0, 1);
+      ADD_FAILURE() << v << ": no error";
+    } catch (const UsageError&) {
+      ADD_FAILURE() << v << ": a usage error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--out must be a finite number"), std::string::npos) << e.what();
+    }
+  }
+  // A negative number after a value flag is its value, not a flag.
+  EXPECT_EQ(parse({"--steps", "-5"}).get_int("--steps", 0), -5);
+}
+
+TEST(Flags, PositionalsCanBeRefused) {
+  parse({"--out", "x"}).expect_no_positional();
+  try {
+    parse({"--out", "x", "stray"}).expect_no_positional();
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("unexpected argument 'stray'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Flags, HiddenFlagsParseButAreNotShown) {
+  const CommandSpec spec{"demo", "", "", {{"--steps", "N", "how many"}, {"--dump", "FILE", "debug output", true}}};
+  std::vector<std::string> args = {"biofm", "demo", "--dump", "d.bin"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  EXPECT_EQ(parse_flags(spec, int(argv.size()), argv.data()).get("--dump"), "d.bin");
+  EXPECT_EQ(help_text(spec).find("--dump"), std::string::npos) << help_text(spec);
+  args = {"biofm", "demo", "--dumb"};
+  argv.clear();
+  for (auto& a : args) argv.push_back(a.data());
+  try {
+    parse_flags(spec, int(argv.size()), argv.data());
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).find("'--dump'"), std::string::npos) << "suggested a hidden flag: " << e.what();
+  }
+}
+
 TEST(Flags, HelpComesFromTheTable) {
   const std::string h = help_text(kSpec);
   EXPECT_EQ(h.rfind("usage: biofm demo IN [--out FILE]\n", 0), 0u) << h;

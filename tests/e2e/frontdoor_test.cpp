@@ -118,12 +118,29 @@ TEST(FrontDoor, VersionHelpAndExitCodes) {
   EXPECT_EQ(run_biofm("train --config-name no_such_config").code, 1);     // runtime error
   EXPECT_EQ(run_biofm("train --config-name esm2_sanity num_train_steps=-3").code, 1);
   EXPECT_EQ(run_biofm("report /nonexistent/run").code, 1);
+  // The model commands: the same rules (cli/flags.h).
+  RunResult bad_embed = run_biofm("embed --modle m --input x --output y");
+  EXPECT_EQ(bad_embed.code, 2) << bad_embed.output;
+  EXPECT_NE(bad_embed.output.find("did you mean '--model'"), std::string::npos) << bad_embed.output;
+  EXPECT_EQ(run_biofm("embed --input x --output y").code, 2);              // missing --model
+  EXPECT_EQ(run_biofm("eval --model m --input").code, 2);                  // missing value
+  EXPECT_EQ(run_biofm("eval --model m --input a.fasta b.fasta").code, 2);  // unquoted glob
+  EXPECT_EQ(run_biofm("generate --model " + src("tests/fixtures/llama_tiny") + " --prompt ACGT --top-k x").code, 2);
+  EXPECT_EQ(run_biofm("generate --model m --prompt ACGT --no-cache=1").code, 2);
+  RunResult hidden = run_biofm("eval --help");
+  EXPECT_EQ(hidden.output.find("--dump-logits"), std::string::npos) << "a hidden flag in --help";
   // --help of each command lists every flag its table declares.
   const std::map<std::string, std::vector<std::string>> flags = {
       {"train", {"--config-name", "--config-dir", "--print-config"}},
       {"bench", {"--model", "--shape", "--data", "--steps", "--recompute-layers", "--fp8", "--json"}},
       {"report", {"--output"}},
       {"info", {}},
+      {"embed", {"--model", "--input", "--output", "--per-token", "--logits", "--device", "--max-tokens",
+                 "--max-seq-length", "--format", "--column"}},
+      {"eval", {"--model", "--input", "--output", "--device", "--max-tokens", "--max-seq-length", "--seed",
+                "--stride", "--format", "--column"}},
+      {"generate", {"--model", "--prompt", "--max-new-tokens", "--temperature", "--top-k", "--seed",
+                    "--num-samples", "--device", "--no-cache", "--ignore-eos"}},
   };
   for (const auto& [cmd, names] : flags) {
     RunResult h = run_biofm(cmd + " --help");

@@ -5,8 +5,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "biofm/cli/args.h"
 #include "biofm/cli/commands.h"
+#include "biofm/cli/flags.h"
+#include "biofm/cli/model_flags.h"
 #include "biofm/core/device_memory.h"
 #include "biofm/data/dataset.h"
 #include "biofm/data/pack.h"
@@ -18,29 +19,47 @@
 
 namespace biofm {
 
+namespace {
+
+const CommandSpec kEmbed{
+    "embed",
+    "--model DIR --input FILE --output OUT.safetensors [--per-token] [--logits]\n"
+    "       [--device cpu|cuda] [--max-tokens 8192] [--max-seq-length 1024] [--format auto] [--column sequence]",
+    "Writes 'embeddings' [n, hidden]: the mean of the final hidden states over each sequence's residues\n"
+    "(<cls>/<BOS> and <eos>/<EOS> excluded). --per-token adds 'token_embeddings' [T, hidden], 'input_ids' [T] and\n"
+    "'offsets' [n+1] (all tokens, specials included); --logits adds 'logits' [T, vocab].\n"
+    "Sequence names are in the metadata entry 'names' (a JSON list).\n"
+    "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
+    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md).",
+    {
+        {"--model", "DIR", "model directory (config.json + weights)"},
+        {"--input", "FILE", "sequences to embed (see above)"},
+        {"--output", "OUT", "safetensors file to write"},
+        {"--per-token", "", "also write token_embeddings, input_ids and offsets"},
+        {"--logits", "", "with --per-token: also write logits [T, vocab]"},
+        {"--device", "D", "cpu | cuda (default cpu)"},
+        {"--max-tokens", "N", "tokens per batch (default 8192; at least --max-seq-length)"},
+        {"--max-seq-length", "N", "longer sequences are truncated (default 1024, or the model's max positions)"},
+        {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
+        {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
+    }};
+
+}  // namespace
+
 int cmd_embed(int argc, char** argv) {
-  Args a(argc, argv, 2,
-         {"--model", "--input", "--output", "--device", "--max-tokens", "--max-seq-length", "--format", "--column"},
-         {"--per-token", "--logits", "--help"}, "embed");
-  if (a.has("--help")) {
-    std::puts(
-        "usage: biofm embed --model DIR --input FILE --output OUT.safetensors [--per-token] [--logits]\n"
-        "       [--device cpu|cuda] [--max-tokens 8192] [--max-seq-length 1024] [--format auto] [--column sequence]\n"
-        "Writes 'embeddings' [n, hidden]: the mean of the final hidden states over each sequence's residues\n"
-        "(<cls>/<BOS> and <eos>/<EOS> excluded). --per-token adds 'token_embeddings' [T, hidden], 'input_ids' [T] and\n"
-        "'offsets' [n+1] (all tokens, specials included); --logits adds 'logits' [T, vocab].\n"
-        "Sequence names are in the metadata entry 'names' (a JSON list).\n"
-        "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
-        "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md).");
+  const Flags a = parse_flags(kEmbed, argc, argv);
+  if (a.help()) {
+    print_help(kEmbed);
     return 0;
   }
+  a.expect_no_positional();
+  const std::string model_dir = a.require("--model"), input = a.require("--input"), out_path = a.require("--output");
   const Device dev = parse_device(a.get("--device", "cpu"));
-  const ModelFamily& family = family_of_dir(a.require("--model"));
+  const ModelFamily& family = family_of_dir(model_dir);
   if (!family.embed) fail("embed does not support model_type '", family.hf_model_type, "'");
-  std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev);
+  std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev);
   const Tokenizer& tok = family.tokenizer();
-  const std::string out_path = a.require("--output");
-  SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
+  SequenceDataset data = SequenceDataset::load(input, reader_options(a));
   // At least one residue between the two special tokens; the limits keep buffers sane.
   const int64_t max_len =
       a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions), 3, kMaxFlagTokens);
@@ -79,7 +98,7 @@ int cmd_embed(int argc, char** argv) {
   };
   std::vector<int32_t> ids;
   nlohmann::json names = nlohmann::json::array();
-  Utf8Cleaner clean_name(a.require("--input"));
+  Utf8Cleaner clean_name(input);
   for (int64_t i = 0; i < n; ++i) {
     ids = tok.encode(data.sequence(uint64_t(i)));
     for (size_t t = 1; t + 1 < ids.size(); ++t) unknown += ids[t] == tok.unk_id();

@@ -21,8 +21,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "biofm/cli/args.h"
 #include "biofm/cli/commands.h"
+#include "biofm/cli/flags.h"
+#include "biofm/cli/model_flags.h"
 #include "biofm/core/device_memory.h"
 #include "biofm/data/causal.h"
 #include "biofm/data/dataset.h"
@@ -38,15 +39,41 @@ namespace biofm {
 
 namespace {
 
+const CommandSpec kEval{
+    "eval",
+    "--model DIR --input FILE [--output OUT.json] [--device cpu|cuda] [--max-tokens 8192]\n"
+    "       [--max-seq-length N] [--format auto] [--column sequence]",
+    "ESM-2 models (model_type esm): masks 15% of residues (80/10/10) deterministically from --seed 1234\n"
+    "and reports the masked-LM loss, accuracy and perplexity (--max-seq-length default 1024).\n"
+    "Llama models (model_type llama): per-sequence mean next-token NLL over A/C/G/T targets, long\n"
+    "sequences in windows of --max-seq-length tokens (default 8192) overlapping by --stride bases\n"
+    "(default 200), every base scored once; reports loss = total NLL / scored tokens, perplexity =\n"
+    "exp(loss), mean_sequence_nll and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
+    "The JSON goes to stdout and, with --output, to a file.\n"
+    "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
+    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md).",
+    {
+        {"--model", "DIR", "model directory (config.json + weights)"},
+        {"--input", "FILE", "sequences to evaluate (see above)"},
+        {"--output", "OUT", "also write the JSON to OUT"},
+        {"--device", "D", "cpu | cuda (default cpu)"},
+        {"--max-tokens", "N", "tokens per batch (default 8192; at least --max-seq-length)"},
+        {"--max-seq-length", "N", "tokens per sequence (esm) or window (llama); default 1024 (esm), 8192 (llama)"},
+        {"--seed", "N", "esm: masking seed (default 1234)"},
+        {"--stride", "N", "llama: bases shared by consecutive windows (default 200)"},
+        {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
+        {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
+        {"--dump-logits", "OUT", "llama: every window's logits as safetensors", /*hidden=*/true},
+    }};
 
-void emit(const Args& a, const nlohmann::json& r) {
+void emit(const Flags& a, const nlohmann::json& r) {
   // Paths and names are cleaned where they enter; replace anything else rather than throw.
   std::string text = r.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (a.has("--output")) write_file_atomic(a.get("--output"), text);
   std::fputs(text.c_str(), stdout);
 }
 
-int eval_masked_lm(const Args& a, Device dev, const ModelFamily& family) {
+int eval_masked_lm(const Flags& a, Device dev, const ModelFamily& family) {
   std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev);
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
   MlmOptions o;
@@ -84,7 +111,7 @@ int eval_masked_lm(const Args& a, Device dev, const ModelFamily& family) {
   return 0;
 }
 
-int eval_causal_lm(const Args& a, Device dev, const ModelFamily& family) {
+int eval_causal_lm(const Flags& a, Device dev, const ModelFamily& family) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev);
   SequenceDataset data = SequenceDataset::load(input, reader_options(a));
@@ -216,27 +243,16 @@ int eval_causal_lm(const Args& a, Device dev, const ModelFamily& family) {
 }  // namespace
 
 int cmd_eval(int argc, char** argv) {
-  Args a(argc, argv, 2,
-         {"--model", "--input", "--output", "--device", "--max-tokens", "--max-seq-length", "--seed", "--stride",
-          "--format", "--column", "--dump-logits"},
-         {"--help"}, "eval");
-  if (a.has("--help")) {
-    std::puts(
-        "usage: biofm eval --model DIR --input FILE [--output OUT.json] [--device cpu|cuda] [--max-tokens 8192]\n"
-        "       [--max-seq-length N] [--format auto] [--column sequence]\n"
-        "ESM-2 models (model_type esm): masks 15% of residues (80/10/10) deterministically from --seed 1234\n"
-        "and reports the masked-LM loss, accuracy and perplexity (--max-seq-length default 1024).\n"
-        "Llama models (model_type llama): per-sequence mean next-token NLL over A/C/G/T targets, long\n"
-        "sequences in windows of --max-seq-length tokens (default 8192) overlapping by --stride bases\n"
-        "(default 200), every base scored once; reports loss = total NLL / scored tokens, perplexity =\n"
-        "exp(loss), mean_sequence_nll and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
-        "The JSON goes to stdout and, with --output, to a file.\n"
-        "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
-        "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md).");
+  const Flags a = parse_flags(kEval, argc, argv);
+  if (a.help()) {
+    print_help(kEval);
     return 0;
   }
+  a.expect_no_positional();
+  const std::string model_dir = a.require("--model");
+  (void)a.require("--input");  // usage errors before any work
   const Device dev = parse_device(a.get("--device", "cpu"));
-  const ModelFamily& family = family_of_dir(a.require("--model"));
+  const ModelFamily& family = family_of_dir(model_dir);
   if (!family.eval) fail("eval does not support model_type '", family.hf_model_type, "'");
   if (family.objective == Objective::MaskedLM) {
     for (const char* f : {"--stride", "--dump-logits"})

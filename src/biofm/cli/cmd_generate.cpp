@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <string>
 
-#include "biofm/cli/args.h"
 #include "biofm/cli/commands.h"
-#include "biofm/core/device_memory.h"
+#include "biofm/cli/flags.h"
+#include "biofm/cli/model_flags.h"
 #include "biofm/data/tokenizer.h"
 #include "biofm/models/llama/generate.h"
 #include "biofm/models/llama/model.h"
@@ -15,35 +15,41 @@
 
 namespace biofm {
 
+namespace {
+
+const CommandSpec kGenerate{
+    "generate",
+    "--model DIR --prompt ACGT... [--max-new-tokens 100] [--temperature 0] [--top-k 0]\n"
+    "       [--seed 42] [--num-samples 1] [--device cpu|cuda] [--no-cache] [--ignore-eos]",
+    "Continues the prompt (<BOS> + its bases) with a Llama model. --temperature 0 decodes greedily;\n"
+    "otherwise tokens are sampled from softmax(logits / temperature), restricted to the --top-k most\n"
+    "likely ones (0 = all), reproducibly from --seed (sample i uses seed + i). Generation stops at <EOS>\n"
+    "(unless --ignore-eos) or after --max-new-tokens. --no-cache recomputes the whole prefix every step\n"
+    "(the reference path; slower, same tokens). Prints one FASTA record per sample.",
+    {
+        {"--model", "DIR", "model directory (model_type llama)"},
+        {"--prompt", "BASES", "DNA to continue"},
+        {"--max-new-tokens", "N", "at most N new tokens (default 100)"},
+        {"--temperature", "T", "0 = greedy (default 0)"},
+        {"--top-k", "K", "sample among the K most likely tokens; 0 = all (default 0)"},
+        {"--seed", "N", "sampling seed; sample i uses seed + i (default 42)"},
+        {"--num-samples", "N", "samples to generate (default 1)"},
+        {"--device", "D", "cpu | cuda (default cpu)"},
+        {"--no-cache", "", "recompute the whole prefix every step (no KV cache)"},
+        {"--ignore-eos", "", "do not stop at <EOS>"},
+    }};
+
+}  // namespace
+
 int cmd_generate(int argc, char** argv) {
-  Args a(argc, argv, 2,
-         {"--model", "--prompt", "--max-new-tokens", "--temperature", "--top-k", "--seed", "--device", "--num-samples"},
-         {"--help", "--no-cache", "--ignore-eos"}, "generate");
-  if (a.has("--help")) {
-    std::puts(
-        "usage: biofm generate --model DIR --prompt ACGT... [--max-new-tokens 100] [--temperature 0] [--top-k 0]\n"
-        "       [--seed 42] [--num-samples 1] [--device cpu|cuda] [--no-cache] [--ignore-eos]\n"
-        "Continues the prompt (<BOS> + its bases) with a Llama model. --temperature 0 decodes greedily;\n"
-        "otherwise tokens are sampled from softmax(logits / temperature), restricted to the --top-k most\n"
-        "likely ones (0 = all), reproducibly from --seed (sample i uses seed + i). Generation stops at <EOS>\n"
-        "(unless --ignore-eos) or after --max-new-tokens. --no-cache recomputes the whole prefix every step\n"
-        "(the reference path; slower, same tokens). Prints one FASTA record per sample.");
+  const Flags a = parse_flags(kGenerate, argc, argv);
+  if (a.help()) {
+    print_help(kGenerate);
     return 0;
   }
-  const std::string dev_name = a.get("--device", "cpu");
-  Device dev = Device::CPU;
-  if (dev_name == "cuda") {
-    if (!cuda_available()) fail("--device cuda: no CUDA backend or GPU available");
-    dev = Device::CUDA;
-  } else if (dev_name != "cpu") {
-    fail("--device must be cpu or cuda, got '", dev_name, "'");
-  }
-  const std::string dir = a.require("--model");
-  const ModelFamily& family = family_of_dir(dir);
-  if (!family.generate)
-    fail("generate needs a causal LM that supports it (model_type llama); '", dir, "' holds model_type '",
-         family.hf_model_type, "'");
-  const std::string prompt = a.require("--prompt");
+  a.expect_no_positional();
+  const std::string dir = a.require("--model"), prompt = a.require("--prompt");
+  const Device dev = parse_device(a.get("--device", "cpu"));
   if (prompt.empty()) fail("--prompt is empty");
   GenerateOptions o;
   o.max_new_tokens = int(a.get_int("--max-new-tokens", 100, 0, kMaxFlagTokens));
@@ -53,10 +59,11 @@ int cmd_generate(int argc, char** argv) {
   o.stop_at_eos = !a.has("--ignore-eos");
   const long long seed = a.get_int("--seed", 42);
   const long long samples = a.get_int("--num-samples", 1, 1, 1 << 20);
-  if (o.max_new_tokens < 0) fail("--max-new-tokens must be >= 0");
-  if (o.temperature < 0) fail("--temperature must be >= 0");
-  if (o.top_k < 0) fail("--top-k must be >= 0");
-  if (samples < 1) fail("--num-samples must be >= 1");
+
+  const ModelFamily& family = family_of_dir(dir);
+  if (!family.generate)
+    fail("generate needs a causal LM that supports it (model_type llama); '", dir, "' holds model_type '",
+         family.hf_model_type, "'");
 
   std::unique_ptr<LanguageModel> loaded = load_model(family, dir, dev);
   auto* model = dynamic_cast<LlamaModel*>(loaded.get());

@@ -1,25 +1,16 @@
 #include "biofm/cli/flags.h"
 
-#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <stdexcept>
+
+#include "biofm/io/config.h"  // edit_distance
 
 namespace biofm {
 
 namespace {
 
 const FlagSpec kHelpFlag{"--help", "", "print this help and exit"};
-
-size_t distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 const FlagSpec* find_flag(const CommandSpec& spec, const std::string& name) {
   if (name == kHelpFlag.name || name == "-h") return &kHelpFlag;
@@ -45,9 +36,9 @@ Flags parse_flags(const CommandSpec& spec, int argc, char** argv, int first) {
     const FlagSpec* f = find_flag(spec, name);
     if (!f) {
       std::string best = kHelpFlag.name;
-      size_t best_d = distance(name, best);
+      size_t best_d = config::edit_distance(name, best);
       for (const auto& g : spec.flags)
-        if (size_t d = distance(name, g.name); d < best_d) best_d = d, best = g.name;
+        if (size_t d = config::edit_distance(name, g.name); !g.hidden && d < best_d) best_d = d, best = g.name;
       usage_fail("biofm ", spec.name, ": unknown option '", name, "'; did you mean '", best, "'?");
     }
     if (f->value.empty()) {
@@ -87,11 +78,40 @@ long long Flags::get_int(const std::string& flag, long long fallback) const {
   usage_fail("biofm ", command_, ": ", flag, " expects an integer, got '", it->second, "'");
 }
 
+long long Flags::get_int(const std::string& flag, long long fallback, long long lo, long long hi) const {
+  const long long v = get_int(flag, fallback);
+  if (has(flag) && (v < lo || v > hi)) fail(flag, " must lie in [", lo, ", ", hi, "], got ", v);
+  return v;
+}
+
+double Flags::get_double(const std::string& flag, double fallback, double lo, double hi) const {
+  auto it = values_.find(flag);
+  if (it == values_.end()) return fallback;
+  double v = 0;
+  try {
+    size_t pos = 0;
+    v = std::stod(it->second, &pos);
+    if (pos != it->second.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    usage_fail("biofm ", command_, ": ", flag, " expects a number, got '", it->second, "'");
+  }
+  if (!std::isfinite(v) || v < lo || v > hi)
+    fail(flag, " must be a finite number in [", lo, ", ", hi, "], got '", it->second, "'");
+  return v;
+}
+
+void Flags::expect_no_positional() const {
+  if (!positional_.empty())
+    usage_fail("biofm ", command_, ": unexpected argument '", positional_.front(),
+               "' (this command takes only --options; quote a glob given to an option)");
+}
+
 std::string help_text(const CommandSpec& spec) {
   std::string s = "usage: biofm " + spec.name + (spec.synopsis.empty() ? "" : " " + spec.synopsis) + "\n";
   if (!spec.summary.empty()) s += spec.summary + "\n";
   std::vector<const FlagSpec*> all;
-  for (const auto& f : spec.flags) all.push_back(&f);
+  for (const auto& f : spec.flags)
+    if (!f.hidden) all.push_back(&f);
   all.push_back(&kHelpFlag);
   s += "\noptions:\n";
   for (const FlagSpec* f : all) {

@@ -6,8 +6,10 @@
 //   Flags f = parse_flags(kSpec, argc, argv);   // throws UsageError; --help is always known
 //   if (f.help()) { print_help(kSpec); return 0; }
 //
-// A flag with an empty `value` is boolean. Anything not starting with "--" is positional.
-// Bad flags, missing values and missing required flags throw UsageError (exit code 2).
+// A flag with an empty `value` is boolean. Anything not starting with "-" is positional.
+// Bad flags, missing values, values that do not parse and missing required flags throw
+// UsageError (exit code 2); a parsed value outside its range is a biofm::Error (exit 1), as
+// a config value outside its range is.
 #pragma once
 #include <map>
 #include <set>
@@ -17,6 +19,10 @@
 #include "biofm/core/error.h"
 
 namespace biofm {
+
+// Upper bound for token-count flags (--max-seq-length, --max-tokens, ...): far above any real
+// use, low enough that buffers sized from it cannot overflow.
+constexpr long long kMaxFlagTokens = 1LL << 26;
 
 // A mistake in how the command was called (main exits with 2; runtime errors exit with 1).
 struct UsageError : Error {
@@ -34,6 +40,7 @@ struct FlagSpec {
   std::string name;   // "--output"
   std::string value;  // metavariable ("FILE"); "" = boolean flag
   std::string help;
+  bool hidden = false;  // parsed, but left out of --help and of "did you mean"
 };
 
 struct CommandSpec {
@@ -50,7 +57,13 @@ class Flags {
   std::string get(const std::string& flag, const std::string& fallback = "") const;
   std::string require(const std::string& flag) const;  // UsageError when absent
   long long get_int(const std::string& flag, long long fallback) const;
+  // An integer in [lo, hi]: one outside fails naming the flag and the range.
+  long long get_int(const std::string& flag, long long fallback, long long lo, long long hi) const;
+  // A finite number in [lo, hi].
+  double get_double(const std::string& flag, double fallback, double lo, double hi) const;
   const std::vector<std::string>& positional() const { return positional_; }
+  // UsageError naming the first positional argument, for commands that take none.
+  void expect_no_positional() const;
 
  private:
   friend Flags parse_flags(const CommandSpec&, int, char**, int);
