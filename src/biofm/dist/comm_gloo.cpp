@@ -59,7 +59,7 @@ float* f32_of(Tensor& t, const char* what) {
 
 class GlooCommunicator : public Communicator {
  public:
-  GlooCommunicator(Coordinator& coord, bool single_host) : coord_(coord) {
+  GlooCommunicator(Coordinator& coord, bool single_host) {
     gloo::transport::tcp::attr attr;
     // GLOO_SOCKET_IFNAME as in PyTorch; one host: loopback; else this host's name.
     if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
@@ -128,7 +128,6 @@ class GlooCommunicator : public Communicator {
       fail("gloo ", what, " failed on rank ", ctx_->rank, ": ", e.what());
     }
   }
-  Coordinator& coord_;
   std::shared_ptr<gloo::Context> ctx_;
 };
 

@@ -31,7 +31,6 @@ Tensor slice(const Tensor& flat, Range r) { return flat.flat_slice(r.first, {r.s
 
 GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataParallelOptions& o)
     : comm_(comm), model_(model), o_(o) {
-  scalars_ = Tensor::zeros({2}, DType::F32, model.device());
   const Tensor& g = model.params().grad_flat();
   if (o_.bf16_reduce && g.dtype() == DType::F32) bf16_grads_ = Tensor::empty({g.numel()}, DType::BF16, g.device());
   // Layers last to first (backward's order), merged while contiguous up to bucket_bytes.
@@ -92,17 +91,12 @@ void GradientSync::launch(Range range) {
   comm_.group_end();
 }
 
-void GradientSync::finish(Tensor& loss_sum, Tensor& label_count) {
+void GradientSync::finish(Tensor& sums) {
   while (next_ < plan_.size()) launch(plan_[next_++].range);
   const int64_t numel = model_.params().numel();
 
-  Tensor loss_slot = scalars_.flat_slice(0, {1}), count_slot = scalars_.flat_slice(1, {1});
-  loss_slot.copy_from(loss_sum);
-  count_slot.copy_from(label_count);
-  comm_.all_reduce_sum(scalars_);
+  comm_.all_reduce_sum(sums);
   comm_.join();
-  loss_sum.copy_from(loss_slot);
-  label_count.copy_from(count_slot);
 
   if (bf16_grads_.defined()) {
     // Widen back what this rank uses: everything, or (zero2) its own shard.

@@ -45,9 +45,9 @@ class GradientSync {
   // Called before the step's last micro batch: from then on, layers' gradients are reduced as
   // backward finishes them.
   void arm();
-  // After the last micro batch: reduces whatever is left, then sums loss_sum and label_count
-  // (F32 [1] each) over ranks; work enqueued after this sees the summed values.
-  void finish(Tensor& loss_sum, Tensor& label_count);
+  // After the last micro batch: reduces whatever is left, then sums `sums` (F32 [2]: the loss
+  // sum and the label count) over ranks; work enqueued after this sees the summed values.
+  void finish(Tensor& sums);
 
  private:
   // A bucket: consecutive layers (in backward order) or a range outside the layers.
@@ -67,7 +67,6 @@ class GradientSync {
   std::vector<Bucket> plan_;
   size_t next_ = 0;  // the first bucket not yet issued this step
   bool armed_ = false;
-  Tensor scalars_;      // [2]: loss sum, label count
   Tensor bf16_grads_;   // bf16_reduce: the gradients as bf16, same layout
 };
 

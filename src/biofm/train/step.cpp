@@ -13,8 +13,9 @@ TrainStep::TrainStep(LanguageModel& model, AdamW& opt, GradientSync* sync)
     : model_(model),
       opt_(opt),
       sync_(sync),
-      loss_sum_(Tensor::zeros({1}, DType::F32, model.device())),
-      label_count_(Tensor::zeros({1}, DType::F32, model.device())) {}
+      sums_(Tensor::zeros({2}, DType::F32, model.device())),
+      loss_sum_(sums_.flat_slice(0, {1})),
+      label_count_(sums_.flat_slice(1, {1})) {}
 
 void TrainStep::run(const std::vector<Batch>& micro, double lr) {
   ProfilerWindow::step_begin();
@@ -22,8 +23,7 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
   label_tokens_ = 0;
   for (const Batch& b : micro) label_tokens_ += b.num_label_tokens;
   model_.params().zero_grad();
-  loss_sum_.zero_();
-  label_count_.zero_();
+  sums_.zero_();
   for (size_t i = 0; i < micro.size(); ++i) {
     const Batch& hb = micro[i];
     if (sync_ && i + 1 == micro.size()) sync_->arm();  // reductions overlap the last backward
@@ -35,7 +35,7 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
   }
   if (sync_) {
     NvtxRange sync_range("gradient_sync");
-    sync_->finish(loss_sum_, label_count_);
+    sync_->finish(sums_);
   }
   if (before_optimizer) before_optimizer();
   {

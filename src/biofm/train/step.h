@@ -32,8 +32,8 @@ class TrainStep {
   std::function<void()> before_optimizer;
 
   int64_t label_tokens() const { return label_tokens_; }  // of the last step, this rank's
-  // Σ token losses and the label-token count of the last step (F32 [1] each, on the device;
-  // over all ranks).
+  // Σ token losses and the label-token count of the last step (F32 [1] each, views of one
+  // [2] tensor on the device; over all ranks).
   Tensor& loss_sum() { return loss_sum_; }
   Tensor& label_count() { return label_count_; }
   // Mean token loss of the last step (reads the device: a sync).
@@ -43,7 +43,8 @@ class TrainStep {
   LanguageModel& model_;
   AdamW& opt_;
   GradientSync* sync_;
-  Tensor loss_sum_, label_count_;
+  Tensor sums_;                   // F32 [2]: Σ token losses, label count (one reduction under DDP)
+  Tensor loss_sum_, label_count_;  // views of sums_
   int64_t label_tokens_ = 0;
 };
 
