@@ -1,6 +1,7 @@
 // The coordinator: ranks are threads of this process, each with its own Coordinator talking
 // TCP to rank 0 on a port of its own per test.
 #include "biofm/dist/coordinator.h"
+#include "free_port.h"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +25,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 // A port per test process, so that parallel test processes do not collide.
-int test_port(int offset) { return 30000 + (int(::getpid()) * 37 + offset) % 20000; }
+// (offset: kept so each call site reads as before; every call gets a fresh free port)
+int test_port(int /*offset*/) { return biofm::testkit::free_port(); }
 
 DistEnv rank_env(int rank, int world, int port) {
   DistEnv e;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "free_port.h"
 #include "biofm/core/error.h"
 #include "biofm/dist/launcher.h"
 #include "e2e/cli_run.h"
@@ -44,7 +45,7 @@ TEST(Launcher, ParsesOptionsAndTheCommand) {
 }
 
 TEST(Launcher, EachProcessSeesItsRank) {
-  CliRun r = run("launch --nproc-per-node 3 --master 127.0.0.1:29511 info");
+  CliRun r = run("launch --nproc-per-node 3 --master 127.0.0.1:" + std::to_string(biofm::testkit::free_port()) + " info");
   EXPECT_EQ(r.code, 0) << r.out;
   for (int k = 0; k < 3; ++k)
     EXPECT_NE(r.out.find("rank " + std::to_string(k) + " of 3, local rank " + std::to_string(k) + " of 3"),

@@ -13,17 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/cli_run.h"
+#include "free_port.h"
 
 namespace fs = std::filesystem;
 using namespace biofm::testkit;
 
 namespace {
 
-// A port per test process and call, so that parallel test processes do not collide.
-int next_port() {
-  static int n = 0;
-  return 20000 + (int(::getpid()) * 13 + 97 * n++) % 30000;
-}
+int next_port() { return biofm::testkit::free_port(); }
 
 // A tiny ESM-2 on the bundled sample (fp32 CPU), one log record per step.
 std::string tiny_args(const std::string& out, int steps, int grad_acc) {
