@@ -12,7 +12,7 @@ common="train --config-name esm2_t6_8M dataset.path=$DATA device=cuda precision=
   logger.frequency=1 checkpoint.save_every_n_steps=15 scheduler.warmup_steps=5 dataset.max_tokens_per_batch=8192"
 run() { local name=$1; shift; echo "== $name"; timeout 300 "$@" > "$OUT/$name.log" 2>&1; echo "exit $?"; tail -2 "$OUT/$name.log"; }
 run one $BIN $common output_dir=$OUT/one grad_acc_steps=2
-for s in ddp zero1 zero2; do
+for s in ddp zero1 zero2 fsdp; do
   run two_$s $BIN launch --nproc-per-node 2 $common output_dir=$OUT/two_$s distributed.strategy=$s
 done
 run two_ddp_bf16 $BIN launch --nproc-per-node 2 $common output_dir=$OUT/two_ddp_bf16 distributed.bf16_reduce=true
@@ -30,7 +30,7 @@ def recs(name):
     return [r for r in (json.loads(l) for l in open(p) if l.strip()) if "loss" in r]
 ref = recs("one")
 print(f"{'run':14s} {'steps':>5s} {'max rel dloss':>14s} {'max rel dgnorm':>15s} {'final loss':>10s}")
-for name in ["one", "two_ddp", "two_zero1", "two_zero2", "two_ddp_bf16", "two_socket", "moved"]:
+for name in ["one", "two_ddp", "two_zero1", "two_zero2", "two_fsdp", "two_ddp_bf16", "two_socket", "moved"]:
     r = recs(name)
     if not r or len(r) != len(ref):
         print(f"{name:14s} missing or incomplete ({len(r)} records)"); continue

@@ -29,11 +29,13 @@ def last(n):
     return recs[-1] if recs else None
 one = last("one")
 if one is None: sys.exit(f"{cfg}: the 1-GPU run has no metrics")
-print(f"{cfg} [{common}] 1 GPU: {one['tokens_per_sec']:,.0f} tok/s, MFU {one['mfu_seed']:.1%}")
+mem = lambda r: f", peak {r['gpu_mem_peak_gib']:.1f} GiB" if "gpu_mem_peak_gib" in r else ""
+print(f"{cfg} [{common}] 1 GPU: {one['tokens_per_sec']:,.0f} tok/s, MFU {one['mfu_seed']:.1%}{mem(one)}")
 for n in names:
     r = last(n)
     if r is None: print(f"  {n:14s} no metrics"); continue
     g = r["global_tokens_per_sec"] / 2
     ranks = ", ".join(f"{x:,.0f}" for x in r["rank_tokens_per_sec"])
-    print(f"  {n:14s} 2 GPUs: {g:,.0f} tok/s per GPU (ranks {ranks}), efficiency {g / one['tokens_per_sec']:.1%}")
+    print(f"  {n:14s} 2 GPUs: {g:,.0f} tok/s per GPU (ranks {ranks}), efficiency {g / one['tokens_per_sec']:.1%}, "
+          f"MFU {r.get('mfu_seed', 0):.1%}{mem(r)} (rank 0)")
 PY

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "biofm/io/safetensors.h"
 #include "e2e/cli_run.h"
 #include "free_port.h"
 
@@ -64,15 +65,33 @@ void expect_same_curve(const std::vector<nlohmann::json>& a, const std::vector<n
   }
 }
 
+// Every tensor of two safetensors files within 1e-5 relative to the tensor's largest value.
+void expect_same_tensors(const std::string& a, const std::string& b) {
+  const biofm::SafetensorsFile x = biofm::read_safetensors(a), y = biofm::read_safetensors(b);
+  ASSERT_EQ(x.tensors.size(), y.tensors.size());
+  for (const auto& [name, t] : x.tensors) {
+    ASSERT_TRUE(y.tensors.count(name)) << name;
+    const biofm::Tensor u = t.to(biofm::DType::F32), v = y.tensors.at(name).to(biofm::DType::F32);
+    ASSERT_EQ(u.numel(), v.numel()) << name;
+    double diff = 0, scale = 1e-12;
+    for (int64_t i = 0; i < u.numel(); ++i) {
+      diff = std::max(diff, double(std::abs(u.f32()[i] - v.f32()[i])));
+      scale = std::max(scale, double(std::abs(v.f32()[i])));
+    }
+    EXPECT_LE(diff, 1e-5 * scale + 1e-6) << name;  // (+ absolute: key biases get no gradient, stay ~1e-8)
+  }
+}
+
 class DistributedStrategy : public testing::TestWithParam<std::string> {};
 
 }  // namespace
 
 TEST_P(DistributedStrategy, TwoRanksTrainAsOneRankWithTwoMicroBatches) {
   const std::string one = fresh_dir("dist_one_" + GetParam()), two = fresh_dir("dist_two_" + GetParam());
-  RunResult a = run_biofm(tiny_args(one, 6, 2));
+  // (3 validation batches: the ranks evaluate 2 and 1, so one rank sits a round out)
+  RunResult a = run_biofm(tiny_args(one, 6, 2) + " dataset.val_max_batches=3");
   ASSERT_EQ(a.code, 0) << a.output;
-  RunResult b = run_biofm(launch(2) + tiny_args(two, 6, 1) + " distributed.strategy=" + GetParam());
+  RunResult b = run_biofm(launch(2) + tiny_args(two, 6, 1) + " dataset.val_max_batches=3 distributed.strategy=" + GetParam());
   ASSERT_EQ(b.code, 0) << b.output;
   EXPECT_NE(b.output.find("distributed: 2 ranks"), std::string::npos) << b.output;
   const auto ra = train_records(one + "/metrics.jsonl"), rb = train_records(two + "/metrics.jsonl");
@@ -81,7 +100,7 @@ TEST_P(DistributedStrategy, TwoRanksTrainAsOneRankWithTwoMicroBatches) {
   EXPECT_EQ(rb.back()["rank_tokens_per_sec"].size(), 2u);
   EXPECT_EQ(rb.back()["world_size"], 2);
   // One final model, from rank 0; it equals the single process's.
-  EXPECT_TRUE(fs::exists(two + "/final_model/model.safetensors"));
+  expect_same_tensors(two + "/final_model/model.safetensors", one + "/final_model/model.safetensors");
   if (GetParam() != "ddp") {
     EXPECT_TRUE(fs::exists(two + "/checkpoints/step_6/optimizer-rank00000-of-00002.safetensors"));
     EXPECT_TRUE(fs::exists(two + "/checkpoints/step_6/optimizer-rank00001-of-00002.safetensors"));
@@ -89,7 +108,7 @@ TEST_P(DistributedStrategy, TwoRanksTrainAsOneRankWithTwoMicroBatches) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, DistributedStrategy, testing::Values("ddp", "zero1", "zero2"));
+INSTANTIATE_TEST_SUITE_P(Strategies, DistributedStrategy, testing::Values("ddp", "zero1", "zero2", "fsdp"));
 
 TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
   // (a constant learning rate: a run stopped at step 3 by num_train_steps=3 has the schedule
@@ -114,6 +133,19 @@ TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
   RunResult e = run_biofm(launch(2) + tiny_args(back, 6, 1) + " distributed.strategy=zero1");
   ASSERT_EQ(e.code, 0) << e.output;
   expect_same_curve(train_records(back + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
+  // Fully sharded: steps 1-3 on two ranks, 4-6 on one process; and one process's checkpoint
+  // continued fully sharded.
+  const std::string sharded = fresh_dir("dist_fsdp_moved");
+  RunResult f = run_biofm(launch(2) + tiny_args(sharded, 3, 1) + " distributed.strategy=fsdp");
+  ASSERT_EQ(f.code, 0) << f.output;
+  RunResult g = run_biofm(tiny_args(sharded, 6, 2));
+  ASSERT_EQ(g.code, 0) << g.output;
+  expect_same_curve(train_records(sharded + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
+  const std::string sharded_back = fresh_dir("dist_fsdp_back");
+  ASSERT_EQ(run_biofm(tiny_args(sharded_back, 3, 2)).code, 0);
+  RunResult h = run_biofm(launch(2) + tiny_args(sharded_back, 6, 1) + " distributed.strategy=fsdp");
+  ASSERT_EQ(h.code, 0) << h.output;
+  expect_same_curve(train_records(sharded_back + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
 }
 
 TEST(Distributed, ARankThatDiesIsNamedAndTheOthersStop) {

@@ -27,6 +27,8 @@ class RecordingComm : public Communicator {
   void all_reduce_sum(Tensor& t) override { calls.push_back({"all_reduce", t.numel(), -1}); }
   void reduce_sum(Tensor& t, int root) override { calls.push_back({"reduce", t.numel(), root}); }
   void broadcast(Tensor& t, int root) override { calls.push_back({"broadcast", t.numel(), root}); }
+  void broadcast_from(const Tensor&, Tensor& dst, int root) override { calls.push_back({"broadcast", dst.numel(), root}); }
+  void reduce_sum_to(const Tensor& src, Tensor&, int root) override { calls.push_back({"reduce", src.numel(), root}); }
 
   struct Call {
     std::string op;

@@ -31,11 +31,21 @@ class Communicator {
   virtual void reduce_sum(Tensor& t, int root) = 0;
   // t = root's t on every rank.
   virtual void broadcast(Tensor& t, int root) = 0;
+  // The same with the source apart from the destination (fsdp's gathers and gradient
+  // reductions): broadcast_from: every rank's dst = root's src (src is read on the root only);
+  // reduce_sum_to: root's dst = Σ over ranks of src (dst is written on the root only).
+  virtual void broadcast_from(const Tensor& src, Tensor& dst, int root) = 0;
+  virtual void reduce_sum_to(const Tensor& src, Tensor& dst, int root) = 0;
   // Calls between group_begin and group_end may run concurrently (NCCL groups); on CPUs they
   // run one after another.
   virtual void group_begin() {}
   virtual void group_end() {}
   virtual void join() {}
+  // A finer join: mark() names the collectives issued so far; wait_for(m) makes work enqueued
+  // on the compute stream after it wait for those only (not for later ones, e.g. a prefetch).
+  // Marks are valid until 64 more have been taken.
+  virtual int64_t mark() { return 0; }
+  virtual void wait_for(int64_t /*mark*/) {}
 };
 
 // The communicator for `device`, set up through the coordinator's store (NCCL unique id,

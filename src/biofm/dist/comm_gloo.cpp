@@ -106,6 +106,16 @@ class GlooCommunicator : public Communicator {
     o.setReduceFunction(sum_f32);
     run([&] { gloo::reduce(o); }, "reduce");
   }
+  void broadcast_from(const Tensor& src, Tensor& dst, int root) override {
+    if (ctx_->rank == root && src.raw() != dst.raw()) dst.copy_from(src);
+    broadcast(dst, root);
+  }
+  void reduce_sum_to(const Tensor& src, Tensor& dst, int root) override {
+    // (Gloo reduces in place: a scratch copy keeps src as it was)
+    Tensor t = src.clone();
+    reduce_sum(t, root);
+    if (ctx_->rank == root) dst.copy_from(t);
+  }
   void broadcast(Tensor& t, int root) override {
     if (t.device() != Device::CPU) fail("gloo broadcast: needs a CPU tensor, got ", t.describe());
     gloo::BroadcastOptions o(ctx_);

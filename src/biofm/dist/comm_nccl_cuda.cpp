@@ -63,6 +63,8 @@ class NcclCommunicator : public Communicator {
   ~NcclCommunicator() override {
     // (a clean end: every collective has completed; a failed run ends the process instead)
     cudaStreamSynchronize(stream_);
+    for (cudaEvent_t e : marks_)
+      if (e) cudaEventDestroy(e);
     ncclCommDestroy(comm_);
     cudaEventDestroy(compute_done_);
     cudaEventDestroy(comm_done_);
@@ -88,6 +90,31 @@ class NcclCommunicator : public Communicator {
     if (t.device() != Device::CUDA) fail("nccl: needs a CUDA tensor, got ", t.describe());
     after_compute();
     BIOFM_NCCL_CHECK(ncclBroadcast(t.raw(), t.raw(), t.nbytes(), ncclUint8, root, comm_, stream_));
+  }
+  void broadcast_from(const Tensor& src, Tensor& dst, int root) override {
+    if (dst.device() != Device::CUDA) fail("nccl: needs a CUDA tensor, got ", dst.describe());
+    if (rank_ == root && src.nbytes() != dst.nbytes()) fail("nccl broadcast: ", src.describe(), " into ", dst.describe());
+    after_compute();
+    const void* send = rank_ == root ? src.raw() : dst.raw();
+    BIOFM_NCCL_CHECK(ncclBroadcast(send, dst.raw(), dst.nbytes(), ncclUint8, root, comm_, stream_));
+  }
+  void reduce_sum_to(const Tensor& src, Tensor& dst, int root) override {
+    const ncclDataType_t ty = nccl_type(src);
+    if (rank_ == root && (dst.dtype() != src.dtype() || dst.numel() != src.numel()))
+      fail("nccl reduce: ", src.describe(), " into ", dst.describe());
+    after_compute();
+    BIOFM_NCCL_CHECK(ncclReduce(src.raw(), rank_ == root ? dst.raw() : nullptr, size_t(src.numel()), ty, ncclSum, root,
+                                comm_, stream_));
+  }
+  int64_t mark() override {
+    cudaEvent_t& e = marks_[size_t(next_mark_ % kMarks)];
+    if (!e) BIOFM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    BIOFM_CUDA_CHECK(cudaEventRecord(e, stream_));
+    return next_mark_++;
+  }
+  void wait_for(int64_t m) override {
+    if (m < next_mark_ - kMarks || m >= next_mark_) fail("nccl: mark ", m, " is no longer valid");
+    BIOFM_CUDA_CHECK(cudaStreamWaitEvent(cuda_ctx::stream(), marks_[size_t(m % kMarks)], 0));
   }
   void group_begin() override {
     after_compute();  // (event calls are not allowed to split a group's work)
@@ -167,6 +194,9 @@ class NcclCommunicator : public Communicator {
   cudaEvent_t compute_done_ = nullptr, comm_done_ = nullptr;
   bool in_group_ = false;
   std::string version_;
+  static constexpr int64_t kMarks = 64;
+  cudaEvent_t marks_[kMarks] = {};
+  int64_t next_mark_ = 0;
   int trace_every_ = 0;
   int64_t joins_ = 0;
   std::deque<Span> spans_;  // (a deque: trace_begin hands out pointers into it)

@@ -42,8 +42,9 @@ class LanguageModel {
   virtual void set_recompute(bool on, int layers = -1) = 0;
   // FP8 GEMMs in the transformer layers (nullopt: the compute precision).
   virtual void set_fp8(std::optional<ops::Fp8Recipe> recipe) = 0;
-  // Called during forward_backward as each layer's parameter gradients become final.
-  virtual void set_grads_ready_hook(GradsReadyHook hook) = 0;
+  // Called around each layer's forward and backward (blocks/common.h: LayerEvent), in every
+  // forward pass (training, evaluation, inference) and backward pass.
+  virtual void set_layer_hook(LayerHook hook) = 0;
   // [begin, end) of layer l's parameters in the flat buffers.
   virtual std::pair<int64_t, int64_t> layer_param_range(int layer) const = 0;
 

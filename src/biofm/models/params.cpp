@@ -21,6 +21,53 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype)
   }
   flat_ = Tensor::zeros({total_}, dtype, device);
   grad_flat_ = Tensor::zeros({total_}, DType::F32, device);
+  held_ = {0, total_};
+}
+
+Tensor ParamStore::param(size_t i) const {
+  if (!sharded_) return flat_.flat_slice(offsets_[i], specs_[i].shape);
+  if (!full_copy_.defined())
+    fail("parameter '", specs_[i].name, "' is sharded over the ranks (fsdp) and no full copy is gathered");
+  return full_copy_.flat_slice(offsets_[i], specs_[i].shape);
+}
+
+Tensor ParamStore::locate(bool grad, int64_t offset, const Shape& shape) const {
+  if (!sharded_) return (grad ? grad_flat_ : compute_.defined() ? compute_ : flat_).flat_slice(offset, shape);
+  const int64_t n = shape_numel(shape);
+  for (const Resident& r : residents_)
+    if (r.weight.defined() && offset >= r.begin && offset + n <= r.begin + r.weight.numel())
+      return (grad ? r.grad : r.weight).flat_slice(offset - r.begin, shape);
+  fail("parameters at [", offset, ", ", offset + n, ") of the layout are sharded (fsdp) and not gathered");
+}
+
+void ParamStore::keep_only(int64_t begin, int64_t end) {
+  if (sharded_) fail("ParamStore::keep_only: already sharded");
+  if (begin < 0 || end > total_ || begin > end) fail("ParamStore::keep_only: bad range [", begin, ", ", end, ")");
+  auto part = [&](const Tensor& t) { return t.defined() ? t.flat_slice(begin, {end - begin}).clone() : Tensor(); };
+  flat_ = part(flat_);
+  compute_ = part(compute_);
+  grad_flat_ = Tensor::zeros({end - begin}, DType::F32, grad_flat_.device());
+  held_ = {begin, end};
+  sharded_ = true;
+  ++version_;
+}
+
+void ParamStore::set_resident(size_t slot, Resident r) {
+  if (!sharded_) fail("ParamStore::set_resident: the store is not sharded");
+  if (r.weight.dtype() != compute_dtype() || (r.grad.defined() && r.grad.numel() != r.weight.numel()))
+    fail("ParamStore::set_resident: ", r.weight.describe(), " / ", r.grad.describe());
+  if (residents_.size() <= slot) residents_.resize(slot + 1);
+  residents_[slot] = std::move(r);
+}
+
+void ParamStore::clear_resident(size_t slot) {
+  if (slot < residents_.size()) residents_[slot] = Resident{};
+}
+
+void ParamStore::set_full_copy(Tensor full) {
+  if (full.numel() != total_ || full.dtype() != flat_.dtype())
+    fail("ParamStore::set_full_copy: ", full.describe(), " for ", total_, " ", dtype_name(flat_.dtype()), " elements");
+  full_copy_ = std::move(full);
 }
 
 size_t ParamStore::index(const std::string& name) const {
@@ -56,12 +103,14 @@ void fill_init(const ParamSpec& s, size_t i, uint64_t seed, float* w) {
 }  // namespace
 
 void ParamStore::init(uint64_t seed) {
+  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
   Tensor host = Tensor::zeros({total_}, DType::F32);
   for (size_t i = 0; i < specs_.size(); ++i) fill_init(specs_[i], i, seed, host.f32() + offsets_[i]);
   set_from_host_f32(host);
 }
 
 void ParamStore::init_params(uint64_t seed, const std::vector<size_t>& which) {
+  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
   for (size_t i : which) {
     Tensor host = Tensor::empty(specs_.at(i).shape, DType::F32);
     fill_init(specs_[i], i, seed, host.f32());
@@ -79,6 +128,7 @@ void ParamStore::set_from_host_f32(const Tensor& host) {
 }
 
 void ParamStore::enable_compute_copy() {
+  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
   if (flat_.dtype() != DType::F32)
     fail("a bf16 compute copy needs fp32 master parameters (this store is ", dtype_name(flat_.dtype()), ")");
   if (!compute_.defined()) compute_ = Tensor::empty({total_}, DType::BF16, flat_.device());
@@ -109,6 +159,7 @@ Tensor ParamStore::decay_ranges() const {
 void ParamStore::load(const SafetensorsFile& f,
                       const std::function<bool(const std::string&)>& ignorable,
                       const std::function<std::string(const std::string&)>& rename) {
+  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
   std::vector<bool> seen(specs_.size(), false);
   Tensor host = Tensor::zeros({total_}, DType::F32);
   for (auto& [raw_name, t] : f.tensors) {
@@ -133,6 +184,7 @@ void ParamStore::load(const SafetensorsFile& f,
 }
 
 void ParamStore::load_mapped(const std::vector<Source>& sources) {
+  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
   if (sources.size() != specs_.size())
     fail("ParamStore::load_mapped: ", sources.size(), " sources for ", specs_.size(), " parameters");
   for (size_t i = 0; i < specs_.size(); ++i) {
@@ -157,21 +209,21 @@ std::vector<SafetensorsSource> ParamStore::tensors_for_writing(DType dtype) cons
 }
 
 std::map<std::string, Tensor> ParamStore::export_tensors(DType dtype) const {
-  Tensor host = flat_.to(Device::CPU);
+  if (sharded_ && !full_copy_.defined()) fail("ParamStore::export_tensors: sharded (fsdp) without a full copy");
+  Tensor host = (sharded_ ? full_copy_ : flat_).to(Device::CPU);
   std::map<std::string, Tensor> out;
   for (size_t i = 0; i < specs_.size(); ++i)
     out[specs_[i].name] = host.flat_slice(offsets_[i], specs_[i].shape).clone().to(dtype);
   return out;
 }
 
-Tensor ParamStore::span(const Tensor& flat, size_t first, size_t count) const {
-  if (count == 1) return flat.flat_slice(offsets_[first], specs_[first].shape);
+Tensor ParamStore::span(bool grad, size_t first, size_t count) const {
   Shape shape = specs_[first].shape;
   for (size_t j = 1; j < count; ++j) shape[0] += specs_[first + j].shape[0];
-  return flat.flat_slice(offsets_[first], shape);
+  return locate(grad, offsets_[first], shape);
 }
 
-Tensor ParamStore::concat(const Tensor& flat, const std::vector<std::string>& names) const {
+Tensor ParamStore::concat(bool grad, const std::vector<std::string>& names) const {
   if (names.empty()) fail("ParamStore::concat: no parameters named");
   const size_t first = index(names[0]);
   Shape shape = specs_[first].shape;
@@ -185,7 +237,7 @@ Tensor ParamStore::concat(const Tensor& flat, const std::vector<std::string>& na
            "' (marked fuse_with_next) with the same trailing shape");
     shape[0] += s[0];
   }
-  return flat.flat_slice(offsets_[first], shape);
+  return locate(grad, offsets_[first], shape);
 }
 
 }  // namespace biofm

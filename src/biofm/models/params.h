@@ -44,29 +44,26 @@ class ParamStore {
   int64_t offset(size_t i) const { return offsets_[i]; }
   size_t index(const std::string& name) const;  // throws naming the parameter if absent
 
-  // Master parameter i (the store's dtype: F32, or BF16 for pure bf16 parameters).
-  Tensor param(size_t i) const { return flat_.flat_slice(offsets_[i], specs_[i].shape); }
+  // Master parameter i (the store's dtype: F32, or BF16 for pure bf16 parameters). A sharded
+  // store has it only while a full copy is set (below).
+  Tensor param(size_t i) const;
   // The parameter as forward/backward read it: the BF16 compute copy when one is enabled,
-  // else the master parameter (itself BF16 in a BF16 store).
-  Tensor weight(size_t i) const {
-    return compute_.defined() ? compute_.flat_slice(offsets_[i], specs_[i].shape) : param(i);
-  }
+  // else the master parameter (itself BF16 in a BF16 store); sharded: its resident copy.
+  Tensor weight(size_t i) const { return locate(false, offsets_[i], specs_[i].shape); }
   Tensor weight(const std::string& name) const { return weight(index(name)); }
-  Tensor grad(size_t i) const { return grad_flat_.flat_slice(offsets_[i], specs_[i].shape); }
+  Tensor grad(size_t i) const { return locate(true, offsets_[i], specs_[i].shape); }
   Tensor param(const std::string& name) const { return param(index(name)); }
   Tensor grad(const std::string& name) const { return grad(index(name)); }
   // Parameters that are consecutive in the table, each but the last marked fuse_with_next,
   // and agree in all but the first dimension,
   // as one tensor stacked along it (a view, no copy): e.g. q/k/v weights as one [Q+K+V, H]
   // matrix for a fused projection. Throws if they are not adjacent.
-  Tensor weight_concat(const std::vector<std::string>& names) const {
-    return concat(compute_.defined() ? compute_ : flat_, names);
-  }
-  Tensor grad_concat(const std::vector<std::string>& names) const { return concat(grad_flat_, names); }
+  Tensor weight_concat(const std::vector<std::string>& names) const { return concat(false, names); }
+  Tensor grad_concat(const std::vector<std::string>& names) const { return concat(true, names); }
   // The same by position: parameters [first, first + count) of the table (checked once by
   // weight_concat; these only slice).
-  Tensor weight_span(size_t first, size_t count) const { return span(compute_.defined() ? compute_ : flat_, first, count); }
-  Tensor grad_span(size_t first, size_t count) const { return span(grad_flat_, first, count); }
+  Tensor weight_span(size_t first, size_t count) const { return span(false, first, count); }
+  Tensor grad_span(size_t first, size_t count) const { return span(true, first, count); }
   // Keeps a BF16 copy of all parameters for compute (mixed precision; F32 store only).
   void enable_compute_copy();
   // Re-derives the compute copy from the masters (after init, load or resume).
@@ -96,6 +93,30 @@ class ParamStore {
   DType dtype() const { return flat_.dtype(); }  // of the master buffer
 
   void zero_grad() { grad_flat_.zero_(); }
+
+  // ---- Sharded parameters (distributed.strategy=fsdp, train/fsdp.h) ----
+  // Keeps only [begin, end) of the master, compute-copy and gradient buffers: flat(),
+  // compute_flat() and grad_flat() are then that range (element e of the layout at e - begin).
+  // Forward and backward then read weights and add gradients in resident copies of parts of
+  // the layout (a gathered layer) that the fsdp schedule installs and removes.
+  void keep_only(int64_t begin, int64_t end);
+  bool sharded() const { return sharded_; }
+  // [begin, end) of the layout that flat(), compute_flat() and grad_flat() hold.
+  std::pair<int64_t, int64_t> held() const { return held_; }
+  // A copy of [begin, begin + weight.numel()) of the layout: weight in compute_dtype(), grad F32.
+  struct Resident {
+    int64_t begin = 0;
+    Tensor weight, grad;
+  };
+  void set_resident(size_t slot, Resident r);
+  void clear_resident(size_t slot);
+  // What weight() returns: BF16 with a compute copy, else the master dtype.
+  DType compute_dtype() const { return compute_.defined() ? DType::BF16 : flat_.dtype(); }
+  bool has_compute_copy() const { return compute_.defined(); }
+  // A complete master buffer (gathered for writing a checkpoint or an export, usually on the
+  // host) that param(), tensors_for_writing() and export_tensors() read while it is set.
+  void set_full_copy(Tensor full);
+  void clear_full_copy() { full_copy_ = Tensor(); }
   // Deterministic init from (seed, parameter index, element index), computed in fp32 on the
   // host and rounded once (nearest even) for a BF16 store.
   void init(uint64_t seed);
@@ -129,13 +150,19 @@ class ParamStore {
   std::vector<int64_t> offsets_;
   std::map<std::string, size_t> by_name_;
   int64_t total_ = 0;
-  Tensor concat(const Tensor& flat, const std::vector<std::string>& names) const;
-  Tensor span(const Tensor& flat, size_t first, size_t count) const;
+  Tensor concat(bool grad, const std::vector<std::string>& names) const;
+  Tensor span(bool grad, size_t first, size_t count) const;
+  // The weight (or gradient) view of [offset, offset + numel(shape)) of the layout.
+  Tensor locate(bool grad, int64_t offset, const Shape& shape) const;
   // Sets the master buffer (and the compute copy) from an F32 host buffer of total_ elements.
   void set_from_host_f32(const Tensor& host);
 
   Tensor flat_, grad_flat_, compute_;
   uint64_t version_ = 0;
+  bool sharded_ = false;
+  std::pair<int64_t, int64_t> held_{0, 0};
+  std::vector<Resident> residents_;  // by slot (sharded only)
+  Tensor full_copy_;
 };
 
 }  // namespace biofm

@@ -93,8 +93,9 @@ void TransformerLM::check_batch(const Batch& b) const {
 
 Tensor TransformerLM::final_hidden(const Batch& b, KvCache* cache) {
   check_batch(b);
+  if (layer_hook_) layer_hook_(LayerEvent::BeforeForward, -1);
   TokenEmbedding::Acts e;
-  Tensor x = stack_.forward(b, embed_.forward(b, e), cache);
+  Tensor x = stack_.forward(b, embed_.forward(b, e), cache, layer_hook_);
   if (!final_norm_.defined()) return x;
   Tensor out;
   NormStats st;
@@ -126,9 +127,10 @@ LossSums TransformerLM::evaluate(const Batch& b, bool count_correct) {
 void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) {
   check_batch(b);
   // Forward, keeping what backward reads.
+  if (layer_hook_) layer_hook_(LayerEvent::BeforeForward, -1);
   TokenEmbedding::Acts embed_acts;
   std::vector<LayerActs> acts;
-  Tensor x_last = stack_.forward_train(b, embed_.forward(b, embed_acts), acts);
+  Tensor x_last = stack_.forward_train(b, embed_.forward(b, embed_acts), acts, layer_hook_);
   Tensor h = x_last;
   NormStats final_st;
   if (final_norm_.defined()) final_norm_.forward(h, final_st, x_last);
@@ -148,8 +150,9 @@ void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& l
     final_norm_.backward(dx, dh, x_last, final_st);
   }
   dh = h = Tensor();
-  stack_.backward(b, acts, dx, grads_ready_);
+  stack_.backward(b, acts, dx, layer_hook_);
   embed_.backward(dx, b, embed_acts);
+  if (layer_hook_) layer_hook_(LayerEvent::GradsReady, -1);
 }
 
 KvCache TransformerLM::new_cache(int64_t capacity) const {

@@ -62,7 +62,7 @@ class TransformerLM : public LanguageModel {
   DType act_dtype() const { return ctx_.act_dtype; }
   void set_recompute(bool on, int layers = -1) override { stack_.set_recompute(on, layers); }
   void set_fp8(std::optional<ops::Fp8Recipe> recipe) override;
-  void set_grads_ready_hook(GradsReadyHook hook) override { grads_ready_ = std::move(hook); }
+  void set_layer_hook(LayerHook hook) override { layer_hook_ = std::move(hook); }
   std::pair<int64_t, int64_t> layer_param_range(int layer) const override;
 
   Tensor hidden_states(const Batch& b) override;
@@ -96,7 +96,7 @@ class TransformerLM : public LanguageModel {
   Norm final_norm_;
   LmHead head_;
   std::vector<std::pair<int64_t, int64_t>> layer_ranges_;
-  GradsReadyHook grads_ready_;
+  LayerHook layer_hook_;
 };
 
 }  // namespace biofm

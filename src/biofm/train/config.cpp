@@ -48,7 +48,8 @@ struct EnumNames<ops::AttentionBackend> {
 template <>
 struct EnumNames<ParallelStrategy> {
   static constexpr std::pair<ParallelStrategy, const char*> items[] = {
-      {ParallelStrategy::Ddp, "ddp"}, {ParallelStrategy::Zero1, "zero1"}, {ParallelStrategy::Zero2, "zero2"}};
+      {ParallelStrategy::Ddp, "ddp"}, {ParallelStrategy::Zero1, "zero1"}, {ParallelStrategy::Zero2, "zero2"},
+      {ParallelStrategy::Fsdp, "fsdp"}};
 };
 
 template <class E>
@@ -296,7 +297,8 @@ Registry build_registry() {
 
   // distributed (multi-process runs: biofm launch, torchrun, srun, mpirun)
   BIND(distributed.strategy, .help = "ddp (replicated optimizer) | zero1 (sharded optimizer state) | zero2 "
-                                     "(sharded state, gradients reduced to their owners)");
+                                     "(sharded state, gradients reduced to their owners) | fsdp (parameters sharded too: "
+                                     "each layer gathered as it runs)");
   BIND(distributed.bucket_mb, .range = gt(0), .help = "gradient reduction bucket (MiB), overlapped with backward");
   BIND(distributed.bf16_reduce, .help = "reduce gradients in bf16 (half the traffic)");
   BIND(distributed.step_timeout_s, .range = gt(0), .help = "a step this long on any rank fails the run, naming it");

@@ -13,6 +13,7 @@ const char* strategy_name(ParallelStrategy s) {
     case ParallelStrategy::Ddp: return "ddp";
     case ParallelStrategy::Zero1: return "zero1";
     case ParallelStrategy::Zero2: return "zero2";
+    case ParallelStrategy::Fsdp: return "fsdp";
   }
   return "?";
 }
@@ -54,10 +55,12 @@ GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataP
     at = std::max(at, r.second);
   }
   if (at < g.numel()) plan_.push_back({{at, g.numel()}, -1});
-  model_.set_grads_ready_hook([this](int layer) { on_layer_ready(layer); });
+  model_.set_layer_hook([this](LayerEvent e, int layer) {
+    if (e == LayerEvent::GradsReady && layer >= 0) on_layer_ready(layer);
+  });
 }
 
-GradientSync::~GradientSync() { model_.set_grads_ready_hook({}); }
+GradientSync::~GradientSync() { model_.set_layer_hook({}); }
 
 void GradientSync::arm() { armed_ = true; }
 

@@ -38,16 +38,16 @@ struct DataParallelOptions {
   bool bf16_reduce = false;
 };
 
-class GradientSync {
+class GradientSync : public StepSync {
  public:
   GradientSync(Communicator& comm, LanguageModel& model, const DataParallelOptions& o);
-  ~GradientSync();
+  ~GradientSync() override;
   // Called before the step's last micro batch: from then on, layers' gradients are reduced as
   // backward finishes them.
-  void arm();
+  void arm() override;
   // After the last micro batch: reduces whatever is left, then sums `sums` (F32 [2]: the loss
   // sum and the label count) over ranks; work enqueued after this sees the summed values.
-  void finish(Tensor& sums);
+  void finish(Tensor& sums) override;
 
  private:
   // A bucket: consecutive layers (in backward order) or a range outside the layers.

@@ -56,17 +56,20 @@ void AdamW::step(float lr, const Tensor& grad_divisor) {
     ops::adamw_flat(params_.flat(), params_.compute_flat(), params_.grad_flat(), m_, v_, decay_ranges_, clip_coef_, h);
     return;
   }
-  // The global norm from the shards' norms: ‖(‖g_0‖, ..., ‖g_W-1‖)‖ = ‖g‖.
-  const Tensor grad = slice(params_.grad_flat(), shard_);
+  // The global norm from the shards' norms: ‖(‖g_0‖, ..., ‖g_W-1‖)‖ = ‖g‖. (A sharded store,
+  // fsdp, holds just this shard: its buffers start at the shard's first element.)
+  const std::pair<int64_t, int64_t> local{shard_.first - params_.held().first, shard_.second - params_.held().first};
+  const Tensor grad = slice(params_.grad_flat(), local);
   shard_norms_.zero_();
   Tensor mine = shard_norms_.flat_slice(comm_->rank(), {1});
   ops::grad_norm_clip_coef(mine, shard_clip_, grad, 0.0f);
   comm_->all_reduce_sum(shard_norms_);
   comm_->join();
   ops::grad_norm_clip_coef(norm_, clip_coef_, shard_norms_, cfg_.max_grad_norm, grad_divisor);
-  Tensor p = slice(params_.flat(), shard_);
-  Tensor c = slice(params_.compute_flat(), shard_);
+  Tensor p = slice(params_.flat(), local);
+  Tensor c = slice(params_.compute_flat(), local);
   ops::adamw_flat(p, c, grad, m_, v_, decay_ranges_, clip_coef_, h);
+  if (params_.sharded()) return;  // (fsdp gathers what each layer needs when it runs)
   broadcast_shards(params_.compute_flat().defined() ? params_.compute_flat() : params_.flat());
   comm_->join();
 }
@@ -81,7 +84,7 @@ void AdamW::broadcast_shards(Tensor& flat) {
 }
 
 void AdamW::gather_params() {
-  if (!comm_) return;
+  if (!comm_ || params_.sharded()) return;  // (fsdp: writers gather a full copy instead, train/fsdp.h)
   broadcast_shards(params_.flat());
   comm_->join();
 }

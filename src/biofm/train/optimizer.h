@@ -8,7 +8,8 @@
 // only its shard — a contiguous range of the flat buffer, world-size-th of it — then every
 // rank's updated shard is broadcast to the others (the BF16 compute copy when there is one:
 // half the bytes; the F32 masters outside a rank's shard are then stale until
-// gather_params()). The gradient norm is the norm of the per-shard norms.
+// gather_params()). The gradient norm is the norm of the per-shard norms. With a sharded
+// parameter store (fsdp) the store holds exactly this shard and nothing is broadcast.
 #pragma once
 #include <map>
 #include <string>

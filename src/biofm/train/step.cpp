@@ -4,12 +4,11 @@
 
 #include "biofm/core/profiling.h"
 #include "biofm/ops/loss/op.h"
-#include "biofm/train/data_parallel.h"
 #include "biofm/train/upload.h"
 
 namespace biofm {
 
-TrainStep::TrainStep(LanguageModel& model, AdamW& opt, GradientSync* sync)
+TrainStep::TrainStep(LanguageModel& model, AdamW& opt, StepSync* sync)
     : model_(model),
       opt_(opt),
       sync_(sync),
@@ -24,10 +23,14 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
   for (const Batch& b : micro) label_tokens_ += b.num_label_tokens;
   model_.params().zero_grad();
   sums_.zero_();
+  if (sync_) sync_->begin_step();
   for (size_t i = 0; i < micro.size(); ++i) {
     const Batch& hb = micro[i];
     if (sync_ && i + 1 == micro.size()) sync_->arm();  // reductions overlap the last backward
-    if (hb.num_label_tokens == 0) continue;
+    if (hb.num_label_tokens == 0) {
+      if (sync_) sync_->skip_micro_batch();
+      continue;
+    }
     Batch b = upload_batch(hb, model_.device());
     ops::count_labels_accumulate(label_count_, b.labels);
     NvtxRange fb("forward_backward");  // one pass in the model: no separate forward range

@@ -5,9 +5,9 @@
 // under data parallelism both are summed over ranks before the optimizer — and nothing here
 // reads back to the host.
 //
-// Hooks for what runs beside the step: the model's grads-ready hook (LanguageModel::
-// set_grads_ready_hook) fires inside backward per layer; before_optimizer runs once the
-// gradients of all micro batches are complete (where a data-parallel reduction finishes).
+// Hooks for what runs beside the step: the model's layer hook (LanguageModel::set_layer_hook)
+// fires around each layer inside forward and backward (where data parallelism gathers weights and
+// reduces gradients); before_optimizer runs once the gradients of all micro batches are complete.
 #pragma once
 #include <functional>
 #include <vector>
@@ -15,16 +15,15 @@
 #include "biofm/data/batch.h"
 #include "biofm/models/language_model.h"
 #include "biofm/train/optimizer.h"
+#include "biofm/train/parallel_strategy.h"
 
 namespace biofm {
 
-class GradientSync;
-
 class TrainStep {
  public:
-  // sync: data parallelism (train/data_parallel.h): gradients, loss sum and label count are
-  // summed over ranks before the optimizer.
-  TrainStep(LanguageModel& model, AdamW& opt, GradientSync* sync = nullptr);
+  // sync: data parallelism (train/parallel_strategy.h): gradients, loss sum and label count
+  // are summed over ranks before the optimizer.
+  TrainStep(LanguageModel& model, AdamW& opt, StepSync* sync = nullptr);
 
   // micro: the step's host batches (uploaded here). Without label tokens the gradients stay
   // zero (AdamW still steps, so its step count matches the trainer's).
@@ -42,7 +41,7 @@ class TrainStep {
  private:
   LanguageModel& model_;
   AdamW& opt_;
-  GradientSync* sync_;
+  StepSync* sync_;
   Tensor sums_;                   // F32 [2]: Σ token losses, label count (one reduction under DDP)
   Tensor loss_sum_, label_count_;  // views of sums_
   int64_t label_tokens_ = 0;

@@ -19,6 +19,7 @@
 #include "biofm/dist/coordinator.h"
 #include "biofm/dist/launch_env.h"
 #include "biofm/train/data_parallel.h"
+#include "biofm/train/fsdp.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/train/setup.h"
 #include "biofm/train/step.h"
@@ -45,7 +46,10 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 // Masked- or causal-LM loss (and accuracy) over the whole held-out set.
 // Multi-process: each rank evaluates its share (rank_slice.h) and the sums are added over ranks.
-json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batches, Coordinator* ranks) {
+// fsdp: every forward pass is collective, so ranks go in rounds of one batch each, a rank without
+// a batch taking part in the round's gathers only.
+json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batches, Coordinator* ranks,
+                       FsdpSync* fsdp) {
   data.reset_eval();
   // (max_batches counts the held-out set's batches, over all ranks: this rank's share of them)
   if (ranks && max_batches > 0)
@@ -53,7 +57,13 @@ json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batc
   Batch b;
   LossSums total;
   int64_t n = 0;
-  while ((max_batches <= 0 || n < max_batches) && data.next_eval(b)) {
+  while (true) {
+    const bool have = (max_batches <= 0 || n < max_batches) && data.next_eval(b);
+    if (!(fsdp ? ranks->any(have) : have)) break;
+    if (!have) {
+      fsdp->skip_forward();
+      continue;
+    }
     LossSums s = model.evaluate(b.to(model.device()), true);
     total.loss_sum += s.loss_sum;
     total.num_tokens += s.num_tokens;
@@ -209,7 +219,7 @@ class TrainingRun {
       o.strategy = cfg_.distributed.strategy;
       o.bucket_bytes = int64_t(cfg_.distributed.bucket_mb) << 20;
       o.bf16_reduce = cfg_.distributed.bf16_reduce;
-      sync_ = std::make_unique<GradientSync>(*comm_, *model_, o);
+      if (o.strategy != ParallelStrategy::Fsdp) sync_ = std::make_unique<GradientSync>(*comm_, *model_, o);
     }
     summary_.ckpt_dir = ckpt_dir_;
     resume();
@@ -219,6 +229,12 @@ class TrainingRun {
       comm_->broadcast(model_->params().flat(), 0);
       comm_->join();
       if (model_->params().compute_flat().defined()) model_->params().refresh_compute_copy();
+    }
+    if (comm_ && cfg_.distributed.strategy == ParallelStrategy::Fsdp) {
+      // (after resume and the first broadcast, which need the whole store on every rank)
+      auto fsdp = std::make_unique<FsdpSync>(*comm_, *model_);
+      fsdp_ = fsdp.get();
+      sync_ = std::move(fsdp);
     }
     // Tokenizing, masking and packing run ahead on a background thread from here on.
     prefetch_ = std::make_unique<Prefetcher>(*data_, 4);
@@ -331,7 +347,7 @@ class TrainingRun {
       if (val_data_ && cfg_.dataset.val_every_n_steps > 0 && done % cfg_.dataset.val_every_n_steps == 0) {
         // (on its own schedule, whatever logger.frequency is)
         if (rec.is_null()) rec = {{"step", done}, {"elapsed", seconds_since(t_start_)}};
-        rec.update(evaluate_held_out(*model_, *val_data_, cfg_.dataset.val_max_batches, coord_.get()));
+        rec.update(evaluate_held_out(*model_, *val_data_, cfg_.dataset.val_max_batches, coord_.get(), fsdp_));
       }
       if (!rec.is_null()) metrics_.write(rec);
       // Every rank stops after the same step: a signal to any (Slurm signals them all, but not
@@ -397,8 +413,18 @@ class TrainingRun {
     return rec;
   }
 
+  // The complete masters where model files are written (rank 0): zero1/zero2 broadcast every
+  // shard; fsdp gathers a host copy on rank 0 (dropped by release_full_params).
+  void gather_full_params() {
+    opt_->gather_params();
+    if (fsdp_) fsdp_->gather_full_copy(0);
+  }
+  void release_full_params() {
+    if (fsdp_) model_->params().clear_full_copy();
+  }
+
   void checkpoint(int64_t done) {
-    opt_->gather_params();  // (sharded: every shard's masters, for model.safetensors)
+    gather_full_params();
     TrainerState st{done, prefetch_->cursor(), json{{"seed", cfg_.seed}, {"epoch", epoch_now()}}.dump(), to_yaml(cfg_)};
     try {
       summary_.last_checkpoint =
@@ -408,6 +434,7 @@ class TrainingRun {
       if (root_) remove_stale_tmp_dirs(ckpt_dir_);
       fail("saving the checkpoint of step ", done, " in ", ckpt_dir_, " failed: ", e.what());
     }
+    release_full_params();
     if (root_) std::printf("  checkpoint saved: %s\n", summary_.last_checkpoint.c_str());
   }
 
@@ -416,12 +443,14 @@ class TrainingRun {
     summary_.wall_seconds = seconds_since(t_start_);
     prefetch_.reset();  // the source is ours again (its counters are read below)
     if (cfg_.checkpoint.save_final_model && !stopped_) {
-      opt_->gather_params();
+      gather_full_params();
       summary_.final_model_dir = out_dir_ + "/final_model";
       if (root_) export_final_model(*model_, out_dir_, summary_.final_model_dir);
+      release_full_params();
     }
     if (coord_) {
       sync_.reset();
+      fsdp_ = nullptr;
       comm_.reset();
       coord_->finish();  // every rank is done: closing connections are not failures
     }
@@ -449,7 +478,8 @@ class TrainingRun {
   std::unique_ptr<BatchSource> data_, val_data_;
   std::unique_ptr<LanguageModel> model_;
   std::unique_ptr<AdamW> opt_;
-  std::unique_ptr<GradientSync> sync_;
+  std::unique_ptr<StepSync> sync_;  // multi-process: GradientSync, or FsdpSync (fsdp_)
+  FsdpSync* fsdp_ = nullptr;
   std::unique_ptr<Prefetcher> prefetch_;
   MetricSinks metrics_;
   std::string out_dir_, ckpt_dir_, resumed_from_;

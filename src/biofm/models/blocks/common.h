@@ -15,9 +15,13 @@
 
 namespace biofm {
 
-// Called during backward once layer `layer`'s parameter gradients are final for the micro
-// batch (data-parallel training starts reducing them while backward goes on).
-using GradsReadyHook = std::function<void(int layer)>;
+// Points in a forward or backward pass where data-parallel training acts on a layer's
+// parameters: fsdp gathers a layer's weights before it runs and releases them after; ddp/zero
+// start reducing a layer's gradients once backward has made them final for the micro batch.
+// Layer -1 stands for the parameters outside the layers (embedding, final norm, head):
+// BeforeForward(-1) opens every forward pass, GradsReady(-1) closes every backward pass.
+enum class LayerEvent { BeforeForward, AfterForward, BeforeBackward, GradsReady };
+using LayerHook = std::function<void(LayerEvent event, int layer)>;
 
 struct BlockContext {
   ParamStore* params = nullptr;

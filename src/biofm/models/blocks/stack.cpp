@@ -2,13 +2,16 @@
 
 namespace biofm {
 
-Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts) const {
+Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts,
+                                       const LayerHook& hook) const {
   acts.assign(layers_.size(), LayerActs{});
   for (int l = 0; l < num_layers(); ++l) {
     LayerActs& a = acts[size_t(l)];
     a.keep_fp8 = recompute_layers_ == 0;  // (recomputed and lean layers quantize again)
     Tensor x_out;
+    if (hook) hook(LayerEvent::BeforeForward, l);
     layers_[size_t(l)].forward(l, b, x, a, &x_out, nullptr);
+    if (hook) hook(LayerEvent::AfterForward, l);
     if (l < recompute_layers_) {  // backward recomputes the rest from the layer input
       a = LayerActs{};
       a.x_in = x;
@@ -20,22 +23,25 @@ Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<Lay
   return x;
 }
 
-Tensor TransformerStack::forward(const Batch& b, Tensor x, KvCache* cache) const {
+Tensor TransformerStack::forward(const Batch& b, Tensor x, KvCache* cache, const LayerHook& hook) const {
   for (int l = 0; l < num_layers(); ++l) {
     LayerActs a;
     Tensor x_out;
+    if (hook) hook(LayerEvent::BeforeForward, l);
     layers_[size_t(l)].forward(l, b, x, a, &x_out, cache);
+    if (hook) hook(LayerEvent::AfterForward, l);
     x = x_out;
   }
   return x;
 }
 
 void TransformerStack::backward(const Batch& b, std::vector<LayerActs>& acts, Tensor& dx,
-                                const GradsReadyHook& hook) const {
+                                const LayerHook& hook) const {
   for (int l = num_layers() - 1; l >= 0; --l) {
+    if (hook) hook(LayerEvent::BeforeBackward, l);
     layers_[size_t(l)].backward(l, b, acts[size_t(l)], dx);
     acts[size_t(l)] = LayerActs{};  // free as we go
-    if (hook) hook(l);
+    if (hook) hook(LayerEvent::GradsReady, l);
   }
 }
 

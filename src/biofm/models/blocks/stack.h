@@ -5,9 +5,9 @@
 //    forward again in backward, without the last GEMM, whose output backward does not need;
 //  - lean (with recompute on, the layers that are not recomputed): norm and activation
 //    outputs are dropped after forward and redone in backward, one elementwise pass each.
-// Backward walks the layers in reverse, frees each layer's activations as it goes, and calls
-// the grads-ready hook once a layer's parameter gradients are final for this micro batch
-// (where data-parallel training starts reducing them while backward goes on).
+// Backward walks the layers in reverse and frees each layer's activations as it goes. The
+// layer hook (common.h) is called before and after each layer's forward, before each layer's
+// backward and once its parameter gradients are final (data parallelism acts there).
 #pragma once
 #include <functional>
 #include <limits>
@@ -29,11 +29,11 @@ class TransformerStack {
   }
 
   // Training forward: fills acts (one entry per layer) as the policy says; returns the output.
-  Tensor forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts) const;
+  Tensor forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts, const LayerHook& hook = {}) const;
   // Inference forward: keeps nothing (cache: incremental decoding).
-  Tensor forward(const Batch& b, Tensor x, KvCache* cache = nullptr) const;
+  Tensor forward(const Batch& b, Tensor x, KvCache* cache = nullptr, const LayerHook& hook = {}) const;
   // dx: the gradient w.r.t. the stack's output on entry, w.r.t. its input on exit.
-  void backward(const Batch& b, std::vector<LayerActs>& acts, Tensor& dx, const GradsReadyHook& hook) const;
+  void backward(const Batch& b, std::vector<LayerActs>& acts, Tensor& dx, const LayerHook& hook = {}) const;
 
  private:
   std::vector<TransformerLayer> layers_;
