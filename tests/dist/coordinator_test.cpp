@@ -377,6 +377,47 @@ TEST(Coordinator, ARankStuckInOneStepIsNamedWithTheOthersSteps) {
   });
 }
 
+TEST(Coordinator, TheAdaptiveStepLimitFollowsRecentStepsWithAFloor) {
+  // No fixed step_timeout: after quick steps the limit is the floor (min_step_timeout), far
+  // below the first-step allowance; a rank stuck past it is named.
+  const int world = 2;
+  std::vector<FailureLog> logs(world);
+  auto o = test_options();
+  o.step_timeout = 0s;
+  o.min_step_timeout = 400ms;
+  o.first_step_timeout = 30s;
+  run_ranks(world, test_port(16), o, logs, [&](Coordinator& c) {
+    for (int step = 1; step <= 3; ++step) {
+      c.set_step(step);
+      c.any(false);
+    }
+    c.set_step(4);
+    if (c.rank() == 0) c.set_step(5);
+    const std::string message = logs[size_t(c.rank())].wait(5s);
+    EXPECT_TRUE(contains(message, "rank 1 has been in step 4 for 0.")) << message;
+    EXPECT_TRUE(contains(message, "(step timeout 0.4 s)")) << message;
+  });
+}
+
+TEST(Coordinator, ValidationAndCheckpointsHaveTheirOwnLimit) {
+  // A phase marked Io may outlast the step limit (here 300 ms) up to io_timeout.
+  const int world = 2;
+  std::vector<FailureLog> logs(world);
+  auto o = test_options();
+  o.step_timeout = 300ms;
+  o.io_timeout = 20s;
+  run_ranks(world, test_port(17), o, logs, [&](Coordinator& c) {
+    c.set_step(1);
+    c.any(false);
+    c.set_step(1, Coordinator::Phase::Io);
+    std::this_thread::sleep_for(900ms);
+    c.set_step(2);
+    c.any(false);
+    c.finish();
+  });
+  for (auto& log : logs) EXPECT_TRUE(log.messages().empty()) << log.messages().front();
+}
+
 TEST(Coordinator, ACleanFinishIsNoFailure) {
   const int world = 3;
   std::vector<FailureLog> logs(world);

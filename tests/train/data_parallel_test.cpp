@@ -6,41 +6,16 @@
 
 #include <algorithm>
 
-#include "biofm/dist/comm.h"
+#include "train/recording_comm.h"
 #include "biofm/train/data_parallel.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/step.h"
 #include "models/tiny_models.h"
 
 using namespace biofm;
+using biofm::testkit::RecordingComm;
 
 namespace {
-
-// Records (operation, element count, root) instead of communicating: with one process the
-// sums are the values themselves.
-class RecordingComm : public Communicator {
- public:
-  RecordingComm(int rank, int world) : rank_(rank), world_(world) {}
-  int rank() const override { return rank_; }
-  int world_size() const override { return world_; }
-  std::string name() const override { return "recording"; }
-  void all_reduce_sum(Tensor& t) override { calls.push_back({"all_reduce", t.numel(), -1}); }
-  void reduce_sum(Tensor& t, int root) override { calls.push_back({"reduce", t.numel(), root}); }
-  void broadcast(Tensor& t, int root) override { calls.push_back({"broadcast", t.numel(), root}); }
-  void broadcast_from(const Tensor&, Tensor& dst, int root) override { calls.push_back({"broadcast", dst.numel(), root}); }
-  void reduce_sum_to(const Tensor& src, Tensor&, int root) override { calls.push_back({"reduce", src.numel(), root}); }
-
-  struct Call {
-    std::string op;
-    int64_t numel;
-    int root;
-    bool operator==(const Call&) const = default;
-  };
-  std::vector<Call> calls;
-
- private:
-  int rank_, world_;
-};
 
 std::vector<RecordingComm::Call> step_calls(ParallelStrategy s, bool last_micro_has_labels, int64_t bucket_bytes) {
   const ModelFamily& f = family_named("esm2");

@@ -124,7 +124,7 @@ std::vector<double> Coordinator::sum(const std::vector<double>& mine) {
   return total;
 }
 
-void Coordinator::set_step(int64_t step) { impl_->step.set(step); }
+void Coordinator::set_step(int64_t step, Phase phase) { impl_->step.set(step, int(phase)); }
 
 void Coordinator::finish() {
   if (impl_->finished) return;

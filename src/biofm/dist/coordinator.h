@@ -28,7 +28,13 @@ struct CoordinatorOptions {
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(300)};  // all ranks arrive by then
   std::chrono::milliseconds heartbeat_interval{std::chrono::seconds(1)};
   std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(30)};  // silent that long: failed
-  std::chrono::milliseconds step_timeout{std::chrono::seconds(600)};  // one step that long: hung
+  // A training step longer than this is hung. Adaptive (step_timeout zero): 5 times the longest of
+  // rank 0's last 20 steps, at least min_step_timeout; first_step_timeout until a step has ended.
+  std::chrono::milliseconds step_timeout{std::chrono::seconds(0)};
+  std::chrono::milliseconds min_step_timeout{std::chrono::seconds(60)};
+  std::chrono::milliseconds first_step_timeout{std::chrono::seconds(600)};
+  // Validation, checkpoint and export (Phase::Io) may take this long.
+  std::chrono::milliseconds io_timeout{std::chrono::seconds(1800)};
 };
 
 class Coordinator {
@@ -66,8 +72,10 @@ class Coordinator {
   std::vector<double> sum(const std::vector<double>& mine);
 
   // The step this rank is in (heartbeats carry it): the step watchdog and the failure messages
-  // use it ("rank 1 has been in step 12 for 600 s; ranks 0, 2 last reported step 13").
-  void set_step(int64_t step);
+  // use it ("rank 1 has been in step 12 for 65 s; ranks 0, 2 last reported step 13"). Phase::Io:
+  // the step's validation, checkpoint or export, under io_timeout instead of the step limit.
+  enum class Phase { Train = 0, Io = 1 };
+  void set_step(int64_t step, Phase phase = Phase::Train);
 
   // A clean end: waits (bounded by heartbeat_timeout) until every rank has said goodbye, so
   // that no rank reads the others' closing connections as failures. Then no call may follow.

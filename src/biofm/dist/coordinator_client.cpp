@@ -125,9 +125,9 @@ class Client final : public Coordinator::Impl {
       const auto now = Clock::now();
       if (now >= next_heartbeat) {
         if (!heartbeats_paused) {
-          const auto [s, in_step] = step.now();
-          const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(in_step).count();
-          write(Msg::heartbeat, PayloadWriter().u64(uint64_t(s)).u64(uint64_t(ms)).take());
+          const StepClock::Reading s = step.now();
+          const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(s.in_step).count();
+          write(Msg::heartbeat, PayloadWriter().u64(uint64_t(s.step)).u64(uint64_t(ms)).u64(uint64_t(s.phase)).take());
         }
         next_heartbeat = now + opt.heartbeat_interval;
       }

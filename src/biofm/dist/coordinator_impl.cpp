@@ -1,5 +1,6 @@
 #include "biofm/dist/coordinator_impl.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "biofm/core/error.h"
@@ -88,16 +89,29 @@ bool Mailbox::wait_finished(Clock::time_point deadline, std::string& problem) {
   return true;
 }
 
-void StepClock::set(int64_t step) {
+void StepClock::set(int64_t step, int phase) {
   std::lock_guard lock(m_);
-  if (step == step_) return;  // the same step again: its clock keeps running
+  if (step == step_ && phase == phase_) return;  // the same again: its clock keeps running
+  const auto now = Clock::now();
+  if (step_ >= 0 && phase_ == 0) {
+    recent_.push_back(now - since_);
+    if (recent_.size() > 20) recent_.pop_front();
+  }
   step_ = step;
-  since_ = Clock::now();
+  phase_ = phase;
+  since_ = now;
 }
 
-std::pair<int64_t, Clock::duration> StepClock::now() const {
+StepClock::Reading StepClock::now() const {
   std::lock_guard lock(m_);
-  return {step_, step_ < 0 ? Clock::duration::zero() : Clock::now() - since_};
+  return {step_, step_ < 0 ? Clock::duration::zero() : Clock::now() - since_, phase_};
+}
+
+Clock::duration StepClock::longest_recent() const {
+  std::lock_guard lock(m_);
+  Clock::duration longest{};
+  for (Clock::duration d : recent_) longest = std::max(longest, d);
+  return longest;
 }
 
 }  // namespace biofm::coord

@@ -56,14 +56,23 @@ class Mailbox {
 // heartbeat sender or rank 0's watchdog).
 class StepClock {
  public:
-  void set(int64_t step);
-  // The step (-1 before the first set) and how long this rank has been in it.
-  std::pair<int64_t, Clock::duration> now() const;
+  // phase: 0 training, 1 validation/checkpoint/export (Coordinator::Phase).
+  void set(int64_t step, int phase = 0);
+  struct Reading {
+    int64_t step = -1;  // -1 before the first set
+    Clock::duration in_step{};
+    int phase = 0;
+  };
+  Reading now() const;
+  // The longest of the last 20 completed training phases (zero before the first ended).
+  Clock::duration longest_recent() const;
 
  private:
   mutable std::mutex m_;
   int64_t step_ = -1;
+  int phase_ = 0;
   Clock::time_point since_{};
+  std::deque<Clock::duration> recent_;
 };
 
 }  // namespace biofm::coord

@@ -6,7 +6,7 @@
 //   SET(key, value)                        VALUE(request id, value)
 //   GET(request id, key)                   GATHERED(count, every rank's bytes in rank order)
 //   GATHER(bytes)                          HEARTBEAT
-//   HEARTBEAT(step, ms in step)            FAILED(message)
+//   HEARTBEAT(step, ms in step, phase)     FAILED(message)
 //   BYE                                    BYE_ACK
 //
 // Rank 0 answers a GET once some rank has set the key; the n-th GATHER of every rank makes

@@ -78,6 +78,7 @@ class Rank0 final : public Coordinator::Impl {
     Clock::time_point last_heard{};
     int64_t step = -1;
     Clock::time_point step_since{};
+    int phase = 0;  // Coordinator::Phase
     bool said_bye = false;
   };
 
@@ -273,6 +274,7 @@ class Rank0 final : public Coordinator::Impl {
           s.step = int64_t(p.u64());
           const uint64_t ms_in_step = std::min<uint64_t>(p.u64(), uint64_t(1) << 40);  // no overflow below
           s.step_since = Clock::now() - std::chrono::milliseconds(ms_in_step);
+          s.phase = int(p.u64());
           return;
         }
         case Msg::bye:
@@ -355,24 +357,40 @@ class Rank0 final : public Coordinator::Impl {
     }
   }
 
-  // The rank longest in one step, when that is longer than step_timeout, is named with every
+  // How long a rank may stay in its current phase (CoordinatorOptions).
+  Clock::duration phase_limit(int phase) const {
+    if (phase != 0) return opt.io_timeout;
+    if (opt.step_timeout.count() > 0) return opt.step_timeout;
+    const Clock::duration typical = step.longest_recent();
+    if (typical == Clock::duration::zero()) return opt.first_step_timeout;
+    return std::max<Clock::duration>(opt.min_step_timeout, 5 * typical);
+  }
+
+  // A rank longer in one step (or its validation/checkpoint) than allowed is named with every
   // other rank's last reported step.
   void check_steps(Clock::time_point now) {
     if (over_) return;
-    auto [step0, in_step0] = step.now();
-    ranks_[0].step = step0;
-    ranks_[0].step_since = now - in_step0;
+    const StepClock::Reading own = step.now();
+    ranks_[0].step = own.step;
+    ranks_[0].step_since = now - own.in_step;
+    ranks_[0].phase = own.phase;
     int hung = -1;
-    Clock::duration longest{};
+    Clock::duration over{}, longest{}, limit{};
     for (int r = 0; r < env.world_size; ++r) {
       const auto& s = ranks_[size_t(r)];
       if (s.step < 0 || s.said_bye) continue;
-      if (now - s.step_since > longest) {
-        longest = now - s.step_since;
+      const Clock::duration in = now - s.step_since, allowed = phase_limit(s.phase);
+      // (among ranks over their limit, the one furthest behind: the others wait for it)
+      const bool behind = hung < 0 || s.step < ranks_[size_t(hung)].step;
+      const bool same_step = hung >= 0 && s.step == ranks_[size_t(hung)].step;
+      if (in > allowed && (behind || (same_step && in - allowed > over))) {
+        over = in - allowed;
+        longest = in;
+        limit = allowed;
         hung = r;
       }
     }
-    if (hung < 0 || longest <= opt.step_timeout) return;
+    if (hung < 0) return;
     std::map<int64_t, std::vector<int>> others;
     std::vector<int> silent;
     for (int r = 0; r < env.world_size; ++r) {
@@ -382,8 +400,11 @@ class Rank0 final : public Coordinator::Impl {
       else
         others[ranks_[size_t(r)].step].push_back(r);
     }
-    std::string message = "rank " + std::to_string(hung) + " has been in step " + std::to_string(ranks_[size_t(hung)].step) +
-                          " for " + seconds_text(longest) + " s (step timeout " + seconds_text(opt.step_timeout) + " s)";
+    const bool io = ranks_[size_t(hung)].phase != 0;
+    std::string message = "rank " + std::to_string(hung) + " has been in " +
+                          (io ? "the validation/checkpoint of step " : "step ") + std::to_string(ranks_[size_t(hung)].step) +
+                          " for " + seconds_text(longest) + " s (" + (io ? "io timeout " : "step timeout ") +
+                          seconds_text(limit) + " s)";
     for (const auto& [s, ranks] : others)
       message += "; rank" + std::string(ranks.size() > 1 ? "s " : " ") + rank_list(ranks) + " last reported step " +
                  std::to_string(s);

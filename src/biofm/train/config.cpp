@@ -301,7 +301,10 @@ Registry build_registry() {
                                      "each layer gathered as it runs)");
   BIND(distributed.bucket_mb, .range = gt(0), .help = "gradient reduction bucket (MiB), overlapped with backward");
   BIND(distributed.bf16_reduce, .help = "reduce gradients in bf16 (half the traffic)");
-  BIND(distributed.step_timeout_s, .range = gt(0), .help = "a step this long on any rank fails the run, naming it");
+  BIND(distributed.step_timeout_s, .range = ge(0), .help = "a training step this long on any rank fails the run, "
+                                                          "naming it (0: adaptive, 5x the slowest of the last 20 "
+                                                          "steps and at least 60 s; the first step 600 s)");
+  BIND(distributed.io_timeout_s, .range = gt(0), .help = "the same for a step's validation, checkpoint or export");
   BIND(distributed.comm_sms, .range = ge(0), .help = "at most this many SMs for NCCL's reductions (0 = NCCL's "
                                                     "choice; fewer measured slower on 2 H200, docs/PERFORMANCE.md)");
   BIND(distributed.heartbeat_timeout_s, .range = gt(0), .help = "a rank silent this long (dead, frozen) fails the run");

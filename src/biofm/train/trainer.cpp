@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "biofm/core/device_memory.h"
+#include "biofm/core/device_memory_stats.h"
 #include "biofm/data/rank_slice.h"
 #include "biofm/dist/comm.h"
 #include "biofm/dist/coordinator.h"
@@ -249,6 +250,8 @@ class TrainingRun {
   void connect_ranks() {
     CoordinatorOptions co;
     co.step_timeout = std::chrono::seconds(cfg_.distributed.step_timeout_s);
+    co.io_timeout = std::chrono::seconds(cfg_.distributed.io_timeout_s);
+    co.first_step_timeout = std::max(co.first_step_timeout, co.step_timeout);
     co.heartbeat_timeout = std::chrono::seconds(cfg_.distributed.heartbeat_timeout_s);
     coord_ = std::make_unique<Coordinator>(env_, co);
     comm_ = make_communicator(*coord_, device_, env_, cfg_.distributed.comm_sms);
@@ -326,6 +329,9 @@ class TrainingRun {
   void loop() {
     summary_.start_step = step_;
     t_start_ = Clock::now();
+    // (gpu_mem_peak_gib is the training peak: setup's transient buffers — fsdp builds the model
+    // whole before sharding it — are not what a step needs)
+    device_memory_reset_peak();
     TrainStep train_step(*model_, *opt_, sync_.get());
     ThroughputWindow window(model_->dims());
     const ScheduleSpec sched{cfg_.scheduler.type, cfg_.scheduler.warmup_steps, cfg_.num_train_steps,
@@ -344,6 +350,7 @@ class TrainingRun {
 
       const int64_t done = step_ + 1;
       json rec = check_and_log(done, lr, train_step, window);
+      if (coord_) coord_->set_step(done, Coordinator::Phase::Io);  // (validation, checkpoint: io_timeout)
       if (val_data_ && cfg_.dataset.val_every_n_steps > 0 && done % cfg_.dataset.val_every_n_steps == 0) {
         // (on its own schedule, whatever logger.frequency is)
         if (rec.is_null()) rec = {{"step", done}, {"elapsed", seconds_since(t_start_)}};
@@ -442,6 +449,7 @@ class TrainingRun {
     summary_.end_step = step_;
     summary_.wall_seconds = seconds_since(t_start_);
     prefetch_.reset();  // the source is ours again (its counters are read below)
+    if (coord_) coord_->set_step(step_, Coordinator::Phase::Io);
     if (cfg_.checkpoint.save_final_model && !stopped_) {
       gather_full_params();
       summary_.final_model_dir = out_dir_ + "/final_model";
