@@ -7,7 +7,8 @@
 
 namespace biofm {
 
-ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype) : specs_(std::move(specs)) {
+ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype, ParamShard shard)
+    : specs_(std::move(specs)) {
   if (dtype != DType::F32 && dtype != DType::BF16)
     fail("parameter store dtype must be F32 or BF16, got ", dtype_name(dtype));
   for (size_t i = 0; i < specs_.size(); ++i) {
@@ -19,9 +20,15 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype)
     const int64_t n = shape_numel(specs_[i].shape);
     total_ += specs_[i].fuse_with_next ? n : (n + 15) / 16 * 16;
   }
-  flat_ = Tensor::zeros({total_}, dtype, device);
-  grad_flat_ = Tensor::zeros({total_}, DType::F32, device);
-  held_ = {0, total_};
+  held_ = shard_range(total_, shard.rank, shard.world);
+  sharded_ = shard.active();
+  flat_ = Tensor::zeros({held_.second - held_.first}, dtype, device);
+  grad_flat_ = Tensor::zeros({held_.second - held_.first}, DType::F32, device);
+}
+
+std::pair<int64_t, int64_t> shard_range(int64_t numel, int rank, int world) {
+  const int64_t per = (numel + world - 1) / world;
+  return {std::min(numel, per * rank), std::min(numel, per * (rank + 1))};
 }
 
 Tensor ParamStore::param(size_t i) const {
@@ -78,43 +85,58 @@ size_t ParamStore::index(const std::string& name) const {
 
 namespace {
 
-// Parameter i's initial values (spec s) into w: each element depends on (seed, i, j) only,
-// so threads, and a partial re-initialisation, agree with a whole one.
-void fill_init(const ParamSpec& s, size_t i, uint64_t seed, float* w) {
-  const int64_t n = shape_numel(s.shape);
+// Elements [j0, j1) of parameter i's initial values (spec s) into w[0, j1 - j0): each element
+// depends on (seed, i, j) only, so threads, shards and a partial re-initialisation agree with a
+// whole one.
+void fill_init(const ParamSpec& s, size_t i, uint64_t seed, float* w, int64_t j0, int64_t j1) {
   switch (s.init) {
     case Init::Zeros:
-      std::fill(w, w + n, 0.0f);
+      std::fill(w, w + (j1 - j0), 0.0f);
       break;
     case Init::Ones:
-      std::fill(w, w + n, 1.0f);
+      std::fill(w, w + (j1 - j0), 1.0f);
       break;
     case Init::Normal:
 #pragma omp parallel for schedule(static)
-      for (int64_t j = 0; j < n; ++j) w[j] = s.std * rng_normal(seed, RngStream::Init, (uint64_t(i) << 40) | uint64_t(j), 0);
+      for (int64_t j = j0; j < j1; ++j)
+        w[j - j0] = s.std * rng_normal(seed, RngStream::Init, (uint64_t(i) << 40) | uint64_t(j), 0);
       break;
   }
   if (s.zero_row >= 0) {
-    const int64_t row = n / s.shape[0];
-    std::fill(w + s.zero_row * row, w + (s.zero_row + 1) * row, 0.0f);
+    const int64_t row = shape_numel(s.shape) / s.shape[0];
+    const int64_t a = std::max(j0, s.zero_row * row), b = std::min(j1, (s.zero_row + 1) * row);
+    if (a < b) std::fill(w + (a - j0), w + (b - j0), 0.0f);
   }
 }
 
 }  // namespace
 
+std::pair<int64_t, Tensor> ParamStore::held_part(size_t i) const {
+  const int64_t b = std::max(offsets_[i], held_.first);
+  const int64_t e = std::min(offsets_[i] + shape_numel(specs_[i].shape), held_.second);
+  if (b >= e) return {0, Tensor()};
+  return {b - offsets_[i], flat_.flat_slice(b - held_.first, {e - b})};
+}
+
 void ParamStore::init(uint64_t seed) {
-  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
-  Tensor host = Tensor::zeros({total_}, DType::F32);
-  for (size_t i = 0; i < specs_.size(); ++i) fill_init(specs_[i], i, seed, host.f32() + offsets_[i]);
-  set_from_host_f32(host);
+  if (!sharded_) {
+    Tensor host = Tensor::zeros({total_}, DType::F32);
+    for (size_t i = 0; i < specs_.size(); ++i)
+      fill_init(specs_[i], i, seed, host.f32() + offsets_[i], 0, shape_numel(specs_[i].shape));
+    set_from_host_f32(host);
+    return;
+  }
+  std::vector<size_t> all(specs_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  init_params(seed, all);
 }
 
 void ParamStore::init_params(uint64_t seed, const std::vector<size_t>& which) {
-  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
   for (size_t i : which) {
-    Tensor host = Tensor::empty(specs_.at(i).shape, DType::F32);
-    fill_init(specs_[i], i, seed, host.f32());
-    Tensor dst = param(i);
+    auto [first, dst] = held_part(i);
+    if (!dst.defined()) continue;
+    Tensor host = Tensor::empty({dst.numel()}, DType::F32);
+    fill_init(specs_.at(i), i, seed, host.f32(), first, first + dst.numel());
     dst.copy_from(host.to(dst.dtype()));
   }
   ++version_;
@@ -128,10 +150,9 @@ void ParamStore::set_from_host_f32(const Tensor& host) {
 }
 
 void ParamStore::enable_compute_copy() {
-  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
   if (flat_.dtype() != DType::F32)
     fail("a bf16 compute copy needs fp32 master parameters (this store is ", dtype_name(flat_.dtype()), ")");
-  if (!compute_.defined()) compute_ = Tensor::empty({total_}, DType::BF16, flat_.device());
+  if (!compute_.defined()) compute_ = Tensor::empty({flat_.numel()}, DType::BF16, flat_.device());
   refresh_compute_copy();
 }
 
@@ -159,7 +180,7 @@ Tensor ParamStore::decay_ranges() const {
 void ParamStore::load(const SafetensorsFile& f,
                       const std::function<bool(const std::string&)>& ignorable,
                       const std::function<std::string(const std::string&)>& rename) {
-  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
+  if (sharded_) fail("ParamStore::load: not for a sharded store (load_mapped reads a rank's part)");
   std::vector<bool> seen(specs_.size(), false);
   Tensor host = Tensor::zeros({total_}, DType::F32);
   for (auto& [raw_name, t] : f.tensors) {
@@ -184,7 +205,6 @@ void ParamStore::load(const SafetensorsFile& f,
 }
 
 void ParamStore::load_mapped(const std::vector<Source>& sources) {
-  if (sharded_) fail("parameters are sharded (fsdp): initialise or load them before sharding");
   if (sources.size() != specs_.size())
     fail("ParamStore::load_mapped: ", sources.size(), " sources for ", specs_.size(), " parameters");
   for (size_t i = 0; i < specs_.size(); ++i) {
@@ -197,8 +217,15 @@ void ParamStore::load_mapped(const std::vector<Source>& sources) {
       fail(s.file->path(), ": tensor '", s.entry->name, "' has unsupported dtype ", s.entry->dtype);
   }
   ++version_;
-  for (size_t i = 0; i < specs_.size(); ++i)
-    if (sources[i].file) sources[i].file->copy_into(*sources[i].entry, param(i));
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    if (!sources[i].file) continue;
+    if (!sharded_) {
+      sources[i].file->copy_into(*sources[i].entry, param(i));
+      continue;
+    }
+    auto [first, dst] = held_part(i);  // (a sharded store reads only its part)
+    if (dst.defined()) sources[i].file->copy_range_into(*sources[i].entry, first, dst);
+  }
   refresh_compute_copy();
 }
 
@@ -224,6 +251,11 @@ Tensor ParamStore::span(bool grad, size_t first, size_t count) const {
 }
 
 Tensor ParamStore::concat(bool grad, const std::vector<std::string>& names) const {
+  const Shape shape = concat_shape(names);
+  return locate(grad, offsets_[index(names[0])], shape);
+}
+
+Shape ParamStore::concat_shape(const std::vector<std::string>& names) const {
   if (names.empty()) fail("ParamStore::concat: no parameters named");
   const size_t first = index(names[0]);
   Shape shape = specs_[first].shape;
@@ -237,7 +269,7 @@ Tensor ParamStore::concat(bool grad, const std::vector<std::string>& names) cons
            "' (marked fuse_with_next) with the same trailing shape");
     shape[0] += s[0];
   }
-  return locate(grad, offsets_[first], shape);
+  return shape;
 }
 
 }  // namespace biofm

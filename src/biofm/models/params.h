@@ -31,11 +31,21 @@ struct ParamSpec {
   bool fuse_with_next = false;  // the next parameter follows without padding (weight_concat)
 };
 
+// One rank's part of the flat layout under fully sharded training: rank r of `world` holds the
+// contiguous range shard_range(numel, r, world) of every flat buffer (world 1: all of it).
+struct ParamShard {
+  int rank = 0, world = 1;
+  bool active() const { return world > 1; }
+};
+std::pair<int64_t, int64_t> shard_range(int64_t numel, int rank, int world);
+
 class ParamStore {
  public:
   ParamStore() = default;
-  // dtype: the master buffer's dtype, F32 or BF16 (see above).
-  ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype = DType::F32);
+  // dtype: the master buffer's dtype, F32 or BF16 (see above). An active shard allocates only
+  // that rank's range of each buffer from the start (keep_only, below, without the whole first):
+  // init and load_mapped then fill just that range.
+  ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype = DType::F32, ParamShard shard = {});
 
   size_t size() const { return specs_.size(); }
   const ParamSpec& spec(size_t i) const { return specs_[i]; }
@@ -60,6 +70,8 @@ class ParamStore {
   // matrix for a fused projection. Throws if they are not adjacent.
   Tensor weight_concat(const std::vector<std::string>& names) const { return concat(false, names); }
   Tensor grad_concat(const std::vector<std::string>& names) const { return concat(true, names); }
+  // The stacked shape of weight_concat(names), with the same checks (no tensor needed).
+  Shape concat_shape(const std::vector<std::string>& names) const;
   // The same by position: parameters [first, first + count) of the table (checked once by
   // weight_concat; these only slice).
   Tensor weight_span(size_t first, size_t count) const { return span(false, first, count); }
@@ -154,7 +166,11 @@ class ParamStore {
   Tensor span(bool grad, size_t first, size_t count) const;
   // The weight (or gradient) view of [offset, offset + numel(shape)) of the layout.
   Tensor locate(bool grad, int64_t offset, const Shape& shape) const;
-  // Sets the master buffer (and the compute copy) from an F32 host buffer of total_ elements.
+  // The part of parameter i this store holds: its first element and a view of the master
+  // buffer (undefined when it holds none of it).
+  std::pair<int64_t, Tensor> held_part(size_t i) const;
+  // Sets the master buffer (and the compute copy) from an F32 host buffer of total_ elements
+  // (unsharded only).
   void set_from_host_f32(const Tensor& host);
 
   Tensor flat_, grad_flat_, compute_;

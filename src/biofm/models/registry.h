@@ -23,6 +23,7 @@ struct BuildOptions {
   Precision precision = Precision::F32;
   uint64_t seed = 42;                          // random init
   bool no_decay_on_1d_and_embeddings = false;  // optimizer grouping fixed in the parameter table
+  ParamShard shard;                            // fsdp: build only this rank's part of the parameters
 };
 
 struct ModelFamily {

@@ -20,8 +20,9 @@ std::vector<std::string> all_names(const LayerParamNames& n) {
 
 }  // namespace
 
-TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device device, Precision precision)
-    : params_(std::move(table), device, master_dtype(precision)), spec_(std::move(spec)) {
+TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device device, Precision precision,
+                             ParamShard shard)
+    : params_(std::move(table), device, master_dtype(precision), shard), spec_(std::move(spec)) {
   if (precision != Precision::F32) {
     if (device == Device::CPU)
       fail(precision_name(precision), " precision needs the CUDA backend (the CPU backend computes in fp32)");

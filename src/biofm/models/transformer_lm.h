@@ -51,7 +51,9 @@ struct ArchSpec {
 
 class TransformerLM : public LanguageModel {
  public:
-  TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device device, Precision precision);
+  // shard: fully sharded training builds only this rank's part of the parameters (params.h).
+  TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device device, Precision precision,
+                ParamShard shard = {});
   TransformerLM(const TransformerLM&) = delete;
   TransformerLM& operator=(const TransformerLM&) = delete;
 

@@ -48,7 +48,11 @@ FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model)
   rest_g_ = Tensor::zeros({std::max<int64_t>(rest_numel_, 1)}, DType::F32, d);
 
   const Range mine = AdamW::shard_of(numel, comm.rank(), comm.world_size());
-  store_.keep_only(mine.first, mine.second);
+  if (!store_.sharded())
+    store_.keep_only(mine.first, mine.second);
+  else if (store_.held() != mine)
+    fail("fsdp: the parameter store holds [", store_.held().first, ", ", store_.held().second, "), rank ", comm.rank(),
+         " owns [", mine.first, ", ", mine.second, ")");
   at = 0;
   for (size_t i = 0; i < rest_ranges_.size(); ++i) {
     const int64_t n = size(rest_ranges_[i]);

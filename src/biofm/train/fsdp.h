@@ -36,8 +36,9 @@ class Communicator;
 
 class FsdpSync : public StepSync {
  public:
-  // Shards the model's parameter store (it must be complete and identical on every rank) and
-  // installs the layer hook.
+  // Shards the model's parameter store — unless it was built sharded (ParamShard), which avoids
+  // ever holding the whole model — and installs the layer hook. A whole store must be identical
+  // on every rank.
   FsdpSync(Communicator& comm, LanguageModel& model);
   ~FsdpSync() override;
 

@@ -28,8 +28,7 @@ Tensor slice(const Tensor& flat, std::pair<int64_t, int64_t> r) {
 }  // namespace
 
 std::pair<int64_t, int64_t> AdamW::shard_of(int64_t numel, int rank, int world) {
-  const int64_t per = (numel + world - 1) / world;
-  return {std::min(numel, per * rank), std::min(numel, per * (rank + 1))};
+  return shard_range(numel, rank, world);
 }
 
 AdamW::AdamW(ParamStore& params, const AdamWConfig& cfg, Communicator* shard_over)

@@ -50,13 +50,14 @@ DataOptions data_options(const TrainConfig& cfg) {
   return o;
 }
 
-std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device) {
+std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device, ParamShard shard) {
   const std::optional<ops::Fp8Recipe> fp8 = fp8_recipe_for(cfg, device);  // (a bad setting fails before the build)
   const ModelFamily& family = family_named(cfg.model.family);
   BuildOptions o;
   o.precision = precision_for(cfg, device);
   o.seed = uint64_t(cfg.seed);
   o.no_decay_on_1d_and_embeddings = cfg.optimizer.no_decay_on_1d_and_embeddings;
+  o.shard = shard;
   std::unique_ptr<LanguageModel> m;
   if (!cfg.model.init_from.empty()) {
     const ModelFamily& held = family_of_dir(cfg.model.init_from);

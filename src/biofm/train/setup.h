@@ -23,7 +23,8 @@ DataOptions data_options(const TrainConfig& cfg);
 
 // The model the config describes: loaded from model.init_from, else randomly initialised
 // from model.config with the seed.
-std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device);
+// shard: fsdp builds only this rank's part of the parameters (models/params.h).
+std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device, ParamShard shard = {});
 // The family's batches over `data` (which must outlive the source).
 std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceDataset& data);
 

@@ -224,7 +224,7 @@ class TrainingRun {
     }
     summary_.ckpt_dir = ckpt_dir_;
     resume();
-    if (comm_ && step_ == 0) {
+    if (comm_ && step_ == 0 && !model_->params().sharded()) {
       // Every rank starts from rank 0's parameters (initialisation is seeded, but one copy
       // makes the replicas identical by construction).
       comm_->broadcast(model_->params().flat(), 0);
@@ -263,7 +263,9 @@ class TrainingRun {
 
   void build_model() {
     try {
-      model_ = make_model(cfg_, device_);
+      // (fsdp: each rank builds, initialises or loads only its shard of the parameters)
+      const bool fsdp = env_.distributed() && cfg_.distributed.strategy == ParallelStrategy::Fsdp;
+      model_ = make_model(cfg_, device_, fsdp ? ParamShard{env_.rank, env_.world_size} : ParamShard{});
     } catch (const std::bad_alloc&) {
       fail("not enough memory for the model of model.config (hidden_size ", cfg_.model.config.hidden_size,
            ", num_hidden_layers ", cfg_.model.config.num_hidden_layers, ", intermediate_size ",

@@ -4,7 +4,7 @@ namespace biofm {
 
 ParamRef::ParamRef(const ParamStore& store, const std::vector<std::string>& names) {
   if (names.empty()) return;
-  (void)store.weight_concat(names);  // checks that the names are adjacent and stackable
+  (void)store.concat_shape(names);  // checks that the names are adjacent and stackable
   first_ = store.index(names[0]);
   count_ = names.size();
 }

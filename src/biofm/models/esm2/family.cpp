@@ -33,13 +33,13 @@ std::unique_ptr<LanguageModel> build(const ModelShape& m, Device device, const B
   c.layer_norm_eps = float(m.layer_norm_eps);
   c.initializer_range = float(m.initializer_range);
   c.token_dropout = m.token_dropout;
-  auto model = std::make_unique<Esm2Model>(c, device, o.precision);
+  auto model = std::make_unique<Esm2Model>(c, device, o.precision, o.shard);
   model->params().init(o.seed);
   return model;
 }
 
 std::unique_ptr<LanguageModel> load(const std::string& dir, Device device, const BuildOptions& o) {
-  return Esm2Model::from_hf_dir(dir, device, o.precision, o.seed);
+  return Esm2Model::from_hf_dir(dir, device, o.precision, o.seed, o.shard);
 }
 
 const Tokenizer& tokenizer() { return esm_tokenizer(); }

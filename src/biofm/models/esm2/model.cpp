@@ -109,13 +109,14 @@ ArchSpec Esm2Model::arch(const Esm2Config& c) {
   return s;
 }
 
-Esm2Model::Esm2Model(const Esm2Config& config, Device device, Precision precision)
-    : TransformerLM(param_table(validated(config)), arch(validated(config)), device, precision), cfg_(config) {}
+Esm2Model::Esm2Model(const Esm2Config& config, Device device, Precision precision, ParamShard shard)
+    : TransformerLM(param_table(validated(config)), arch(validated(config)), device, precision, shard), cfg_(config) {}
 
 std::unique_ptr<Esm2Model> Esm2Model::from_hf_dir(const std::string& dir, Device device, Precision precision,
-                                                  uint64_t init_seed) {
+                                                  uint64_t init_seed, ParamShard shard) {
   const HfDirContents hf = read_hf_dir(dir);
-  auto m = std::make_unique<Esm2Model>(esm2_config_from_hf_json(hf.config_json, hf.config_path), device, precision);
+  auto m = std::make_unique<Esm2Model>(esm2_config_from_hf_json(hf.config_json, hf.config_path), device, precision,
+                                       shard);
   auto ignorable = [](const std::string& n) {
     return n.rfind("esm.contact_head.", 0) == 0 || n.find("inv_freq") != std::string::npos ||
            n.find("position_ids") != std::string::npos || n == "lm_head.decoder.weight";

@@ -17,14 +17,15 @@ namespace biofm {
 
 class Esm2Model : public TransformerLM {
  public:
-  Esm2Model(const Esm2Config& config, Device device, Precision precision = Precision::F32);
+  Esm2Model(const Esm2Config& config, Device device, Precision precision = Precision::F32, ParamShard shard = {});
 
   static std::vector<ParamSpec> param_table(const Esm2Config& c);
   static ArchSpec arch(const Esm2Config& c);
   // Reads a Hugging Face directory (config.json + weights). A bare EsmModel has no LM head:
   // it is initialised from init_seed as a new model's would be.
   static std::unique_ptr<Esm2Model> from_hf_dir(const std::string& dir, Device device,
-                                                Precision precision = Precision::F32, uint64_t init_seed = 42);
+                                                Precision precision = Precision::F32, uint64_t init_seed = 42,
+                                                ParamShard shard = {});
   // config.json and the ESM tokenizer files (the weights: LanguageModel::save_hf_dir).
   void save_hf_metadata(const std::string& dir) const override;
 

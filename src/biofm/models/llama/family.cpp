@@ -38,13 +38,13 @@ std::unique_ptr<LanguageModel> build(const ModelShape& m, Device device, const B
   c.initializer_range = m.initializer_range;
   c.embedding_init_std = m.embedding_init_std;
   c.scaled_init = m.scaled_init;
-  auto model = std::make_unique<LlamaModel>(c, device, o.precision, o.no_decay_on_1d_and_embeddings);
+  auto model = std::make_unique<LlamaModel>(c, device, o.precision, o.no_decay_on_1d_and_embeddings, o.shard);
   model->params().init(o.seed);
   return model;
 }
 
 std::unique_ptr<LanguageModel> load(const std::string& dir, Device device, const BuildOptions& o) {
-  return LlamaModel::from_hf_dir(dir, device, o.precision, o.no_decay_on_1d_and_embeddings, o.seed);
+  return LlamaModel::from_hf_dir(dir, device, o.precision, o.no_decay_on_1d_and_embeddings, o.seed, o.shard);
 }
 
 const Tokenizer& tokenizer() { return nucleotide_tokenizer(); }

@@ -91,14 +91,16 @@ ArchSpec LlamaModel::arch(const LlamaConfig& c) {
   return s;
 }
 
-LlamaModel::LlamaModel(const LlamaConfig& config, Device device, Precision precision, bool no_decay_1d_emb)
-    : TransformerLM(param_table(validated(config), no_decay_1d_emb), arch(validated(config)), device, precision), cfg_(config) {}
+LlamaModel::LlamaModel(const LlamaConfig& config, Device device, Precision precision, bool no_decay_1d_emb,
+                       ParamShard shard)
+    : TransformerLM(param_table(validated(config), no_decay_1d_emb), arch(validated(config)), device, precision, shard),
+      cfg_(config) {}
 
 std::unique_ptr<LlamaModel> LlamaModel::from_hf_dir(const std::string& dir, Device device, Precision precision,
-                                                    bool no_decay_1d_emb, uint64_t init_seed) {
+                                                    bool no_decay_1d_emb, uint64_t init_seed, ParamShard shard) {
   const HfDirContents hf = read_hf_dir(dir);
   auto m = std::make_unique<LlamaModel>(llama_config_from_hf_json(hf.config_json, hf.config_path), device, precision,
-                                        no_decay_1d_emb);
+                                        no_decay_1d_emb, shard);
   const bool tied = m->cfg_.tie_word_embeddings;
   auto ignorable = [tied](const std::string& n) {
     return n.find("rotary_emb.inv_freq") != std::string::npos || n.find(".inv_freq") != std::string::npos ||

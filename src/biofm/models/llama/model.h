@@ -22,7 +22,7 @@ class LlamaModel : public TransformerLM {
   // no_decay_on_1d_and_embeddings: the OpenGenome2 parameter grouping (no weight decay on
   // the RMSNorm weights and the token embedding); otherwise every parameter is decayed.
   LlamaModel(const LlamaConfig& config, Device device, Precision precision = Precision::F32,
-             bool no_decay_on_1d_and_embeddings = false);
+             bool no_decay_on_1d_and_embeddings = false, ParamShard shard = {});
 
   static std::vector<ParamSpec> param_table(const LlamaConfig& c, bool no_decay_on_1d_and_embeddings = false);
   static ArchSpec arch(const LlamaConfig& c);
@@ -31,7 +31,8 @@ class LlamaModel : public TransformerLM {
   // initialised from init_seed as a new model's would be.
   static std::unique_ptr<LlamaModel> from_hf_dir(const std::string& dir, Device device,
                                                  Precision precision = Precision::F32,
-                                                 bool no_decay_on_1d_and_embeddings = false, uint64_t init_seed = 42);
+                                                 bool no_decay_on_1d_and_embeddings = false, uint64_t init_seed = 42,
+                                                 ParamShard shard = {});
   // config.json (transformers-5 shape) and the nucleotide tokenizer files.
   void save_hf_metadata(const std::string& dir) const override;
 
