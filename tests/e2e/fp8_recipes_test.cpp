@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
@@ -56,11 +57,13 @@ std::string train_args(int layers, int steps) {
          " num_train_steps=" + std::to_string(steps);
 }
 
-// Losses of a 12-step run with the given overrides (checkpoints off).
+constexpr int kSteps = 8;
+
+// Losses of a kSteps-step run with the given overrides (checkpoints off).
 std::vector<double> losses(const std::string& name, const std::string& overrides, int layers,
-                           std::string* output = nullptr) {
+                           std::string* output = nullptr, int steps = kSteps) {
   const std::string out = fresh_dir(name);
-  RunResult r = run(train_args(layers, 12) + " checkpoint.save_every_n_steps=0 output_dir=" + out + " " + overrides);
+  RunResult r = run(train_args(layers, steps) + " checkpoint.save_every_n_steps=0 output_dir=" + out + " " + overrides);
   EXPECT_EQ(r.code, 0) << r.output;
   if (output) *output = r.output;
   std::vector<double> l;
@@ -68,9 +71,17 @@ std::vector<double> losses(const std::string& name, const std::string& overrides
   return l;
 }
 
+// The fp32 reference of a model with `layers` layers (computed once per test binary run).
+const std::vector<double>& reference(int layers) {
+  static std::map<int, std::vector<double>> refs;
+  auto it = refs.find(layers);
+  if (it == refs.end()) it = refs.emplace(layers, losses("fp32_" + std::to_string(layers), "", layers)).first;
+  return it->second;
+}
+
 void expect_tracks(const std::vector<double>& q, const std::vector<double>& ref, const std::string& what) {
-  ASSERT_EQ(q.size(), 12u) << what;
-  ASSERT_EQ(ref.size(), 12u);
+  ASSERT_EQ(q.size(), size_t(kSteps)) << what;
+  ASSERT_EQ(ref.size(), size_t(kSteps));
   EXPECT_LT(q.back(), q.front() - 0.2) << what << ": the loss did not fall";
   bool differs = false;
   for (size_t i = 0; i < q.size(); ++i) {
@@ -82,41 +93,48 @@ void expect_tracks(const std::vector<double>& q, const std::vector<double>& ref,
 
 }  // namespace
 
-TEST(E2eFp8Recipes, EachRecipeTracksFp32OnRealData) {
-  const std::vector<double> ref = losses("fp32", "", 2);
+TEST(E2eFp8Recipes, DelayedScalingTracksFp32) {
   std::string out;
   const std::vector<double> delayed =
       losses("delayed", "fp8_config.enabled=true fp8_config.fp8_recipe=transformer_engine.common.recipe.DelayedScaling"
                         " fp8_config.fp8_recipe_kwargs.amax_history_len=16",
              2, &out);
-  expect_tracks(delayed, ref, "DelayedScaling");
+  expect_tracks(delayed, reference(2), "DelayedScaling");
   EXPECT_NE(out.find("precision by layer: layers 1-2: fp8 DelayedScaling"), std::string::npos) << out;
   expect_tracks(losses("most_recent", "fp8_config.enabled=true fp8_config.fp8_recipe=DelayedScaling"
                                       " fp8_config.fp8_recipe_kwargs.amax_compute_algo=most_recent"
                                       " fp8_config.fp8_recipe_kwargs.margin=1", 2),
-                ref, "DelayedScaling most_recent margin 1");
-  expect_tracks(losses("block", "fp8_config.enabled=true fp8_config.fp8_recipe=Float8BlockScaling", 2), ref,
+                reference(2), "DelayedScaling most_recent margin 1");
+}
+
+TEST(E2eFp8Recipes, Float8BlockScalingTracksFp32) {
+  expect_tracks(losses("block", "fp8_config.enabled=true fp8_config.fp8_recipe=Float8BlockScaling", 2), reference(2),
                 "Float8BlockScaling");
-  expect_tracks(losses("mxfp8", "fp8_config.enabled=true fp8_config.fp8_recipe=MXFP8BlockScaling", 2), ref,
+}
+
+TEST(E2eFp8Recipes, Mxfp8TracksFp32) {
+  expect_tracks(losses("mxfp8", "fp8_config.enabled=true fp8_config.fp8_recipe=MXFP8BlockScaling", 2), reference(2),
                 "MXFP8BlockScaling");
-  const std::vector<double> nvfp4 = losses("nvfp4", "fp4_config.enabled=true", 2, &out);
-  expect_tracks(nvfp4, ref, "NVFP4BlockScaling");
+}
+
+TEST(E2eFp8Recipes, Nvfp4TracksFp32) {
+  std::string out;
+  expect_tracks(losses("nvfp4", "fp4_config.enabled=true", 2, &out), reference(2), "NVFP4BlockScaling");
   EXPECT_NE(out.find("layers 1-2: fp4 NVFP4BlockScaling"), std::string::npos) << out;
 }
 
 TEST(E2eFp8Recipes, LayerWisePrecision) {
-  const std::vector<double> ref = losses("fp32_4", "", 4);
   std::string out;
-  const std::vector<double> mixed = losses(
-      "mixed", "fp8_config.enabled=true fp4_config.enabled=true 'fp8_layers=[2,3]' 'fp4_layers=[4]'", 4, &out);
-  expect_tracks(mixed, ref, "layer-wise");
-  EXPECT_NE(out.find("precision by layer: layer 1: fp32, layers 2-3: fp8 Float8CurrentScaling, layer 4: fp4 "
+  const std::vector<double> mixed =
+      losses("mixed", "fp8_config.enabled=true fp4_config.enabled=true 'fp8_layers=[2]' 'fp4_layers=[3]'", 3, &out);
+  expect_tracks(mixed, reference(3), "layer-wise");
+  EXPECT_NE(out.find("precision by layer: layer 1: fp32, layer 2: fp8 Float8CurrentScaling, layer 3: fp4 "
                      "NVFP4BlockScaling"),
             std::string::npos)
       << out;
   // One list given, both enabled: the other format takes the rest.
-  losses("rest", "fp8_config.enabled=true fp4_config.enabled=true 'fp8_layers=[1]'", 4, &out);
-  EXPECT_NE(out.find("layer 1: fp8 Float8CurrentScaling, layers 2-4: fp4 NVFP4BlockScaling"), std::string::npos)
+  losses("rest", "fp8_config.enabled=true fp4_config.enabled=true 'fp8_layers=[1]'", 3, &out, 1);
+  EXPECT_NE(out.find("layer 1: fp8 Float8CurrentScaling, layers 2-3: fp4 NVFP4BlockScaling"), std::string::npos)
       << out;
 }
 
