@@ -99,7 +99,7 @@ struct TrainConfig {
     struct Kwargs {
       int64_t amax_history_len = 1024;         // DelayedScaling
       std::string amax_compute_algo = "max";   // DelayedScaling: max | most_recent
-      int64_t margin = 0;                      // DelayedScaling, MXFP8BlockScaling (TE ignores it there too)
+      int64_t margin = 0;                      // DelayedScaling (MXFP8BlockScaling accepts it; biofm ignores it there)
       bool reduce_amax = true;                 // DelayedScaling (one process: nothing to reduce)
       bool use_f32_scales = false;             // Float8BlockScaling: false = power-of-two scales
       bool fp8_dpa = false;                    // FP8 attention: not implemented (must stay false)

@@ -302,10 +302,18 @@ class TrainingRun {
                 model_->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
                 double(dims.parameters) / 1e6, device_name(device_), precision_name(precision_for(cfg_, device_)),
                 fp8.c_str(), cfg_.dataset.path.c_str(), train_set_->stats().summary().c_str());
-    if (!model_->layer_quant().empty())  // which layer runs in which precision
+    if (!model_->layer_quant().empty()) {  // which layer runs in which precision
+      bool emulated = device_ == Device::CPU;
+      for (const ops::LayerQuant& q : model_->layer_quant())
+        emulated = emulated || q.format == ops::LayerFormat::Fp4 ||
+                   (q.format == ops::LayerFormat::Fp8 &&
+                    (q.scaling == ops::Fp8Scaling::Block || q.scaling == ops::Fp8Scaling::Mxfp8));
       std::printf("precision by layer: %s%s\n",
                   ops::describe_layer_quant(model_->layer_quant(), device_ == Device::CPU ? "fp32" : "bf16").c_str(),
-                  device_ == Device::CPU ? " (quantization emulated on the CPU)" : "");
+                  device_ == Device::CPU ? " (quantization emulated on the CPU)"
+                  : emulated ? " (block-scaled layers emulated: quantize-dequantize around bf16 GEMMs, no speedup)"
+                             : "");
+    }
     std::fflush(stdout);
   }
 

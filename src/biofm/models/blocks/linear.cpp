@@ -172,9 +172,10 @@ ops::BlockQuant block_spec(const ops::LayerQuant& q, bool is_weight, bool along_
   return b;
 }
 
+// t quantized and dequantized, in t's dtype (F32 on the CPU, BF16 on CUDA: what the GEMM reads).
 Tensor block_quantized(const Tensor& t, const ops::BlockQuant& b) {
-  Tensor out = Tensor::empty(t.shape(), DType::F32, t.device());
-  ops::cpu::block_fake_quantize(out, t, b);
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), t.device());
+  ops::block_fake_quantize(out, t, b);
   return out;
 }
 
@@ -198,16 +199,12 @@ void Linear::collect_stats(int role, const Tensor& t, const ops::LayerQuant& q) 
 
 void Linear::forward_emulated(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& residual,
                               const ops::LayerQuant& q) const {
-  if (x.device() != Device::CPU)
-    fail("layer ", layer_ + 1, ": ", ops::layer_quant_name(q), " is emulated on the CPU only");
   ops::linear_forward(out, block_quantized(x, block_spec(q, false, true, false)),
                       block_quantized(w, block_spec(q, true, true, false)), b, residual);
 }
 
 void Linear::backward_emulated(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
                                const Tensor& w, const ops::LayerQuant& q) const {
-  if (x.device() != Device::CPU)
-    fail("layer ", layer_ + 1, ": ", ops::layer_quant_name(q), " is emulated on the CPU only");
   Tensor none;
   const uint64_t call = calls_++;
   auto grad_spec = [&](bool along_rows, uint64_t stream) {
@@ -224,9 +221,10 @@ void Linear::backward_emulated(Tensor& dx, Tensor& dw, Tensor& db, const Tensor&
     const int64_t N = x.numel() / x.size(-1);
     if (q.format == LayerFormat::Fp4 && q.nvfp4.random_hadamard && N % 16 == 0) {
       const uint64_t seed = 0x7E11A5EEDull + uint64_t(layer_ * 4 + proj_);
-      Tensor hd = Tensor::empty(dout.shape(), DType::F32, Device::CPU), hx = Tensor::empty(x.shape(), DType::F32, Device::CPU);
-      ops::cpu::hadamard16_rows(hd, dout, seed);
-      ops::cpu::hadamard16_rows(hx, x, seed);
+      Tensor hd = Tensor::empty(dout.shape(), dout.dtype(), dout.device());
+      Tensor hx = Tensor::empty(x.shape(), x.dtype(), x.device());
+      ops::hadamard16_rows(hd, dout, seed);
+      ops::hadamard16_rows(hx, x, seed);
       d = hd;
       xx = hx;
     }

@@ -8,7 +8,7 @@
 //     scaling, its three rows (input, weight, output gradient) of the context's amax history;
 //   - Float8BlockScaling, MXFP8BlockScaling, NVFP4BlockScaling: emulated (quantized and
 //     dequantized per GEMM operand along the GEMM's contraction dimension, ops/blockscale/op.h,
-//     then the GEMMs in the compute precision); the CPU only.
+//     then the GEMMs in the compute precision: fp32 on the CPU, bf16 on CUDA).
 // The embedding and LM head stay in the compute precision, as in the recipes (Transformer
 // Engine's quantization covers the layers' Linear modules only).
 #pragma once

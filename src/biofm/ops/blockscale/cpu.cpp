@@ -74,6 +74,14 @@ uint8_t e8m0_round_up(float v) {
   return uint8_t(p + 127);
 }
 
+void hadamard16_signs(uint64_t seed, float signs[16]) {
+  for (int i = 0; i < 16; ++i) signs[i] = (rng_block(seed, RngStream(0x4AD), 0, uint32_t(i))[0] & 1) ? -1.0f : 1.0f;
+}
+
+float stochastic_uniform(uint64_t seed, uint64_t stream, uint32_t i) {
+  return rng_uniform(seed, RngStream(0x5F4), stream, i);
+}
+
 namespace cpu {
 using namespace cpu_detail;
 
@@ -160,7 +168,7 @@ void block_fake_quantize(Tensor& out, const Tensor& x, const BlockQuant& q) {
             e = fp8_round(s, q.fp8);
           } else if (q.stochastic) {
             e = e2m1_stochastic(std::max(-kE2m1Max, std::min(kE2m1Max, s)),
-                                rng_uniform(q.seed, RngStream(0x5F4), q.stream, uint32_t(i)));
+                                stochastic_uniform(q.seed, q.stream, uint32_t(i)));
           } else {
             e = e2m1_round(s);
           }
@@ -178,7 +186,7 @@ void hadamard16_rows(Tensor& out, const Tensor& x, uint64_t seed) {
   const int64_t R = C ? x.numel() / C : 0;
   if (R % 16) fail(op, ": x needs a multiple of 16 rows, got ", x.describe());
   float sign[16];
-  for (int i = 0; i < 16; ++i) sign[i] = (rng_block(seed, RngStream(0x4AD), 0, uint32_t(i))[0] & 1) ? -1.0f : 1.0f;
+  hadamard16_signs(seed, sign);
   std::vector<float> col(16);
   const float* in = x.f32();
   float* o = out.f32();

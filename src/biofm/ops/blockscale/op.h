@@ -23,7 +23,7 @@
 #pragma once
 #include <cstdint>
 
-#include "biofm/core/tensor.h"
+#include "biofm/ops/dispatch.h"
 #include "biofm/ops/fp8/op.h"
 
 namespace biofm::ops {
@@ -56,14 +56,23 @@ struct BlockQuant {
   uint64_t seed = 0, stream = 0;         // stochastic rounding: Philox key and counter base
 };
 
-namespace cpu {
-// out[R, C] = x quantized block by block and dequantized (F32; x F32 or BF16; out may be x).
-// Partial blocks at the edges are blocks of their own.
+// out[R, C] = x quantized block by block and dequantized; x F32 or BF16; out F32 (the CPU's
+// only choice) or, on CUDA, also x's dtype (BF16: the dequantized values rounded to bf16, exact
+// for power-of-two scales, which feeds the bf16 GEMMs of Hopper's emulated path). Partial blocks
+// at the edges are blocks of their own. The CUDA version gives the CPU's values bit for bit.
 void block_fake_quantize(Tensor& out, const Tensor& x, const BlockQuant& q);
 // Each group of 16 consecutive rows of x[R, C] (R a multiple of 16) multiplied by
 // H16·diag(signs)/4 (H16 the Sylvester Hadamard matrix, signs ±1 from `seed`): an orthogonal
-// transform, so (Hx)ᵀ(Hy) = xᵀy for two matrices transformed with the same seed.
+// transform, so (Hx)ᵀ(Hy) = xᵀy for two matrices transformed with the same seed. out has x's
+// dtype (F32 on the CPU).
 void hadamard16_rows(Tensor& out, const Tensor& x, uint64_t seed);
-}  // namespace cpu
+
+BIOFM_BACKENDS(block_fake_quantize, hadamard16_rows)
+
+// The ±1 signs hadamard16_rows applies before H16 (host; both backends use them).
+void hadamard16_signs(uint64_t seed, float signs[16]);
+// The uniform in [0, 1) stochastic rounding draws for element i (row-major index) of a call
+// with BlockQuant seed/stream (host; the CUDA kernel computes the same Philox draw).
+float stochastic_uniform(uint64_t seed, uint64_t stream, uint32_t i);
 
 }  // namespace biofm::ops
