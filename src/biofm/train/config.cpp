@@ -226,7 +226,7 @@ Registry build_registry() {
   BIND(fp8_config.stats_interval, .range = ge(0), .aliases = {"fp8_stats_interval", "quant_stats_interval"},
        .help = "every N steps: per-layer amax, scale and under/overflow fractions of the FP8 tensors into the "
                "metrics; 0 = off");
-  BIND(fp4_config.enabled, .help = "NVFP4 in the transformer layers (CPU: emulated; CUDA: Blackwell only, not yet)");
+  BIND(fp4_config.enabled, .help = "NVFP4 in the transformer layers (emulated on the CPU and on Hopper; no Blackwell kernels yet)");
   BIND(fp4_config.fp4_recipe, .choices = {"NVFP4BlockScaling", "transformer_engine.common.recipe.NVFP4BlockScaling"});
   BIND(fp4_config.fp4_format, .choices = {"E2M1"});
   BIND(fp4_config.fp4_recipe_kwargs.disable_rht, .help = "no random Hadamard transform of the weight-gradient inputs");

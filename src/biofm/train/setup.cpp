@@ -126,7 +126,8 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device)
   // (a bad setting fails before the build; the layer count is checked against the model after)
   int most = 1;
   for (const auto* list : {&cfg.fp8_layers, &cfg.fp4_layers})
-    for (double v : *list) most = std::max(most, int(std::min(v, 1e6)));
+    for (double v : *list)
+      if (v >= 1 && v <= 1e6) most = std::max(most, int(v));  // (others fail in layer_quant_for below)
   (void)layer_quant_for(cfg, device, most);
   const ModelFamily& family = family_named(cfg.model.family);
   BuildOptions o;
