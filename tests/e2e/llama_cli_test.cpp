@@ -192,7 +192,7 @@ TEST(E2eLlama, Fp8EmulatedTrainingOnCpu) {
   EXPECT_NE(m8[1]["loss"].get<double>(), m32[1]["loss"].get<double>()) << "fp8_config had no effect";
   for (size_t i = 0; i < m8.size(); ++i)  // the recipes' FP8-vs-bf16 tolerance
     EXPECT_NEAR(m8[i]["loss"].get<double>(), m32[i]["loss"].get<double>(), 0.05 * m32[i]["loss"].get<double>()) << i;
-  RunResult bad = run(base + " output_dir=" + out8 + " fp8_config.fp8_recipe=DelayedScaling");
+  RunResult bad = run(base + " output_dir=" + out8 + " fp8_config.fp8_recipe=Float8CurrentScalin");
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.output.find("Float8CurrentScaling"), std::string::npos) << bad.output;
 }

@@ -650,6 +650,10 @@ static bool convert(const YAML::Node& n, const KeySpec& spec, Value& out, std::s
       std::string expected = spec.list_size >= 0
                                  ? "a list of " + std::to_string(spec.list_size) + " floats"
                                  : std::string("a list of floats");
+      if (n.IsNull() && spec.list_size < 0) {  // null: the empty list (the recipes' "not given")
+        out = std::vector<double>{};
+        break;
+      }
       if (!n.IsSequence()) return bad(expected + " like [0.9, 0.98]");
       std::vector<double> v;
       for (const auto& item : n) {

@@ -40,8 +40,18 @@ class LanguageModel {
   // Activation recompute: keep each layer's input only and recompute the layer in backward;
   // layers >= 0 limits it to the first `layers` layers (the rest keep their activations).
   virtual void set_recompute(bool on, int layers = -1) = 0;
-  // FP8 GEMMs in the transformer layers (nullopt: the compute precision).
+  // FP8 GEMMs in the transformer layers (nullopt: the compute precision): every layer in FP8
+  // with current scaling; set_layer_quant: each layer's own (ops/fp8/recipe.h; empty: none).
   virtual void set_fp8(std::optional<ops::Fp8Recipe> recipe) = 0;
+  virtual void set_layer_quant(std::vector<ops::LayerQuant> layers) = 0;
+  virtual const std::vector<ops::LayerQuant>& layer_quant() const = 0;
+  // After each optimizer step: DelayedScaling's amax-history roll and scale update (device).
+  virtual void quant_step_end() {}
+  // Quantization state a checkpoint carries (DelayedScaling histories and scales), by name;
+  // the tensors are the model's own (a checkpoint load writes into them).
+  virtual std::vector<std::pair<std::string, Tensor>> quant_state() const { return {}; }
+  // While set (non-null): each quantized tensor's statistics go into `c` (ops/fp8/stats.h).
+  virtual void set_quant_stats(ops::QuantStatsCollector* c) { (void)c; }
   // Called around each layer's forward and backward (blocks/common.h: LayerEvent), in every
   // forward pass (training, evaluation, inference) and backward pass.
   virtual void set_layer_hook(LayerHook hook) = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/fp8/delayed.h"
 #include "biofm/ops/loss/op.h"
 
 namespace biofm {
@@ -37,8 +38,9 @@ TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device
   inv_freq_ = Tensor::from_f32({int64_t(f.size())}, f).to(device);
 
   const ParamStore& p = params_;
-  auto linear = [&](const std::vector<std::string>& w, const std::string& b, bool fp8) {
-    return Linear(&ctx_, ParamRef(p, w), ParamRef(p, b), fp8);
+  // layer >= 0: projection proj of that layer (quantized as the layer is assigned)
+  auto linear = [&](const std::vector<std::string>& w, const std::string& b, int layer, int proj) {
+    return Linear(&ctx_, ParamRef(p, w), ParamRef(p, b), layer, proj);
   };
   auto norm = [&](NormKind kind, const std::string& w, const std::string& b) {
     return Norm(&ctx_, kind, ParamRef(p, w), ParamRef(p, b), s.norm_eps);
@@ -53,9 +55,9 @@ TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device
     const LayerParamNames n = s.layer_names(l);
     const std::vector<std::string> qkv_bias = n.qkv_bias;
     SelfAttention attn(&ctx_, {s.heads, s.kv_heads, s.head_dim, s.causal},
-                       Linear(&ctx_, ParamRef(p, n.qkv_weight), ParamRef(p, qkv_bias), true),
-                       linear({n.out_weight}, n.out_bias, true), &inv_freq_);
-    Mlp mlp(&ctx_, s.mlp, linear(n.mlp_in_weight, n.mlp_in_bias, true), linear({n.mlp_out_weight}, n.mlp_out_bias, true));
+                       Linear(&ctx_, ParamRef(p, n.qkv_weight), ParamRef(p, qkv_bias), l, 0),
+                       linear({n.out_weight}, n.out_bias, l, 1), &inv_freq_);
+    Mlp mlp(&ctx_, s.mlp, linear(n.mlp_in_weight, n.mlp_in_bias, l, 2), linear({n.mlp_out_weight}, n.mlp_out_bias, l, 3));
     layers.emplace_back(&ctx_, norm(s.norm, n.norm1_weight, n.norm1_bias), std::move(attn),
                         norm(s.norm, n.norm2_weight, n.norm2_bias), std::move(mlp), s.pre_norm);
     int64_t lo = p.numel(), hi = 0;
@@ -69,9 +71,9 @@ TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device
   stack_ = TransformerStack(std::move(layers));
   if (!s.final_norm_weight.empty()) final_norm_ = norm(s.norm, s.final_norm_weight, s.final_norm_bias);
   const bool transform = !s.head_dense_weight.empty();
-  head_ = LmHead(&ctx_, transform ? linear({s.head_dense_weight}, s.head_dense_bias, false) : Linear(),
+  head_ = LmHead(&ctx_, transform ? linear({s.head_dense_weight}, s.head_dense_bias, -1, 0) : Linear(),
                  transform ? norm(NormKind::LayerNorm, s.head_norm_weight, s.head_norm_bias) : Norm(),
-                 linear({s.decoder_weight}, s.decoder_bias, false), transform);
+                 linear({s.decoder_weight}, s.decoder_bias, -1, 0), transform);
 }
 
 ModelDims TransformerLM::dims() const {
@@ -79,8 +81,57 @@ ModelDims TransformerLM::dims() const {
 }
 
 void TransformerLM::set_fp8(std::optional<ops::Fp8Recipe> recipe) {
-  ctx_.fp8 = recipe;
+  std::vector<ops::LayerQuant> layers;
+  if (recipe) {
+    ops::LayerQuant q;
+    q.format = ops::LayerFormat::Fp8;
+    q.fwd = recipe->fwd;
+    q.bwd = recipe->bwd;
+    layers.assign(size_t(spec_.layers), q);
+  }
+  set_layer_quant(std::move(layers));
+}
+
+void TransformerLM::set_layer_quant(std::vector<ops::LayerQuant> layers) {
+  if (!layers.empty() && int64_t(layers.size()) != spec_.layers)
+    fail("set_layer_quant: ", layers.size(), " layer settings for a model of ", spec_.layers, " layers");
+  // DelayedScaling state: 3 tensors per projection, 4 projections per layer (rows of layers
+  // in other formats stay unused); the history length is the recipe's (one per model).
+  int64_t history = 0;
+  for (const ops::LayerQuant& q : layers)
+    if (q.format == ops::LayerFormat::Fp8 && q.scaling == ops::Fp8Scaling::Delayed) {
+      if (history && history != q.delayed.amax_history_len) fail("set_layer_quant: one amax_history_len per model");
+      history = q.delayed.amax_history_len;
+    }
+  ctx_.layer_quant = std::move(layers);
+  ctx_.delayed_history = ctx_.delayed_scale_amax = Tensor();
+  if (history) {
+    const int64_t rows = spec_.layers * 4 * 3;
+    ctx_.delayed_history = Tensor::zeros({rows, history}, DType::F32, device());
+    std::vector<float> init(size_t(rows), 1.0f);
+    for (int64_t l = 0; l < spec_.layers; ++l)
+      for (int64_t r = 0; r < 12; ++r) {  // scale 1 to start, as Transformer Engine's: scale_amax = fp8_max
+        const ops::LayerQuant& q = ctx_.layer_quant[size_t(l)];
+        init[size_t(l * 12 + r)] = ops::fp8_max(r % 3 == 2 ? q.bwd : q.fwd);
+      }
+    ctx_.delayed_scale_amax = Tensor::from_f32({rows}, init).to(device());
+  }
   ++ctx_.fp8_epoch;  // weight codes made under another recipe are stale
+}
+
+void TransformerLM::quant_step_end() {
+  if (!ctx_.delayed_history.defined()) return;
+  for (const ops::LayerQuant& q : ctx_.layer_quant)
+    if (q.format == ops::LayerFormat::Fp8 && q.scaling == ops::Fp8Scaling::Delayed) {
+      ops::fp8_delayed_update(ctx_.delayed_history, ctx_.delayed_scale_amax, q.delayed.margin,
+                              q.delayed.amax_compute_max);
+      return;  // one update covers every row (one margin and algorithm per model)
+    }
+}
+
+std::vector<std::pair<std::string, Tensor>> TransformerLM::quant_state() const {
+  if (!ctx_.delayed_history.defined()) return {};
+  return {{"fp8.delayed.amax_history", ctx_.delayed_history}, {"fp8.delayed.scale_amax", ctx_.delayed_scale_amax}};
 }
 
 std::pair<int64_t, int64_t> TransformerLM::layer_param_range(int layer) const {

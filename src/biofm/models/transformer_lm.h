@@ -64,6 +64,11 @@ class TransformerLM : public LanguageModel {
   DType act_dtype() const { return ctx_.act_dtype; }
   void set_recompute(bool on, int layers = -1) override { stack_.set_recompute(on, layers); }
   void set_fp8(std::optional<ops::Fp8Recipe> recipe) override;
+  void set_layer_quant(std::vector<ops::LayerQuant> layers) override;
+  const std::vector<ops::LayerQuant>& layer_quant() const override { return ctx_.layer_quant; }
+  void quant_step_end() override;
+  std::vector<std::pair<std::string, Tensor>> quant_state() const override;
+  void set_quant_stats(ops::QuantStatsCollector* c) override { ctx_.stats = c; }
   void set_layer_hook(LayerHook hook) override { layer_hook_ = std::move(hook); }
   std::pair<int64_t, int64_t> layer_param_range(int layer) const override;
 

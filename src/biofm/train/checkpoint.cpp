@@ -222,6 +222,11 @@ std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerS
       for (auto& [name, t] : opt.state()) moments.push_back({name, t, DType::F32});
       w->add("optimizer.safetensors", write_safetensors_stream(w->path("optimizer.safetensors"), moments));
     }
+    if (const auto qs = model.quant_state(); !qs.empty()) {  // DelayedScaling histories and scales
+      std::vector<SafetensorsSource> src;
+      for (const auto& [name, t] : qs) src.push_back({name, t, DType::F32});
+      w->add("fp8_state.safetensors", write_safetensors_stream(w->path("fp8_state.safetensors"), src));
+    }
     w->add_text("trainer_state.json", state_text(st.state_json, st.step, st.data_cursor));
     w->add_text("config.yaml", st.config_yaml);
     model.save_hf_metadata(w->tmp_dir());
@@ -294,6 +299,26 @@ void load_optimizer_state(const std::string& dir, const std::vector<std::string>
     fail(dir, ": the optimizer files cover ", covered, " of the ", end - begin, " moments this rank needs");
 }
 
+// The model's quantization state (DelayedScaling) from fp8_state.safetensors; a checkpoint
+// without it (another recipe before) leaves the fresh state, with a note.
+void load_quant_state(const std::string& dir, const std::vector<std::string>& names, const LanguageModel& model) {
+  const auto state = model.quant_state();
+  if (state.empty()) return;
+  if (std::find(names.begin(), names.end(), "fp8_state.safetensors") == names.end()) {
+    std::cerr << "note: " << dir << " has no fp8_state.safetensors: DelayedScaling starts with fresh amax histories\n";
+    return;
+  }
+  const std::string path = dir + "/fp8_state.safetensors";
+  MappedSafetensors f(path);
+  for (const auto& [name, t] : state) {
+    const SafetensorsEntry* e = f.find(name);
+    if (!e || e->shape != t.shape())
+      fail(path, ": '", name, "' is missing or not ", shape_str(t.shape()),
+           " (amax_history_len or the layers' recipes changed since this checkpoint)");
+    f.copy_into(*e, t);
+  }
+}
+
 }  // namespace
 
 void remove_stale_tmp_dirs(const std::string& ckpt_dir) {
@@ -335,6 +360,7 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
       st.data_cursor = f.data_cursor;
       load_model_file(dir + "/model.safetensors", model.params());
       load_optimizer_state(dir, names, opt, model.params().numel());
+      load_quant_state(dir, names, model);
       opt.set_steps_taken(st.step);
       if (chosen_dir) *chosen_dir = dir;
       return st;

@@ -166,6 +166,17 @@ using config::ge;
 using config::gt;
 using config::half_open;
 
+// fp8_config.fp8_recipe: Transformer Engine's recipe class names, short or fully qualified.
+std::vector<std::string> fp8_recipe_choices() {
+  std::vector<std::string> v;
+  for (const char* n : {"Float8CurrentScaling", "DelayedScaling", "Float8BlockScaling", "MXFP8BlockScaling",
+                        "NVFP4BlockScaling"}) {
+    v.push_back(n);
+    v.push_back(std::string("transformer_engine.common.recipe.") + n);
+  }
+  return v;
+}
+
 Registry build_registry() {
   Registry r;
   // top level
@@ -201,8 +212,29 @@ Registry build_registry() {
                                    "Hopper; CPU: emulated, as the reference)");
   BIND(fp8_config.fp8_format, .choices = {"HYBRID", "E4M3"},
        .help = "HYBRID: E4M3 activations and weights, E5M2 gradients; E4M3: E4M3 everywhere");
-  BIND(fp8_config.fp8_recipe, .choices = {"Float8CurrentScaling"},
-       .help = "scaling recipe: per-tensor scales from each tensor's current amax");
+  BIND(fp8_config.fp8_recipe, .choices = fp8_recipe_choices(),
+       .help = "Transformer Engine recipe (the short name or transformer_engine.common.recipe.<name>): "
+               "Float8CurrentScaling | DelayedScaling | Float8BlockScaling | MXFP8BlockScaling | NVFP4BlockScaling");
+  BIND(fp8_config.fp8_recipe_kwargs.amax_history_len, .range = ge(1), .help = "DelayedScaling: amax history length");
+  BIND(fp8_config.fp8_recipe_kwargs.amax_compute_algo, .choices = {"max", "most_recent"},
+       .help = "DelayedScaling: the amax a scale comes from (max of the history, or the last step's)");
+  BIND(fp8_config.fp8_recipe_kwargs.margin, .range = ge(0), .help = "DelayedScaling: scale = fp8_max * 2^-margin / amax");
+  BIND(fp8_config.fp8_recipe_kwargs.reduce_amax, .help = "DelayedScaling: amax reduced over ranks (see docs/PRECISION.md)");
+  BIND(fp8_config.fp8_recipe_kwargs.use_f32_scales,
+       .help = "Float8BlockScaling: fp32 scales (false: scales rounded down to powers of two, TE's default)");
+  BIND(fp8_config.fp8_recipe_kwargs.fp8_dpa, .help = "FP8 attention (not implemented: must be false)");
+  BIND(fp8_config.fp8_recipe_kwargs.fp8_mha, .help = "FP8 multi-head attention (not implemented: must be false)");
+  BIND(fp8_config.stats_interval, .range = ge(0), .aliases = {"fp8_stats_interval", "quant_stats_interval"},
+       .help = "every N steps: per-layer amax, scale and under/overflow fractions of the FP8 tensors into the "
+               "metrics; 0 = off");
+  BIND(fp4_config.enabled, .help = "NVFP4 in the transformer layers (emulated on the CPU and on Hopper; no Blackwell kernels yet)");
+  BIND(fp4_config.fp4_recipe, .choices = {"NVFP4BlockScaling", "transformer_engine.common.recipe.NVFP4BlockScaling"});
+  BIND(fp4_config.fp4_format, .choices = {"E2M1"});
+  BIND(fp4_config.fp4_recipe_kwargs.disable_rht, .help = "no random Hadamard transform of the weight-gradient inputs");
+  BIND(fp4_config.fp4_recipe_kwargs.disable_stochastic_rounding, .help = "gradients round to nearest");
+  BIND(fp4_config.fp4_recipe_kwargs.disable_2d_quantization, .help = "weights in 1x16 blocks instead of 16x16");
+  BIND(fp8_layers, .range = ge(1), .help = "1-indexed layers in FP8 (empty: all, or those fp4_layers leaves)");
+  BIND(fp4_layers, .range = ge(1), .help = "1-indexed layers in FP4 (empty: all, or those fp8_layers leaves)");
 
   // model
   BIND(model.family, .choices = family_names());

@@ -90,12 +90,38 @@ struct TrainConfig {
     bool operator==(const Logger&) const = default;
   };
 
-  // FP8 GEMMs in the transformer layers (the recipes' fp8_config): per-tensor current scaling.
+  // FP8 GEMMs in the transformer layers (the recipes' fp8_config; docs/PRECISION.md).
   struct Fp8 {
     bool enabled = false;
-    std::string fp8_format = "HYBRID";              // HYBRID (E4M3 forward, E5M2 gradients) | E4M3
-    std::string fp8_recipe = "Float8CurrentScaling";  // the scaling recipe implemented
+    std::string fp8_format = "HYBRID";                // HYBRID (E4M3 forward, E5M2 gradients) | E4M3
+    std::string fp8_recipe = "Float8CurrentScaling";  // a Transformer Engine recipe class name
+    // fp8_recipe_kwargs.*, Transformer Engine's names (each applies to the recipes that have it).
+    struct Kwargs {
+      int64_t amax_history_len = 1024;         // DelayedScaling
+      std::string amax_compute_algo = "max";   // DelayedScaling: max | most_recent
+      int64_t margin = 0;                      // DelayedScaling (MXFP8BlockScaling accepts it; biofm ignores it there)
+      bool reduce_amax = true;                 // DelayedScaling (one process: nothing to reduce)
+      bool use_f32_scales = false;             // Float8BlockScaling: false = power-of-two scales
+      bool fp8_dpa = false;                    // FP8 attention: not implemented (must stay false)
+      bool fp8_mha = false;
+      bool operator==(const Kwargs&) const = default;
+    } fp8_recipe_kwargs;
+    int64_t stats_interval = 0;  // FP8 statistics into the metrics every N steps; 0 = off
     bool operator==(const Fp8&) const = default;
+  };
+
+  // NVFP4 in the transformer layers (the recipes' fp4_config).
+  struct Fp4 {
+    bool enabled = false;
+    std::string fp4_recipe = "NVFP4BlockScaling";
+    std::string fp4_format = "E2M1";
+    struct Kwargs {
+      bool disable_rht = false;                  // random Hadamard transform of the wgrad inputs
+      bool disable_stochastic_rounding = false;  // of the gradients
+      bool disable_2d_quantization = false;      // 16x16 weight blocks
+      bool operator==(const Kwargs&) const = default;
+    } fp4_recipe_kwargs;
+    bool operator==(const Fp4&) const = default;
   };
 
   // An nsys capture window: cudaProfilerStart before step start_step, Stop after end_step.
@@ -146,6 +172,8 @@ struct TrainConfig {
   Checkpoint checkpoint;
   Logger logger;
   Fp8 fp8_config;
+  Fp4 fp4_config;
+  std::vector<double> fp8_layers, fp4_layers;  // 1-indexed layer lists; empty = not given
   Ops ops;
   Profiler profiler;
   Distributed distributed;

@@ -1,5 +1,7 @@
 #include "biofm/train/setup.h"
 
+#include <algorithm>
+
 namespace biofm {
 
 Device device_of(const TrainConfig& cfg) { return cfg.device; }
@@ -19,19 +21,89 @@ void apply_op_options(const TrainConfig& cfg) {
   ops::set_op_options(o);
 }
 
+namespace {
+
+// "transformer_engine.common.recipe.DelayedScaling" -> "DelayedScaling"
+std::string recipe_short_name(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+
+// A fp8_recipe_kwargs key set away from its default for a recipe that does not have it.
+void check_kwargs(const TrainConfig& cfg, const std::string& recipe) {
+  const TrainConfig::Fp8::Kwargs& k = cfg.fp8_config.fp8_recipe_kwargs;
+  const TrainConfig::Fp8::Kwargs d{};
+  auto only_for = [&](bool changed, const char* key, std::initializer_list<const char*> recipes) {
+    if (!changed) return;
+    for (const char* r : recipes)
+      if (recipe == r) return;
+    std::string names;
+    for (const char* r : recipes) names += std::string(names.empty() ? "" : ", ") + r;
+    fail("fp8_config.fp8_recipe_kwargs.", key, " is a parameter of ", names, ", not of fp8_config.fp8_recipe ", recipe);
+  };
+  only_for(k.amax_history_len != d.amax_history_len, "amax_history_len", {"DelayedScaling"});
+  only_for(k.amax_compute_algo != d.amax_compute_algo, "amax_compute_algo", {"DelayedScaling"});
+  only_for(k.margin != d.margin, "margin", {"DelayedScaling", "MXFP8BlockScaling"});
+  only_for(k.reduce_amax != d.reduce_amax, "reduce_amax", {"DelayedScaling"});
+  only_for(k.use_f32_scales != d.use_f32_scales, "use_f32_scales", {"Float8BlockScaling"});
+  if (k.fp8_dpa || k.fp8_mha)
+    fail("fp8_config.fp8_recipe_kwargs.", k.fp8_dpa ? "fp8_dpa" : "fp8_mha",
+         "=true (FP8 attention) is not implemented: attention runs in bf16");
+}
+
+}  // namespace
+
 std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device) {
   if (!cfg.fp8_config.enabled) return std::nullopt;
   if (device == Device::CUDA && precision_for(cfg, device) == Precision::F32)
     fail("fp8_config.enabled needs precision bf16-mixed or bf16 on CUDA (FP8 GEMMs read bf16 activations), "
          "got precision ", precision_name(cfg.precision));
-  if (cfg.fp8_config.fp8_recipe != "Float8CurrentScaling")
-    fail("fp8_config.fp8_recipe '", cfg.fp8_config.fp8_recipe, "' is not supported (Float8CurrentScaling)");
   ops::Fp8Recipe r;
   if (cfg.fp8_config.fp8_format == "E4M3")
     r.bwd = ops::Fp8Type::E4M3;
   else if (cfg.fp8_config.fp8_format != "HYBRID")
     fail("fp8_config.fp8_format '", cfg.fp8_config.fp8_format, "' is not one of HYBRID, E4M3");
   return r;
+}
+
+std::vector<ops::LayerQuant> layer_quant_for(const TrainConfig& cfg, Device device, int layers) {
+  const auto& f8 = cfg.fp8_config;
+  const auto& f4 = cfg.fp4_config;
+  const std::string recipe = recipe_short_name(f8.fp8_recipe);
+  // fp8_recipe NVFP4BlockScaling: the fp8 layers run NVFP4 (Transformer Engine takes the recipe as given).
+  const bool fp8_is_fp4 = recipe == "NVFP4BlockScaling";
+  if (f8.enabled) check_kwargs(cfg, recipe);
+  const std::optional<ops::Fp8Recipe> types = fp8_recipe_for(cfg, device);
+  if (f4.enabled && device == Device::CUDA && precision_for(cfg, device) == Precision::F32)
+    fail("fp4_config.enabled needs precision bf16-mixed or bf16 on CUDA, got ", precision_name(cfg.precision));
+  const std::vector<ops::LayerFormat> formats =
+      ops::assign_layer_formats(layers, f8.enabled, cfg.fp8_layers, f4.enabled, cfg.fp4_layers);
+  ops::LayerQuant fp8q, fp4q;
+  fp8q.format = ops::LayerFormat::Fp8;
+  if (types) {
+    fp8q.fwd = types->fwd;
+    fp8q.bwd = types->bwd;
+  }
+  if (recipe == "DelayedScaling") fp8q.scaling = ops::Fp8Scaling::Delayed;
+  if (recipe == "Float8BlockScaling") fp8q.scaling = ops::Fp8Scaling::Block;
+  if (recipe == "MXFP8BlockScaling") fp8q.scaling = ops::Fp8Scaling::Mxfp8;
+  fp8q.delayed.amax_history_len = int(f8.fp8_recipe_kwargs.amax_history_len);
+  fp8q.delayed.amax_compute_max = f8.fp8_recipe_kwargs.amax_compute_algo == "max";
+  fp8q.delayed.margin = int(f8.fp8_recipe_kwargs.margin);
+  fp8q.block_f32_scales = f8.fp8_recipe_kwargs.use_f32_scales;
+  fp4q.format = ops::LayerFormat::Fp4;
+  fp4q.nvfp4.random_hadamard = !f4.fp4_recipe_kwargs.disable_rht;
+  fp4q.nvfp4.stochastic_rounding = !f4.fp4_recipe_kwargs.disable_stochastic_rounding;
+  fp4q.nvfp4.weight_2d = !f4.fp4_recipe_kwargs.disable_2d_quantization;
+  if (fp8_is_fp4) fp8q = fp4q;
+
+  std::vector<ops::LayerQuant> out;
+  if (!f8.enabled && !f4.enabled) return out;
+  for (ops::LayerFormat f : formats)
+    out.push_back(f == ops::LayerFormat::Fp8 ? fp8q : f == ops::LayerFormat::Fp4 ? fp4q : ops::LayerQuant{});
+  // On CUDA, Float8BlockScaling, MXFP8 and NVFP4 run emulated (quantize-dequantize, bf16 GEMMs:
+  // the numerics, not the speed); the trainer's banner says so.
+  return out;
 }
 
 DataOptions data_options(const TrainConfig& cfg) {
@@ -51,7 +123,12 @@ DataOptions data_options(const TrainConfig& cfg) {
 }
 
 std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device, ParamShard shard) {
-  const std::optional<ops::Fp8Recipe> fp8 = fp8_recipe_for(cfg, device);  // (a bad setting fails before the build)
+  // (a bad setting fails before the build; the layer count is checked against the model after)
+  int most = 1;
+  for (const auto* list : {&cfg.fp8_layers, &cfg.fp4_layers})
+    for (double v : *list)
+      if (v >= 1 && v <= 1e6) most = std::max(most, int(v));  // (others fail in layer_quant_for below)
+  (void)layer_quant_for(cfg, device, most);
   const ModelFamily& family = family_named(cfg.model.family);
   BuildOptions o;
   o.precision = precision_for(cfg, device);
@@ -69,7 +146,7 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device,
     m = family.build(cfg.model.config, device, o);
   }
   m->set_recompute(cfg.recompute, cfg.recompute_layers);
-  m->set_fp8(fp8);
+  m->set_layer_quant(layer_quant_for(cfg, device, int(m->dims().layers)));
   return m;
 }
 

@@ -14,8 +14,12 @@ namespace biofm {
 Device device_of(const TrainConfig& cfg);
 // fp32 on the CPU; the config's precision on CUDA.
 Precision precision_for(const TrainConfig& cfg, Device device);
-// The FP8 recipe of fp8_config (nullopt when off); an error for a combination that cannot run.
+// The FP8 formats of fp8_config (nullopt when off); an error for a combination that cannot run.
 std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device);
+// What each of the model's `layers` transformer layers runs in, from fp8_config, fp4_config,
+// fp8_layers and fp4_layers (docs/PRECISION.md); empty when neither format is enabled. An error
+// names the key for a setting that is invalid or cannot run on `device`.
+std::vector<ops::LayerQuant> layer_quant_for(const TrainConfig& cfg, Device device, int layers);
 // The ops.* keys into ops::set_op_options (before the first op runs).
 void apply_op_options(const TrainConfig& cfg);
 // The dataset section as the batchers read it.

@@ -45,6 +45,7 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
     NvtxRange opt_range("optimizer");
     opt_.step(float(lr), label_count_);
   }
+  model_.quant_step_end();  // DelayedScaling: the next step's scales from this step's amaxes
   ProfilerWindow::step_end();
 }
 

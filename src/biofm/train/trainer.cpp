@@ -323,6 +323,18 @@ class TrainingRun {
                 model_->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
                 double(dims.parameters) / 1e6, device_name(device_), precision_name(precision_for(cfg_, device_)),
                 fp8.c_str(), cfg_.dataset.path.c_str(), train_set_->stats().summary().c_str());
+    if (!model_->layer_quant().empty()) {  // which layer runs in which precision
+      bool emulated = device_ == Device::CPU;
+      for (const ops::LayerQuant& q : model_->layer_quant())
+        emulated = emulated || q.format == ops::LayerFormat::Fp4 ||
+                   (q.format == ops::LayerFormat::Fp8 &&
+                    (q.scaling == ops::Fp8Scaling::Block || q.scaling == ops::Fp8Scaling::Mxfp8));
+      std::printf("precision by layer: %s%s\n",
+                  ops::describe_layer_quant(model_->layer_quant(), device_ == Device::CPU ? "fp32" : "bf16").c_str(),
+                  device_ == Device::CPU ? " (quantization emulated on the CPU)"
+                  : emulated ? " (block-scaled layers emulated: quantize-dequantize around bf16 GEMMs, no speedup)"
+                             : "");
+    }
     std::fflush(stdout);
   }
 
@@ -347,11 +359,20 @@ class TrainingRun {
         window.add_batch(micro.back());
       }
       const double lr = cfg_.optimizer.lr * lr_multiplier(sched, step_);
+      const int64_t done = step_ + 1;
+      const int64_t stats_every = cfg_.fp8_config.stats_interval;
+      ops::QuantStatsCollector quant_stats;  // FP8 statistics on their steps (host copies: slow)
+      const bool stats_now = stats_every > 0 && done % stats_every == 0 && !model_->layer_quant().empty();
+      if (stats_now) model_->set_quant_stats(&quant_stats);
       train_step.run(micro, lr);
+      model_->set_quant_stats(nullptr);
       window.add_step();
 
-      const int64_t done = step_ + 1;
       json rec = check_and_log(done, lr, train_step, window);
+      if (stats_now) {
+        if (rec.is_null()) rec = {{"step", done}, {"elapsed", seconds_since(t_start_)}};
+        add_quant_stats(rec, quant_stats);
+      }
       if (coord_) coord_->set_step(done, Coordinator::Phase::Io);  // (validation, checkpoint: io_timeout)
       if (val_data_ && cfg_.dataset.val_every_n_steps > 0 && done % cfg_.dataset.val_every_n_steps == 0) {
         // (on its own schedule, whatever logger.frequency is)
@@ -430,6 +451,17 @@ class TrainingRun {
   }
   void release_full_params() {
     if (fsdp_) model_->params().clear_full_copy();
+  }
+
+  // "fp8/layer_03/qkv/input/amax" etc.: per quantized tensor (metrics.jsonl and TensorBoard).
+  static void add_quant_stats(json& rec, const ops::QuantStatsCollector& c) {
+    for (const auto& [name, s] : c.tensors) {
+      const std::string k = "fp8/" + name + "/";
+      rec[k + "amax"] = s.amax;
+      if (s.scale > 0) rec[k + "scale"] = s.scale;
+      rec[k + "underflow"] = s.elements ? double(s.underflows) / double(s.elements) : 0.0;
+      rec[k + "overflow"] = s.elements ? double(s.overflows) / double(s.elements) : 0.0;
+    }
   }
 
   void checkpoint(int64_t done) {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "biofm/models/params.h"
+#include "biofm/ops/fp8/recipe.h"
+#include "biofm/ops/fp8/stats.h"
 #include "biofm/ops/gemm/op.h"
 
 namespace biofm {
@@ -26,8 +28,24 @@ using LayerHook = std::function<void(LayerEvent event, int layer)>;
 struct BlockContext {
   ParamStore* params = nullptr;
   DType act_dtype = DType::F32;            // activations: F32, or BF16 in the bf16 precisions
-  std::optional<ops::Fp8Recipe> fp8;       // FP8 GEMMs in the transformer layers' linears
-  uint64_t fp8_epoch = 0;                  // bumped when fp8 changes (the Linears' code caches compare it)
+  // What each transformer layer's projections run in (ops/fp8/recipe.h); empty: the compute
+  // precision everywhere.
+  std::vector<ops::LayerQuant> layer_quant;
+  uint64_t fp8_epoch = 0;  // bumped when layer_quant changes (the Linears' code caches compare it)
+  // DelayedScaling state of every quantized tensor: 3 rows (input, weight, output gradient) per
+  // projection of the layers, projection p of layer l at rows (4l + p)·3 ... (ops/fp8/delayed.h).
+  Tensor delayed_history, delayed_scale_amax;  // F32 [rows, L], [rows]
+  // Set on the steps that log quantization statistics (ops/fp8/stats.h): the layers' Linears
+  // add each quantized tensor's statistics (host copies: slow, hence only then).
+  ops::QuantStatsCollector* stats = nullptr;
+
+  // The layer's quantization, or null for the compute precision (also for layer < 0: the
+  // embedding and the head always run in the compute precision, as in the recipes).
+  const ops::LayerQuant* quant_of(int layer) const {
+    if (layer < 0 || size_t(layer) >= layer_quant.size()) return nullptr;
+    const ops::LayerQuant& q = layer_quant[size_t(layer)];
+    return q.format == ops::LayerFormat::Compute ? nullptr : &q;
+  }
 
   Device device() const { return params->device(); }
   Tensor act(const Shape& s) const { return Tensor::empty(s, act_dtype, device()); }

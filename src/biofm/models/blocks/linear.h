@@ -1,9 +1,16 @@
-// Linear: out = x·Wᵀ (+ bias) (+ residual), in the compute precision or, when the block is
-// FP8-capable and the context's recipe is set, as FP8 GEMMs (ops/gemm/op.h). The block owns
-// its FP8 state: the codes of its weight, both forms, kept across the micro batches of an
-// optimizer step and recomputed when the parameter store's version() or the recipe changes.
+// Linear: out = x·Wᵀ (+ bias) (+ residual), in the precision its transformer layer was assigned
+// (BlockContext::layer_quant, ops/fp8/recipe.h):
+//   - the compute precision (bf16, fp32 on the CPU);
+//   - FP8 Float8CurrentScaling / DelayedScaling: FP8 GEMMs (ops/gemm/op.h) on CUDA, the same
+//     quantization emulated around fp32 GEMMs on the CPU. The block owns its FP8 state: the
+//     codes of its weight, both forms, kept across the micro batches of an optimizer step and
+//     recomputed when the parameter store's version() or the recipe changes; with delayed
+//     scaling, its three rows (input, weight, output gradient) of the context's amax history;
+//   - Float8BlockScaling, MXFP8BlockScaling, NVFP4BlockScaling: emulated (quantized and
+//     dequantized per GEMM operand along the GEMM's contraction dimension, ops/blockscale/op.h,
+//     then the GEMMs in the compute precision: fp32 on the CPU, bf16 on CUDA).
 // The embedding and LM head stay in the compute precision, as in the recipes (Transformer
-// Engine's FP8 covers the layers' Linear modules only).
+// Engine's quantization covers the layers' Linear modules only).
 #pragma once
 #include "biofm/models/blocks/common.h"
 
@@ -12,10 +19,14 @@ namespace biofm {
 class Linear {
  public:
   Linear() = default;
-  Linear(const BlockContext* ctx, ParamRef weight, ParamRef bias, bool fp8_capable)
-      : ctx_(ctx), w_(weight), b_(bias), fp8_capable_(fp8_capable) {}
+  // layer >= 0: projection `proj` (0..3: q|k|v, output, MLP in, MLP out) of that transformer
+  // layer, quantized as the layer says; layer < 0: always the compute precision.
+  Linear(const BlockContext* ctx, ParamRef weight, ParamRef bias, int layer = -1, int proj = 0)
+      : ctx_(ctx), w_(weight), b_(bias), layer_(layer), proj_(proj) {}
 
-  bool fp8() const { return fp8_capable_ && ctx_->fp8.has_value(); }
+  // Whether this linear runs FP8 GEMMs with per-tensor scales (current or delayed scaling):
+  // then a producer's max |x| saves the quantization a pass.
+  bool fp8() const;
   Tensor weight() const { return w_.weight(*ctx_->params); }
 
   // residual: added as the GEMM's C operand (undefined: none). FP8 only: save keeps x's
@@ -31,12 +42,27 @@ class Linear {
  private:
   // The weight-code cache, emptied when the parameters changed; null where it cannot serve.
   ops::Fp8WeightCodes* codes(const Tensor& w) const;
+  // DelayedScaling: this linear's history row and scale_amax ([1] view) of tensor role 0..2.
+  Tensor history_row(int role) const;
+  Tensor scale_amax(int role) const;
+  void forward_delayed(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& residual,
+                       const ops::LayerQuant& q, ops::Fp8SavedInput* save, const Tensor& x_amax) const;
+  void backward_delayed(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x, const Tensor& w,
+                        const ops::LayerQuant& q, const ops::Fp8SavedInput* saved, const Tensor& dout_amax) const;
+  void forward_emulated(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& residual,
+                        const ops::LayerQuant& q) const;
+  void backward_emulated(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x, const Tensor& w,
+                         const ops::LayerQuant& q) const;
+
+  // Statistics of one quantized tensor (role 0 input, 1 weight, 2 output gradient).
+  void collect_stats(int role, const Tensor& t, const ops::LayerQuant& q) const;
 
   const BlockContext* ctx_ = nullptr;
   ParamRef w_, b_;
-  bool fp8_capable_ = false;
+  int layer_ = -1, proj_ = 0;
   mutable ops::Fp8WeightCodes codes_;
   mutable uint64_t codes_version_ = ~uint64_t(0), codes_epoch_ = ~uint64_t(0);
+  mutable uint64_t calls_ = 0;  // stochastic rounding: a new random stream per backward
 };
 
 }  // namespace biofm

@@ -129,12 +129,13 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
   }
 }
 
-void fp8_fake_quantize(Tensor& out, const Tensor& x, Fp8Type t) {
+void fp8_fake_quantize(Tensor& out, const Tensor& x, Fp8Type t, const Tensor& amax) {
   const char* op = "fp8_fake_quantize";
   const std::vector<float> v = values_of(x, op);
   require_f32(out, op, "out");
   if (out.numel() != x.numel()) fail(op, ": out ", out.describe(), " must match x ", x.describe());
-  const float scale = fp8_scale_for(amax_of(v), t);
+  if (amax.defined()) require_f32_shape(amax, {1}, op, "amax");
+  const float scale = fp8_scale_for(amax.defined() ? amax.f32()[0] : amax_of(v), t);
   const float inv = 1.0f / scale;  // as the GPU applies it: code · scale_inv
   float* o = out.f32();
   const int64_t n = int64_t(v.size());

@@ -38,8 +38,10 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
 BIOFM_BACKENDS(fp8_quantize)
 
 namespace cpu {
-// out = x quantized and dequantized (F32; x F32 or BF16): what an FP8 GEMM sees of x.
-void fp8_fake_quantize(Tensor& out, const Tensor& x, Fp8Type t);
+// out = x quantized and dequantized (F32; x F32 or BF16): what an FP8 GEMM sees of x. amax
+// (F32 [1], optional): the amax the scale derives from (delayed scaling's scale_amax);
+// undefined: max |x|.
+void fp8_fake_quantize(Tensor& out, const Tensor& x, Fp8Type t, const Tensor& amax = Tensor());
 }  // namespace cpu
 
 }  // namespace biofm::ops

@@ -1,0 +1,14 @@
+// Backend choice of the block-scaled numerics.
+#include "biofm/ops/blockscale/op.h"
+
+namespace biofm::ops {
+
+void block_fake_quantize(Tensor& out, const Tensor& x, const BlockQuant& q) {
+  BIOFM_DISPATCH(x.device(), block_fake_quantize, out, x, q);
+}
+
+void hadamard16_rows(Tensor& out, const Tensor& x, uint64_t seed) {
+  BIOFM_DISPATCH(x.device(), hadamard16_rows, out, x, seed);
+}
+
+}  // namespace biofm::ops
