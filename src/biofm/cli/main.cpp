@@ -32,6 +32,8 @@ const Command kCommands[] = {
      "continue a DNA prompt with a Llama model (KV-cached decoding)"},
     {"bench", biofm::cmd_bench, "--model esm2 --shape 650M --data FILE",
      "training throughput (tokens/s, MFU, memory) of a model shape"},
+    {"prepare", biofm::cmd_prepare, "--input DATA --output DIR --family esm2|llama [--val-fraction F] [--dedup]",
+     "tokenize a dataset once into memory-mapped shards for training"},
     {"report", biofm::cmd_report, "RUN_DIR [RUN_DIR ...] [--output report.html]",
      "one self-contained HTML page of runs' curves and configs"},
     {"launch", biofm::cmd_launch, "--nproc-per-node N [--nnodes M --node-rank R --master ADDR:PORT] COMMAND [ARGS...]",

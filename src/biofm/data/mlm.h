@@ -31,7 +31,7 @@
 
 #include "biofm/core/rng.h"
 #include "biofm/data/batch.h"
-#include "biofm/data/dataset.h"
+#include "biofm/data/corpus.h"
 #include "biofm/data/pack.h"
 #include "biofm/data/sampler.h"
 #include "biofm/data/tokenizer.h"
@@ -76,7 +76,7 @@ class MlmBatcher {
  public:
   // Keeps a reference to `dataset`, which must outlive the batcher.
   // `tok` must have a mask token and outlive the batcher.
-  MlmBatcher(const SequenceDataset& dataset, const MlmOptions& options, const Tokenizer& tok = esm_tokenizer());
+  MlmBatcher(const SequenceCorpus& dataset, const MlmOptions& options, const Tokenizer& tok = esm_tokenizer());
 
   Batch next();
   uint64_t cursor() const { return cursor_; }  // next sample to be emitted
@@ -97,7 +97,7 @@ class MlmBatcher {
   void add_sample(uint64_t rec, uint64_t seed, RngStream stream, uint64_t index, MlmStats* stats);
   int64_t sample_tokens(uint64_t rec) const;
 
-  const SequenceDataset& dataset_;
+  const SequenceCorpus& dataset_;
   MlmOptions opt_;
   const Tokenizer& tok_;
   SampleOrder order_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -88,11 +89,20 @@ SequenceFormat detect_format(const std::string& path) {
        "optionally .gz or .zst); name the format explicitly (fasta, csv, tsv, jsonl, text)");
 }
 
+namespace {
+// A malformed record under ReaderOptions::skip_malformed: caught in next(), counted, skipped.
+struct MalformedRecord : Error {
+  using Error::Error;
+};
+}  // namespace
+
 struct SequenceReader::Impl {
   ReaderOptions opt;
   LineReader in;  // opened first: a missing file is reported before a bad extension
   SequenceFormat format;
-  uint64_t records = 0, skipped = 0;
+  uint64_t records = 0, skipped = 0, malformed = 0;
+  std::string first_error;  // the first malformed record or read error skipped
+  bool resync = false;      // FASTA after a skipped header: drop lines up to the next header
   bool done = false;
   std::string line;
   // FASTA: a header already read that starts the next record.
@@ -117,6 +127,11 @@ struct SequenceReader::Impl {
   }
 
   [[noreturn]] void fail_at(uint64_t line_no, const std::string& what) {
+    if (opt.skip_malformed) {
+      std::ostringstream os;
+      os << in.path() << ":" << line_no << ": " << what;
+      throw MalformedRecord(os.str());
+    }
     fail(in.path(), ":", line_no, ": ", what);
   }
 
@@ -141,8 +156,10 @@ struct SequenceReader::Impl {
           if (t.empty() || t[0] == ';') continue;
           if (line[0] == '>') {
             take_header(in.line_no());
+            resync = false;
             break;
           }
+          if (resync) continue;
           fail_at(in.line_no(), "sequence data before the first FASTA header ('>')");
         }
       }
@@ -331,12 +348,30 @@ bool SequenceReader::next(SequenceRecord& record) {
     return false;
   }
   bool ok = false;
-  switch (m.format) {
-    case SequenceFormat::Fasta: ok = m.next_fasta(record); break;
-    case SequenceFormat::Csv:
-    case SequenceFormat::Tsv: ok = m.next_csv(record); break;
-    case SequenceFormat::Jsonl: ok = m.next_jsonl(record); break;
-    case SequenceFormat::Text: ok = m.next_text(record); break;
+  for (;;) {
+    try {
+      switch (m.format) {
+        case SequenceFormat::Fasta: ok = m.next_fasta(record); break;
+        case SequenceFormat::Csv:
+        case SequenceFormat::Tsv: ok = m.next_csv(record); break;
+        case SequenceFormat::Jsonl: ok = m.next_jsonl(record); break;
+        case SequenceFormat::Text: ok = m.next_text(record); break;
+      }
+      break;
+    } catch (const MalformedRecord& e) {
+      ++m.malformed;
+      if (m.first_error.empty()) m.first_error = e.what();
+      m.resync = true;
+    } catch (const Error& e) {
+      // Anything else thrown while reading records is the stream itself (a truncated or
+      // corrupt gzip/zstd member, an I/O error): with skip, the rest of the file is counted
+      // as one skipped record and reading goes on with the next file.
+      if (!m.opt.skip_malformed) throw;
+      ++m.malformed;
+      if (m.first_error.empty()) m.first_error = e.what();
+      ok = false;
+      break;
+    }
   }
   if (ok) {
     ++m.records;
@@ -344,6 +379,9 @@ bool SequenceReader::next(SequenceRecord& record) {
   }
   m.done = true;
   if (m.records == 0) {
+    if (m.malformed)
+      fail(m.in.path(), ": no usable sequences (", m.malformed, " malformed record(s) skipped; the first: ",
+           m.first_error, ")");
     if (m.skipped)
       fail(m.in.path(), ": no sequences (", m.skipped, " record", m.skipped == 1 ? "" : "s",
            " with an empty sequence)");
@@ -356,6 +394,8 @@ const std::string& SequenceReader::path() const { return impl_->in.path(); }
 SequenceFormat SequenceReader::format() const { return impl_->format; }
 uint64_t SequenceReader::records() const { return impl_->records; }
 uint64_t SequenceReader::skipped_empty() const { return impl_->skipped; }
+uint64_t SequenceReader::skipped_malformed() const { return impl_->malformed; }
+const std::string& SequenceReader::first_error() const { return impl_->first_error; }
 uint64_t SequenceReader::line() const { return impl_->in.line_no(); }
 
 }  // namespace biofm

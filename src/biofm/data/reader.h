@@ -40,6 +40,10 @@ struct ReaderOptions {
   std::string name_column;          // optional CSV/TSV column / JSONL field used as record name
   bool strip_stop = true;           // drop trailing '*' characters
   uint64_t max_records = 0;         // stop after this many records (0 = all)
+  // dataset.on_error=skip: a malformed record (the errors above that name a line) is skipped
+  // and counted instead of thrown; a read error of the stream (truncated or corrupt gzip/zstd)
+  // ends the file, counted as one skipped record, and the records before it are kept.
+  bool skip_malformed = false;
 };
 
 struct SequenceRecord {
@@ -63,6 +67,8 @@ class SequenceReader {
   SequenceFormat format() const;
   uint64_t records() const;        // records returned so far
   uint64_t skipped_empty() const;  // records skipped because their sequence was empty
+  uint64_t skipped_malformed() const;     // with skip_malformed: records / file tails skipped
+  const std::string& first_error() const;  // the first of them ("" when none)
   uint64_t line() const;           // lines consumed so far
 
  private:
