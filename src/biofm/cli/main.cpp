@@ -34,6 +34,8 @@ const Command kCommands[] = {
      "training throughput (tokens/s, MFU, memory) of a model shape"},
     {"prepare", biofm::cmd_prepare, "--input DATA --output DIR --family esm2|llama [--val-fraction F] [--dedup]",
      "tokenize a dataset once into memory-mapped shards for training"},
+    {"bench-data", biofm::cmd_bench_data, "--data DATA --family esm2|llama [--seconds 5]",
+     "loader throughput and memory on one thread; --synthetic N writes a test dataset"},
     {"report", biofm::cmd_report, "RUN_DIR [RUN_DIR ...] [--output report.html]",
      "one self-contained HTML page of runs' curves and configs"},
     {"launch", biofm::cmd_launch, "--nproc-per-node N [--nnodes M --node-rank R --master ADDR:PORT] COMMAND [ARGS...]",

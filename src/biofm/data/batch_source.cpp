@@ -31,6 +31,7 @@ class BatcherSource : public BatchSource {
  public:
   BatcherSource(const SequenceCorpus& d, const Options& o, const Tokenizer& tok) : data_(d), b_(d, o, tok) {}
   Batch next() override { return b_.next(); }
+  void skip() override { b_.skip(); }
   uint64_t cursor() const override { return b_.cursor(); }
   void set_cursor(uint64_t c) override { b_.set_cursor(c); }
   uint64_t epoch() const override { return b_.epoch(); }

@@ -73,6 +73,8 @@ class CausalLmBatcher {
                   const Tokenizer& tok = nucleotide_tokenizer());
 
   Batch next();
+  // Moves the cursor past the batch next() would build, from the window lengths alone.
+  void skip();
   uint64_t cursor() const { return cursor_; }  // next window (sample) to be emitted
   void set_cursor(uint64_t cursor) { cursor_ = cursor; }
   uint64_t num_samples() const { return window_offsets_.back(); }  // windows per epoch

@@ -79,6 +79,9 @@ class MlmBatcher {
   MlmBatcher(const SequenceCorpus& dataset, const MlmOptions& options, const Tokenizer& tok = esm_tokenizer());
 
   Batch next();
+  // Moves the cursor past the batch next() would build, from the lengths alone (no tokens,
+  // no masking; stats unchanged): data parallelism skips the other ranks' batches this way.
+  void skip();
   uint64_t cursor() const { return cursor_; }  // next sample to be emitted
   void set_cursor(uint64_t cursor) { cursor_ = cursor; }
   uint64_t num_samples() const { return dataset_.size(); }  // samples per epoch

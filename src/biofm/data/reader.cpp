@@ -9,6 +9,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/data/line_reader.h"
+#include "biofm/data/parquet_rows.h"
 
 namespace biofm {
 
@@ -49,6 +50,7 @@ const char* format_name(SequenceFormat f) {
     case SequenceFormat::Tsv: return "tsv";
     case SequenceFormat::Jsonl: return "jsonl";
     case SequenceFormat::Text: return "text";
+    case SequenceFormat::Parquet: return "parquet";
   }
   return "?";
 }
@@ -60,7 +62,8 @@ SequenceFormat parse_format(std::string_view name) {
   if (n == "tsv" || n == "tab") return SequenceFormat::Tsv;
   if (n == "jsonl" || n == "json") return SequenceFormat::Jsonl;
   if (n == "text" || n == "txt") return SequenceFormat::Text;
-  fail("unknown sequence format '", name, "' (expected fasta, csv, tsv, jsonl or text)");
+  if (n == "parquet") return SequenceFormat::Parquet;
+  fail("unknown sequence format '", name, "' (expected fasta, csv, tsv, jsonl, text or parquet)");
 }
 
 std::optional<SequenceFormat> format_from_extension(const std::string& path) {
@@ -79,6 +82,7 @@ std::optional<SequenceFormat> format_from_extension(const std::string& path) {
   if (ends(".tsv") || ends(".tab")) return SequenceFormat::Tsv;
   if (ends(".jsonl") || ends(".json")) return SequenceFormat::Jsonl;
   if (ends(".txt")) return SequenceFormat::Text;
+  if (ends(".parquet")) return SequenceFormat::Parquet;
   return std::nullopt;
 }
 
@@ -86,7 +90,7 @@ SequenceFormat detect_format(const std::string& path) {
   if (auto f = format_from_extension(path)) return *f;
   fail("cannot tell the format of ", path,
        " from its extension (known: .fasta .fa .faa .fna .fas .ffn .csv .tsv .tab .jsonl .json .txt, "
-       "optionally .gz or .zst); name the format explicitly (fasta, csv, tsv, jsonl, text)");
+       "optionally .gz or .zst, and .parquet); name the format explicitly (fasta, csv, tsv, jsonl, text, parquet)");
 }
 
 namespace {
@@ -115,11 +119,14 @@ struct SequenceReader::Impl {
   size_t seq_col = 0;
   long name_col = -1;
   std::vector<std::string> fields;
+  // Parquet
+  std::unique_ptr<ParquetRows> parquet;
 
   Impl(const std::string& path, const ReaderOptions& o)
       : opt(o),
         in(path),
         format(o.format.empty() || lower(o.format) == "auto" ? detect_format(path) : parse_format(o.format)) {
+    if (format == SequenceFormat::Parquet) parquet = std::make_unique<ParquetRows>(path, o.column, o.name_column);
     if (format == SequenceFormat::Csv || format == SequenceFormat::Tsv) {
       delim = format == SequenceFormat::Tsv ? '\t' : ',';
       read_csv_header();
@@ -316,6 +323,21 @@ struct SequenceReader::Impl {
     }
   }
 
+  // ---- Parquet: one row per record (rec.line is the 1-based row); null sequences count as empty ----
+  bool next_parquet(SequenceRecord& rec) {
+    for (;;) {
+      bool is_null = false;
+      if (!parquet->next(rec.sequence, rec.name, is_null)) return false;
+      rec.line = parquet->row();
+      clean_sequence(rec.sequence, opt.strip_stop);
+      if (rec.sequence.empty()) {
+        ++skipped;
+        continue;
+      }
+      return true;
+    }
+  }
+
   // ---- plain text: one sequence per line ----
   bool next_text(SequenceRecord& rec) {
     for (;;) {
@@ -356,6 +378,7 @@ bool SequenceReader::next(SequenceRecord& record) {
         case SequenceFormat::Tsv: ok = m.next_csv(record); break;
         case SequenceFormat::Jsonl: ok = m.next_jsonl(record); break;
         case SequenceFormat::Text: ok = m.next_text(record); break;
+        case SequenceFormat::Parquet: ok = m.next_parquet(record); break;
       }
       break;
     } catch (const MalformedRecord& e) {

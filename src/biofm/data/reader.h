@@ -20,14 +20,15 @@
 
 namespace biofm {
 
-enum class SequenceFormat { Fasta, Csv, Tsv, Jsonl, Text };
+enum class SequenceFormat { Fasta, Csv, Tsv, Jsonl, Text, Parquet };
 
-const char* format_name(SequenceFormat f);  // "fasta", "csv", "tsv", "jsonl", "text"
+const char* format_name(SequenceFormat f);  // "fasta", "csv", "tsv", "jsonl", "text", "parquet"
 // "fasta" | "fa" | "csv" | "tsv" | "tab" | "jsonl" | "json" | "text" | "txt" (case-insensitive);
 // throws otherwise.
 SequenceFormat parse_format(std::string_view name);
 // From the extension, after an optional ".gz" or ".zst": .fasta .fa .faa .fna .fas .ffn → Fasta,
-// .csv → Csv, .tsv .tab → Tsv, .jsonl .json → Jsonl, .txt → Text; nullopt otherwise.
+// .csv → Csv, .tsv .tab → Tsv, .jsonl .json → Jsonl, .txt → Text, .parquet → Parquet (column by
+// name, data/parquet_rows.h; not through LineReader, so no .gz/.zst around it); nullopt otherwise.
 std::optional<SequenceFormat> format_from_extension(const std::string& path);
 // The same, but throws naming the path when the extension is not one of those.
 SequenceFormat detect_format(const std::string& path);

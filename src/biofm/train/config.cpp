@@ -238,7 +238,7 @@ Registry build_registry() {
        .help = "training data: a file, a directory, a glob or a list of these (a YAML list or "
                "comma-separated); fasta, csv, tsv, jsonl, text; .gz or .zst allowed",
        .string_list = true);
-  BIND(dataset.format, .choices = {"auto", "fasta", "csv", "tsv", "jsonl", "text"},
+  BIND(dataset.format, .choices = {"auto", "fasta", "csv", "tsv", "jsonl", "text", "parquet"},
        .help = "auto: from each file's extension");
   BIND(dataset.column, .aliases = {"sequence_column", "text_column"});
   BIND(dataset.max_seq_length, .range = ge(2), .aliases = {"seq_length", "max_length"});
