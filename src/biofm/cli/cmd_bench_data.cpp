@@ -49,6 +49,22 @@ double peak_rss_mb() {
   return double(ru.ru_maxrss) / 1024.0;
 }
 
+// A field of /proc/self/status in MB (RssAnon: the process's own memory; RssFile: pages of
+// mapped files, the shards, which the kernel can drop and read again).
+double status_mb(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string k;
+  double kb = 0;
+  while (in >> k) {
+    if (k == std::string(key) + ":") {
+      in >> kb;
+      return kb / 1024.0;
+    }
+    std::getline(in, k);
+  }
+  return -1;
+}
+
 int synthetic(const Flags& f) {
   const uint64_t n = uint64_t(f.get_int("--synthetic", 0, 1, 1LL << 40));
   const std::string out = f.require("--output");
@@ -133,14 +149,17 @@ int cmd_bench_data(int argc, char** argv) {
     nlohmann::json j = {{"data", data},          {"family", family.name},   {"records", corpus->size()},
                         {"open_s", t_open},      {"first_batch_s", t_first}, {"batches", batches},
                         {"tokens", tokens},      {"label_tokens", labels},  {"tokens_per_s", tps},
-                        {"peak_rss_mb", peak_rss_mb()}};
+                        {"peak_rss_mb", peak_rss_mb()},  {"rss_anon_mb", status_mb("RssAnon")},
+                        {"rss_file_mb", status_mb("RssFile")}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf(
         "bench-data: %s (%s): %llu records; open %.3f s, first batch at %.3f s; %llu batches, %.3g tokens/s on one "
-        "thread (%.0f tokens per batch); peak RSS %.0f MB\n",
+        "thread (%.0f tokens per batch); peak RSS %.0f MB, now %.0f MB own (RssAnon) + %.0f MB of mapped shards "
+        "(RssFile)\n",
         data.c_str(), corpus->summary().c_str(), (unsigned long long)corpus->size(), t_open, t_first,
-        (unsigned long long)batches, tps, double(tokens) / double(batches), peak_rss_mb());
+        (unsigned long long)batches, tps, double(tokens) / double(batches), peak_rss_mb(), status_mb("RssAnon"),
+        status_mb("RssFile"));
   }
   return 0;
 }

@@ -47,6 +47,7 @@ class PreparedCorpus : public SequenceCorpus {
 
  private:
   std::pair<const ShardView*, uint64_t> locate(uint64_t i) const;
+  void verify(const std::vector<uint32_t>& want_crc) const;
 
   std::string dir_, split_, tokenizer_;
   std::vector<ShardView> shards_;

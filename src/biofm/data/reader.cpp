@@ -133,6 +133,12 @@ struct SequenceReader::Impl {
     }
   }
 
+  void note_malformed(const std::string& what) {
+    ++malformed;
+    if (first_error.empty()) first_error = what;
+    resync = true;
+  }
+
   [[noreturn]] void fail_at(uint64_t line_no, const std::string& what) {
     if (opt.skip_malformed) {
       std::ostringstream os;
@@ -176,7 +182,13 @@ struct SequenceReader::Impl {
       have_header = false;
       while (in.getline(line)) {
         if (!line.empty() && line[0] == '>') {
-          take_header(in.line_no());
+          try {
+            take_header(in.line_no());
+          } catch (const MalformedRecord& e) {
+            // (skip_malformed) The record read so far is whole: return it; the bad one's
+            // sequence lines are dropped while looking for the next header.
+            note_malformed(e.what());
+          }
           break;
         }
         if (!line.empty() && line[0] == ';') continue;
@@ -185,7 +197,7 @@ struct SequenceReader::Impl {
       clean_sequence(rec.sequence, opt.strip_stop);
       if (rec.sequence.empty()) {
         ++skipped;
-        if (!have_header) return false;
+        if (!have_header && !resync) return false;  // (after a skipped header: not the end)
         continue;
       }
       return true;
@@ -382,9 +394,7 @@ bool SequenceReader::next(SequenceRecord& record) {
       }
       break;
     } catch (const MalformedRecord& e) {
-      ++m.malformed;
-      if (m.first_error.empty()) m.first_error = e.what();
-      m.resync = true;
+      m.note_malformed(e.what());
     } catch (const Error& e) {
       // Anything else thrown while reading records is the stream itself (a truncated or
       // corrupt gzip/zstd member, an I/O error): with skip, the rest of the file is counted
