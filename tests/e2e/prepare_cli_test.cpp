@@ -97,6 +97,10 @@ TEST(E2ePrepare, BlendAndSkipFromTheCommandLine) {
                           "/b.jsonl:21:"),
             std::string::npos)
       << r.output;
+  std::ifstream metrics(run + "/metrics.jsonl");
+  std::string first;
+  std::getline(metrics, first);
+  EXPECT_EQ(nlohmann::json::parse(first)["data_skipped_records"], 1) << first;
   RunResult bad = run_biofm(tiny_esm(run, spec, 1) + " 'dataset.weights=[1]'");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.output.find("dataset.weights has 1 weights but dataset.path lists 2 entries"), std::string::npos)

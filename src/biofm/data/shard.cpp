@@ -73,7 +73,7 @@ ShardView::ShardView(const std::string& path) : map_(std::make_unique<MappedFile
   ::madvise(const_cast<char*>(map_->data()), size, MADV_RANDOM);
 }
 
-std::basic_string_view<uint8_t> ShardView::record(uint64_t r) const {
+std::span<const uint8_t> ShardView::record(uint64_t r) const {
   BIOFM_CHECK(r < records_, "record ", r, " of shard ", path(), " with ", records_);
   const uint64_t a = offsets_[r], b = offsets_[r + 1];
   if (a > b || b > tokens_)

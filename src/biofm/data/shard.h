@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
+#include <span>
 #include <vector>
 
 #include "biofm/io/stream_file.h"
@@ -48,7 +48,7 @@ class ShardView {
   uint64_t file_bytes() const { return map_->size(); }
   const std::string& path() const { return map_->path(); }
   // Token ids of record r (r < records()).
-  std::basic_string_view<uint8_t> record(uint64_t r) const;
+  std::span<const uint8_t> record(uint64_t r) const;
   uint64_t length(uint64_t r) const { return record(r).size(); }
   uint32_t crc32() const { return map_->crc32(); }
 

@@ -388,6 +388,7 @@ class TrainingRun {
       rec["global_tokens_per_sec"] = total;
     }
     rec["epoch"] = epoch_now();
+    rec["data_skipped_records"] = train_set_->skipped_records();  // empty / malformed (dataset.on_error)
     rec["elapsed"] = seconds_since(t_start_);
     window.reset();
     return rec;
