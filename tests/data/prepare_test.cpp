@@ -189,6 +189,15 @@ TEST(DataPrepare, CorruptOrMissingShardsAreNamed) {
   }
   std::string e = error_of([&] { PreparedCorpus c(o.output); });
   EXPECT_TRUE(contains(e, "corrupt shard " + shard) && contains(e, "CRC32")) << e;
+  PreparedOpenOptions background;
+  background.verify_in_background = true;
+  {
+    PreparedCorpus c(o.output, background);  // returns before the check ends
+    e = error_of([&] { c.wait_verified(); });
+    EXPECT_TRUE(contains(e, "corrupt shard " + shard) && contains(e, "CRC32")) << e;
+    e = error_of([&] { (void)c.length(0); });  // and every read after it
+    EXPECT_TRUE(contains(e, "corrupt shard " + shard)) << e;
+  }
   PreparedOpenOptions no_crc;
   no_crc.verify_checksums = false;
   EXPECT_NO_THROW(PreparedCorpus(o.output, no_crc));

@@ -66,27 +66,45 @@ PreparedCorpus::PreparedCorpus(const std::string& dir, const PreparedOpenOptions
     shards_.push_back(std::move(v));
   }
   if (records_ == 0) fail("prepared dataset ", dir, ": split '", split_, "' holds no records");
-  if (o.verify_checksums) verify(want_crc);
+  if (o.verify_checksums && o.verify_in_background)
+    verifier_ = std::thread([this, want = std::move(want_crc)]() mutable { verify(std::move(want)); });
+  else if (o.verify_checksums)
+    verify(std::move(want_crc)), check_verified();
 }
 
-// CRC32 of every shard, on all cores (start-up time of large datasets is this read).
-void PreparedCorpus::verify(const std::vector<uint32_t>& want) const {
+PreparedCorpus::~PreparedCorpus() {
+  stop_ = true;
+  if (verifier_.joinable()) verifier_.join();
+}
+
+void PreparedCorpus::verify(std::vector<uint32_t> want) {
   std::atomic<size_t> next{0};
-  std::vector<char> bad(shards_.size(), 0);
   auto worker = [&] {
-    for (size_t s; (s = next++) < shards_.size();) bad[s] = shards_[s].crc32() != want[s];
+    for (size_t s; !stop_ && (s = next++) < shards_.size();)
+      if (shards_[s].crc32() != want[s]) {
+        int64_t none = -1;
+        bad_shard_.compare_exchange_strong(none, int64_t(s));
+      }
   };
   const size_t threads = std::min<size_t>(shards_.size(), std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
-  for (size_t s = 0; s < shards_.size(); ++s)
-    if (bad[s]) fail("corrupt shard ", shards_[s].path(), ": CRC32 does not match the manifest");
+}
+
+void PreparedCorpus::wait_verified() {
+  if (verifier_.joinable()) verifier_.join();
+  check_verified();
+}
+
+void PreparedCorpus::fail_corrupt() const {
+  fail("corrupt shard ", shards_[size_t(bad_shard_.load())].path(), ": CRC32 does not match the manifest");
 }
 
 std::pair<const ShardView*, uint64_t> PreparedCorpus::locate(uint64_t i) const {
   BIOFM_CHECK(i < records_, "record ", i, " of ", records_);
+  check_verified();
   const size_t s = size_t(std::upper_bound(first_.begin(), first_.end(), i) - first_.begin()) - 1;
   return {&shards_[s], i - first_[s]};
 }
