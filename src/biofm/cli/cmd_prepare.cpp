@@ -14,7 +14,7 @@ const CommandSpec kPrepare{
     "prepare",
     "--input DATA --output DIR --family esm2|llama [--val-fraction F] [--test-fraction F] [--dedup] [--threads N]",
     "Tokenizes DATA (a file, directory, glob or comma-separated list; FASTA, CSV, TSV, JSONL or text,\n"
-    "optionally gzip/zstd) with the model family's tokenizer into DIR: shards of token ids and offsets,\n"
+    "optionally gzip/zstd, or Parquet) with the model family's tokenizer into DIR: shards of token ids and offsets,\n"
     "memory-mapped by training (dataset.path=DIR, dataset.split=train|val|test), and DIR/manifest.json\n"
     "(counts, tokenizer, shard sizes and CRC32s, source files). Records are split by a hash of their\n"
     "name. Files are processed in parallel; a killed run restarts where it stopped.",
