@@ -1,6 +1,5 @@
 #include "biofm/data/prepare.h"
 
-#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -143,9 +142,6 @@ class Preparer {
     parallel(n, [&](size_t k) {
       if (todo[k]) write_file(k);
       progress_.files_done += 1;
-      // Each file's shard buffers are freed at its end; hand the pages back so that the
-      // threads' malloc arenas do not grow with the number of files.
-      ::malloc_trim(0);
     });
     PrepareResult r = write_manifest();
     r.reused_files = reused;
