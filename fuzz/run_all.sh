@@ -11,7 +11,7 @@ set -euo pipefail
 secs=${1:?usage: fuzz/run_all.sh SECONDS [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${2:-$root/build-fuzz}" && pwd)
-targets="fuzz_reader fuzz_yaml_config fuzz_hf_config fuzz_safetensors fuzz_checkpoint_manifest fuzz_tokenizer"
+targets="fuzz_reader fuzz_yaml_config fuzz_hf_config fuzz_safetensors fuzz_checkpoint_manifest fuzz_tokenizer fuzz_prepared_shard"
 corpus=$build/fuzz-corpus seeds=$build/fuzz-seeds logs=$build/fuzz-logs crashes=$build/fuzz-crashes
 mkdir -p "$corpus" "$logs" "$crashes"
 rm -rf "$seeds"
@@ -52,6 +52,12 @@ st mixed '{"__metadata__": {"format": "pt"}, "w": {"dtype": "F32", "shape": [2],
 st empty '{"e": {"dtype": "F32", "shape": [0, 4], "data_offsets": [0, 0]}, "i": {"dtype": "I64", "shape": [1], "data_offsets": [0, 8]}}' 8
 while IFS= read -r f; do seed fuzz_safetensors "$(basename "$(dirname "$f")")_$(basename "$f")" < "$f"; done \
   < <(find "$root/tests/fixtures" -name '*.safetensors' -size -64k)
+# A prepared shard (data/shard.h): header, offsets [0, 3, 5], tokens 5 6 7 8 9.
+{ printf 'BIOFMSH1\001\000\000\000\100\000\000\000'
+  for v in 2 5 64 88; do printf "\\$(printf '%03o' $v)\000\000\000\000\000\000\000"; done
+  head -c 16 /dev/zero
+  for v in 0 3 5; do printf "\\$(printf '%03o' $v)\000\000\000\000\000\000\000"; done
+  printf '\005\006\007\010\011'; } | seed fuzz_prepared_shard two_records
 
 # ---- run ----
 status=0

@@ -38,3 +38,14 @@ if command -v nvcc >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
       echo "note: could not pip install nvidia-nccl-cu13==$NCCL_VERSION; configure with -DBIOFM_CUDA=OFF for a CPU-only build"
   fi
 fi
+# Parquet input (.parquet, e.g. UniRef50): Apache Arrow / Parquet C++ from the pyarrow wheel
+# (headers + shared libraries; CMake's BIOFM_PARQUET=AUTO finds them). Pinned like the above.
+PYARROW_VERSION=26.0.1
+if command -v python3 >/dev/null 2>&1 && [ "${BIOFM_NO_PARQUET:-0}" != 1 ]; then
+  have=$(python3 -c "import importlib.metadata as m; print(m.version('pyarrow'))" 2>/dev/null || true)
+  if [ -z "$have" ]; then
+    python3 -m pip install -q "pyarrow==$PYARROW_VERSION" >/dev/null 2>&1 || \
+      python3 -m pip install -q --break-system-packages "pyarrow==$PYARROW_VERSION" >/dev/null 2>&1 || \
+      echo "note: could not pip install pyarrow==$PYARROW_VERSION; biofm builds without Parquet input"
+  fi
+fi

@@ -180,9 +180,9 @@ TEST(DataReader, MissingFileAndUnknownFormat) {
   ReaderOptions opt;
   opt.format = "text";
   EXPECT_EQ(SequenceDataset::load(odd, opt).sequence(0), "MKV");
-  opt.format = "parquet";
+  opt.format = "bam";
   msg = error_of([&] { SequenceDataset::load(odd, opt); });
-  EXPECT_TRUE(contains(msg, "unknown sequence format 'parquet'")) << msg;
+  EXPECT_TRUE(contains(msg, "unknown sequence format 'bam'")) << msg;
   // A file that is gzip in name and magic but truncated.
   std::string gz = dir.write_gz("t.fasta.gz", std::string(">a\n") + std::string(200000, 'M') + "\n");
   std::filesystem::resize_file(gz, std::filesystem::file_size(gz) / 2);

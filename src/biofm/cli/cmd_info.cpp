@@ -6,6 +6,8 @@
 #include "biofm/cli/config_search.h"
 #include "biofm/cli/flags.h"
 #include "biofm/core/device_memory.h"
+#include "biofm/data/line_reader.h"
+#include "biofm/data/parquet_rows.h"
 #include "biofm/dist/launch_env.h"
 
 extern "C" char* openblas_get_config(void);
@@ -33,6 +35,8 @@ int cmd_info(int argc, char** argv) {
   std::printf("OpenMP threads: %d\n", omp_get_max_threads());
   std::printf("OpenBLAS: %s\n", openblas_get_config());
   std::printf("CUDA: %s\n", cuda_device_summary().c_str());
+  std::printf("inputs: gzip, %s, %s\n", zstd_supported() ? "zstd" : "no zstd (built without libzstd)",
+              parquet_supported() ? "parquet" : "no parquet (built without Parquet: pip install pyarrow, rebuild)");
   const DistEnv d = detect_dist_env();
   std::printf("process: rank %d of %d, local rank %d of %d, rendezvous %s:%d (%s)\n", d.rank, d.world_size,
               d.local_rank, d.local_world_size, d.master_addr.c_str(), d.master_port, d.source.c_str());

@@ -11,4 +11,6 @@ int cmd_info(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_report(int argc, char** argv);
 int cmd_launch(int argc, char** argv);
+int cmd_prepare(int argc, char** argv);
+int cmd_bench_data(int argc, char** argv);
 }  // namespace biofm

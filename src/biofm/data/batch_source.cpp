@@ -9,18 +9,18 @@ namespace biofm {
 
 namespace {
 
-std::string describe(const MlmBatcher& b, const SequenceDataset& d) {
+std::string describe(const MlmBatcher& b, const SequenceCorpus& d) {
   MlmStats s = b.stats();
   std::ostringstream os;
   os << s.sequences << " sequences seen (" << s.truncated << " truncated to " << b.options().max_seq_length
-     << " tokens, " << s.unknown_tokens << " unknown residues), " << d.stats().skipped_empty
-     << " empty records skipped, epoch " << b.epoch();
+     << " tokens, " << s.unknown_tokens << " unknown residues), " << d.skipped_records()
+     << " records skipped (empty or malformed), epoch " << b.epoch();
   return os.str();
 }
 
-std::string describe(const CausalLmBatcher& b, const SequenceDataset& d) {
+std::string describe(const CausalLmBatcher& b, const SequenceCorpus& d) {
   std::ostringstream os;
-  os << b.stats().windows << " windows seen, " << d.stats().skipped_empty << " empty records skipped, epoch "
+  os << b.stats().windows << " windows seen, " << d.skipped_records() << " records skipped (empty or malformed), epoch "
      << b.epoch();
   return os.str();
 }
@@ -29,8 +29,9 @@ std::string describe(const CausalLmBatcher& b, const SequenceDataset& d) {
 template <class Batcher, class Options>
 class BatcherSource : public BatchSource {
  public:
-  BatcherSource(const SequenceDataset& d, const Options& o, const Tokenizer& tok) : data_(d), b_(d, o, tok) {}
+  BatcherSource(const SequenceCorpus& d, const Options& o, const Tokenizer& tok) : data_(d), b_(d, o, tok) {}
   Batch next() override { return b_.next(); }
+  void skip() override { b_.skip(); }
   uint64_t cursor() const override { return b_.cursor(); }
   void set_cursor(uint64_t c) override { b_.set_cursor(c); }
   uint64_t epoch() const override { return b_.epoch(); }
@@ -40,13 +41,13 @@ class BatcherSource : public BatchSource {
   std::string summary() const override { return describe(b_, data_); }
 
  private:
-  const SequenceDataset& data_;
+  const SequenceCorpus& data_;
   Batcher b_;
 };
 
 }  // namespace
 
-std::unique_ptr<BatchSource> make_mlm_source(const DataOptions& d, const SequenceDataset& data, const Tokenizer& tok) {
+std::unique_ptr<BatchSource> make_mlm_source(const DataOptions& d, const SequenceCorpus& data, const Tokenizer& tok) {
   MlmOptions o;
   o.seed = d.seed;
   o.max_seq_length = d.max_seq_length;
@@ -60,7 +61,7 @@ std::unique_ptr<BatchSource> make_mlm_source(const DataOptions& d, const Sequenc
   return std::make_unique<BatcherSource<MlmBatcher, MlmOptions>>(data, o, tok);
 }
 
-std::unique_ptr<BatchSource> make_causal_source(const DataOptions& d, const SequenceDataset& data,
+std::unique_ptr<BatchSource> make_causal_source(const DataOptions& d, const SequenceCorpus& data,
                                                 const Tokenizer& tok) {
   CausalLmOptions o;
   o.seed = d.seed;

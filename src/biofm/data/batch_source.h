@@ -6,6 +6,7 @@
 #include <string>
 
 #include "biofm/data/batch.h"
+#include "biofm/data/corpus.h"
 #include "biofm/data/dataset.h"
 #include "biofm/data/pack.h"
 #include "biofm/data/tokenizer.h"
@@ -44,8 +45,8 @@ struct DataOptions {
 
 // Masked-LM batches (MlmBatcher) and causal-LM windows (CausalLmBatcher) over `data`, which
 // must outlive the source, as is `tok`.
-std::unique_ptr<BatchSource> make_mlm_source(const DataOptions& o, const SequenceDataset& data, const Tokenizer& tok);
-std::unique_ptr<BatchSource> make_causal_source(const DataOptions& o, const SequenceDataset& data,
+std::unique_ptr<BatchSource> make_mlm_source(const DataOptions& o, const SequenceCorpus& data, const Tokenizer& tok);
+std::unique_ptr<BatchSource> make_causal_source(const DataOptions& o, const SequenceCorpus& data,
                                                 const Tokenizer& tok);
 
 }  // namespace biofm

@@ -56,7 +56,7 @@ void causal_labels(const std::vector<int32_t>& ids, std::vector<int32_t>& labels
   }
 }
 
-CausalLmBatcher::CausalLmBatcher(const SequenceDataset& dataset, const CausalLmOptions& options,
+CausalLmBatcher::CausalLmBatcher(const SequenceCorpus& dataset, const CausalLmOptions& options,
                                  const Tokenizer& tok)
     : dataset_(dataset), opt_(options), tok_(tok) {
   validate(opt_);
@@ -84,10 +84,9 @@ int64_t CausalLmBatcher::sample_tokens(uint64_t w) const { return int64_t(window
 
 void CausalLmBatcher::add_sample(uint64_t w, CausalLmStats* st) {
   auto [r, win] = window(w);
-  std::string_view seq = dataset_.sequence(r).substr(size_t(win.start), size_t(win.length));
   ids_.clear();
   ids_.push_back(tok_.begin_id());
-  uint64_t unk = tok_.encode_residues(seq, ids_);
+  uint64_t unk = dataset_.append_tokens(r, win.start, win.length, tok_, ids_);
   ids_.push_back(tok_.end_id());
   causal_labels(ids_, labels_, opt_.genomic_masking, opt_.uppercase_labels);
   builder_.add(ids_.data(), labels_.data(), int64_t(ids_.size()));
@@ -95,6 +94,22 @@ void CausalLmBatcher::add_sample(uint64_t w, CausalLmStats* st) {
     st->windows += 1;
     st->unknown_tokens += unk;
     st->real_tokens += ids_.size();
+  }
+}
+
+void CausalLmBatcher::skip() {
+  if (opt_.mode == BatchMode::Thd) {
+    // The same packing rule as next(), on token counts only.
+    int64_t tokens = 0;
+    for (bool first = true;; first = false) {
+      const int64_t n = sample_tokens(order_(cursor_));
+      if (!first && tokens + n > opt_.max_tokens_per_batch) break;
+      tokens += n;
+      ++cursor_;
+      if (tokens == opt_.max_tokens_per_batch) break;
+    }
+  } else {
+    cursor_ += uint64_t(opt_.micro_batch_size);
   }
 }
 

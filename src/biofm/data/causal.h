@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "biofm/data/batch.h"
-#include "biofm/data/dataset.h"
+#include "biofm/data/corpus.h"
 #include "biofm/data/pack.h"
 #include "biofm/data/sampler.h"
 #include "biofm/data/tokenizer.h"
@@ -69,10 +69,12 @@ class CausalLmBatcher {
  public:
   // Keeps a reference to `dataset`, which must outlive the batcher.
   // `tok` must outlive the batcher.
-  CausalLmBatcher(const SequenceDataset& dataset, const CausalLmOptions& options,
+  CausalLmBatcher(const SequenceCorpus& dataset, const CausalLmOptions& options,
                   const Tokenizer& tok = nucleotide_tokenizer());
 
   Batch next();
+  // Moves the cursor past the batch next() would build, from the window lengths alone.
+  void skip();
   uint64_t cursor() const { return cursor_; }  // next window (sample) to be emitted
   void set_cursor(uint64_t cursor) { cursor_ = cursor; }
   uint64_t num_samples() const { return window_offsets_.back(); }  // windows per epoch
@@ -92,7 +94,7 @@ class CausalLmBatcher {
   int64_t sample_tokens(uint64_t w) const;
   void add_sample(uint64_t w, CausalLmStats* stats);
 
-  const SequenceDataset& dataset_;
+  const SequenceCorpus& dataset_;
   CausalLmOptions opt_;
   const Tokenizer& tok_;
   std::vector<uint64_t> window_offsets_;  // first window of each record; size N + 1

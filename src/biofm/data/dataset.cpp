@@ -38,6 +38,8 @@ SequenceDataset SequenceDataset::load(const std::string& spec, const ReaderOptio
     SequenceReader reader(file, o);
     while (reader.next(rec)) ds.add(rec.sequence, rec.name);
     ds.stats_.skipped_empty += reader.skipped_empty();
+    ds.stats_.skipped_malformed += reader.skipped_malformed();
+    if (ds.stats_.first_error.empty()) ds.stats_.first_error = reader.first_error();
     ds.stats_.files += 1;
     const std::string f = format_name(reader.format());
     if (std::find(formats.begin(), formats.end(), f) == formats.end()) formats.push_back(f);
@@ -56,6 +58,9 @@ std::string DatasetStats::summary() const {
   std::string s = std::to_string(records) + (records == 1 ? " sequence" : " sequences");
   if (files > 1 || skipped_files > 0) s += " from " + std::to_string(files) + (files == 1 ? " file" : " files");
   if (skipped_files > 0) s += " (" + std::to_string(skipped_files) + " skipped: unknown extension)";
+  if (skipped_malformed > 0)
+    s += "; " + std::to_string(skipped_malformed) + " malformed record(s) skipped (dataset.on_error=skip), the first: " +
+         first_error;
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "biofm/data/corpus.h"
 #include "biofm/data/reader.h"
 
 namespace biofm {
@@ -19,6 +20,8 @@ struct DatasetStats {
   uint64_t skipped_files = 0;  // directory entries skipped for an unrecognised extension
   uint64_t records = 0;      // sequences held
   uint64_t skipped_empty = 0;
+  uint64_t skipped_malformed = 0;  // malformed records / unreadable file tails skipped (on_error skip)
+  std::string first_error;         // the first of those (file:line: what)
   uint64_t bytes = 0;        // total sequence characters held (sum of lengths)
   uint64_t min_length = 0;
   uint64_t max_length = 0;
@@ -28,7 +31,7 @@ struct DatasetStats {
   std::string summary() const;
 };
 
-class SequenceDataset {
+class SequenceDataset : public SequenceCorpus {
  public:
   SequenceDataset() = default;
   // Reads every file of the input spec (input_files.h) in order (see reader.h for formats,
@@ -39,12 +42,17 @@ class SequenceDataset {
   static SequenceDataset from_sequences(const std::vector<std::string>& sequences,
                                         bool strip_stop = true);
 
-  uint64_t size() const { return offsets_.empty() ? 0 : offsets_.size() - 1; }
-  bool empty() const { return size() == 0; }
+  uint64_t size() const override { return offsets_.empty() ? 0 : offsets_.size() - 1; }
   std::string_view sequence(uint64_t i) const {
     return std::string_view(data_.data() + offsets_[i], size_t(offsets_[i + 1] - offsets_[i]));
   }
-  uint64_t length(uint64_t i) const { return offsets_[i + 1] - offsets_[i]; }
+  uint64_t length(uint64_t i) const override { return offsets_[i + 1] - offsets_[i]; }
+  uint64_t append_tokens(uint64_t i, uint64_t start, uint64_t n, const Tokenizer& tok,
+                         std::vector<int32_t>& out) const override {
+    return tok.encode_residues(sequence(i).substr(size_t(start), size_t(n)), out);
+  }
+  uint64_t skipped_records() const override { return stats_.skipped_empty + stats_.skipped_malformed; }
+  std::string summary() const override { return stats_.summary(); }
   // Record name (FASTA header's first word, or the CSV/JSONL name column); "" when none.
   std::string_view name(uint64_t i) const;
   const DatasetStats& stats() const { return stats_; }

@@ -48,7 +48,7 @@ void apply_mlm_mask(std::vector<int32_t>& ids, std::vector<int32_t>& labels, uin
   }
 }
 
-MlmBatcher::MlmBatcher(const SequenceDataset& dataset, const MlmOptions& options, const Tokenizer& tok)
+MlmBatcher::MlmBatcher(const SequenceCorpus& dataset, const MlmOptions& options, const Tokenizer& tok)
     : dataset_(dataset), opt_(options), tok_(tok) {
   if (tok_.mask_id() < 0) fail("masked-LM batches need a tokenizer with a mask token");
   validate(opt_);
@@ -61,13 +61,11 @@ int64_t MlmBatcher::sample_tokens(uint64_t rec) const {
 }
 
 void MlmBatcher::add_sample(uint64_t rec, uint64_t seed, RngStream stream, uint64_t index, MlmStats* st) {
-  std::string_view seq = dataset_.sequence(rec);
-  size_t keep = size_t(opt_.max_seq_length - 2);
-  bool truncated = seq.size() > keep;
-  if (truncated) seq = seq.substr(0, keep);
+  const uint64_t len = dataset_.length(rec), keep = uint64_t(opt_.max_seq_length - 2);
+  const bool truncated = len > keep;
   ids_.clear();
   ids_.push_back(tok_.begin_id());
-  uint64_t unk = tok_.encode_residues(seq, ids_);
+  uint64_t unk = dataset_.append_tokens(rec, 0, truncated ? keep : len, tok_, ids_);
   ids_.push_back(tok_.end_id());
   apply_mlm_mask(ids_, labels_, seed, stream, index, opt_, tok_);
   builder_.add(ids_.data(), labels_.data(), int64_t(ids_.size()));
@@ -76,6 +74,22 @@ void MlmBatcher::add_sample(uint64_t rec, uint64_t seed, RngStream stream, uint6
     st->truncated += truncated;
     st->unknown_tokens += unk;
     st->real_tokens += ids_.size();
+  }
+}
+
+void MlmBatcher::skip() {
+  if (opt_.mode == BatchMode::Thd) {
+    // The same packing rule as next(), on token counts only.
+    int64_t tokens = 0;
+    for (bool first = true;; first = false) {
+      const int64_t n = sample_tokens(order_(cursor_));
+      if (!first && tokens + n > opt_.max_tokens_per_batch) break;
+      tokens += n;
+      ++cursor_;
+      if (tokens == opt_.max_tokens_per_batch) break;
+    }
+  } else {
+    cursor_ += uint64_t(opt_.micro_batch_size);
   }
 }
 

@@ -31,7 +31,7 @@
 
 #include "biofm/core/rng.h"
 #include "biofm/data/batch.h"
-#include "biofm/data/dataset.h"
+#include "biofm/data/corpus.h"
 #include "biofm/data/pack.h"
 #include "biofm/data/sampler.h"
 #include "biofm/data/tokenizer.h"
@@ -76,9 +76,12 @@ class MlmBatcher {
  public:
   // Keeps a reference to `dataset`, which must outlive the batcher.
   // `tok` must have a mask token and outlive the batcher.
-  MlmBatcher(const SequenceDataset& dataset, const MlmOptions& options, const Tokenizer& tok = esm_tokenizer());
+  MlmBatcher(const SequenceCorpus& dataset, const MlmOptions& options, const Tokenizer& tok = esm_tokenizer());
 
   Batch next();
+  // Moves the cursor past the batch next() would build, from the lengths alone (no tokens,
+  // no masking; stats unchanged): data parallelism skips the other ranks' batches this way.
+  void skip();
   uint64_t cursor() const { return cursor_; }  // next sample to be emitted
   void set_cursor(uint64_t cursor) { cursor_ = cursor; }
   uint64_t num_samples() const { return dataset_.size(); }  // samples per epoch
@@ -97,7 +100,7 @@ class MlmBatcher {
   void add_sample(uint64_t rec, uint64_t seed, RngStream stream, uint64_t index, MlmStats* stats);
   int64_t sample_tokens(uint64_t rec) const;
 
-  const SequenceDataset& dataset_;
+  const SequenceCorpus& dataset_;
   MlmOptions opt_;
   const Tokenizer& tok_;
   SampleOrder order_;

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
 #include "biofm/core/error.h"
 #include "biofm/data/line_reader.h"
+#include "biofm/data/parquet_rows.h"
 
 namespace biofm {
 
@@ -48,6 +50,7 @@ const char* format_name(SequenceFormat f) {
     case SequenceFormat::Tsv: return "tsv";
     case SequenceFormat::Jsonl: return "jsonl";
     case SequenceFormat::Text: return "text";
+    case SequenceFormat::Parquet: return "parquet";
   }
   return "?";
 }
@@ -59,7 +62,8 @@ SequenceFormat parse_format(std::string_view name) {
   if (n == "tsv" || n == "tab") return SequenceFormat::Tsv;
   if (n == "jsonl" || n == "json") return SequenceFormat::Jsonl;
   if (n == "text" || n == "txt") return SequenceFormat::Text;
-  fail("unknown sequence format '", name, "' (expected fasta, csv, tsv, jsonl or text)");
+  if (n == "parquet") return SequenceFormat::Parquet;
+  fail("unknown sequence format '", name, "' (expected fasta, csv, tsv, jsonl, text or parquet)");
 }
 
 std::optional<SequenceFormat> format_from_extension(const std::string& path) {
@@ -78,6 +82,7 @@ std::optional<SequenceFormat> format_from_extension(const std::string& path) {
   if (ends(".tsv") || ends(".tab")) return SequenceFormat::Tsv;
   if (ends(".jsonl") || ends(".json")) return SequenceFormat::Jsonl;
   if (ends(".txt")) return SequenceFormat::Text;
+  if (ends(".parquet")) return SequenceFormat::Parquet;
   return std::nullopt;
 }
 
@@ -85,14 +90,23 @@ SequenceFormat detect_format(const std::string& path) {
   if (auto f = format_from_extension(path)) return *f;
   fail("cannot tell the format of ", path,
        " from its extension (known: .fasta .fa .faa .fna .fas .ffn .csv .tsv .tab .jsonl .json .txt, "
-       "optionally .gz or .zst); name the format explicitly (fasta, csv, tsv, jsonl, text)");
+       "optionally .gz or .zst, and .parquet); name the format explicitly (fasta, csv, tsv, jsonl, text, parquet)");
 }
+
+namespace {
+// A malformed record under ReaderOptions::skip_malformed: caught in next(), counted, skipped.
+struct MalformedRecord : Error {
+  using Error::Error;
+};
+}  // namespace
 
 struct SequenceReader::Impl {
   ReaderOptions opt;
   LineReader in;  // opened first: a missing file is reported before a bad extension
   SequenceFormat format;
-  uint64_t records = 0, skipped = 0;
+  uint64_t records = 0, skipped = 0, malformed = 0;
+  std::string first_error;  // the first malformed record or read error skipped
+  bool resync = false;      // FASTA after a skipped header: drop lines up to the next header
   bool done = false;
   std::string line;
   // FASTA: a header already read that starts the next record.
@@ -105,18 +119,32 @@ struct SequenceReader::Impl {
   size_t seq_col = 0;
   long name_col = -1;
   std::vector<std::string> fields;
+  // Parquet
+  std::unique_ptr<ParquetRows> parquet;
 
   Impl(const std::string& path, const ReaderOptions& o)
       : opt(o),
         in(path),
         format(o.format.empty() || lower(o.format) == "auto" ? detect_format(path) : parse_format(o.format)) {
+    if (format == SequenceFormat::Parquet) parquet = std::make_unique<ParquetRows>(path, o.column, o.name_column);
     if (format == SequenceFormat::Csv || format == SequenceFormat::Tsv) {
       delim = format == SequenceFormat::Tsv ? '\t' : ',';
       read_csv_header();
     }
   }
 
+  void note_malformed(const std::string& what) {
+    ++malformed;
+    if (first_error.empty()) first_error = what;
+    resync = true;
+  }
+
   [[noreturn]] void fail_at(uint64_t line_no, const std::string& what) {
+    if (opt.skip_malformed) {
+      std::ostringstream os;
+      os << in.path() << ":" << line_no << ": " << what;
+      throw MalformedRecord(os.str());
+    }
     fail(in.path(), ":", line_no, ": ", what);
   }
 
@@ -141,8 +169,10 @@ struct SequenceReader::Impl {
           if (t.empty() || t[0] == ';') continue;
           if (line[0] == '>') {
             take_header(in.line_no());
+            resync = false;
             break;
           }
+          if (resync) continue;
           fail_at(in.line_no(), "sequence data before the first FASTA header ('>')");
         }
       }
@@ -152,7 +182,13 @@ struct SequenceReader::Impl {
       have_header = false;
       while (in.getline(line)) {
         if (!line.empty() && line[0] == '>') {
-          take_header(in.line_no());
+          try {
+            take_header(in.line_no());
+          } catch (const MalformedRecord& e) {
+            // (skip_malformed) The record read so far is whole: return it; the bad one's
+            // sequence lines are dropped while looking for the next header.
+            note_malformed(e.what());
+          }
           break;
         }
         if (!line.empty() && line[0] == ';') continue;
@@ -161,7 +197,7 @@ struct SequenceReader::Impl {
       clean_sequence(rec.sequence, opt.strip_stop);
       if (rec.sequence.empty()) {
         ++skipped;
-        if (!have_header) return false;
+        if (!have_header && !resync) return false;  // (after a skipped header: not the end)
         continue;
       }
       return true;
@@ -299,6 +335,21 @@ struct SequenceReader::Impl {
     }
   }
 
+  // ---- Parquet: one row per record (rec.line is the 1-based row); null sequences count as empty ----
+  bool next_parquet(SequenceRecord& rec) {
+    for (;;) {
+      bool is_null = false;
+      if (!parquet->next(rec.sequence, rec.name, is_null)) return false;
+      rec.line = parquet->row();
+      clean_sequence(rec.sequence, opt.strip_stop);
+      if (rec.sequence.empty()) {
+        ++skipped;
+        continue;
+      }
+      return true;
+    }
+  }
+
   // ---- plain text: one sequence per line ----
   bool next_text(SequenceRecord& rec) {
     for (;;) {
@@ -331,12 +382,29 @@ bool SequenceReader::next(SequenceRecord& record) {
     return false;
   }
   bool ok = false;
-  switch (m.format) {
-    case SequenceFormat::Fasta: ok = m.next_fasta(record); break;
-    case SequenceFormat::Csv:
-    case SequenceFormat::Tsv: ok = m.next_csv(record); break;
-    case SequenceFormat::Jsonl: ok = m.next_jsonl(record); break;
-    case SequenceFormat::Text: ok = m.next_text(record); break;
+  for (;;) {
+    try {
+      switch (m.format) {
+        case SequenceFormat::Fasta: ok = m.next_fasta(record); break;
+        case SequenceFormat::Csv:
+        case SequenceFormat::Tsv: ok = m.next_csv(record); break;
+        case SequenceFormat::Jsonl: ok = m.next_jsonl(record); break;
+        case SequenceFormat::Text: ok = m.next_text(record); break;
+        case SequenceFormat::Parquet: ok = m.next_parquet(record); break;
+      }
+      break;
+    } catch (const MalformedRecord& e) {
+      m.note_malformed(e.what());
+    } catch (const Error& e) {
+      // Anything else thrown while reading records is the stream itself (a truncated or
+      // corrupt gzip/zstd member, an I/O error): with skip, the rest of the file is counted
+      // as one skipped record and reading goes on with the next file.
+      if (!m.opt.skip_malformed) throw;
+      ++m.malformed;
+      if (m.first_error.empty()) m.first_error = e.what();
+      ok = false;
+      break;
+    }
   }
   if (ok) {
     ++m.records;
@@ -344,6 +412,9 @@ bool SequenceReader::next(SequenceRecord& record) {
   }
   m.done = true;
   if (m.records == 0) {
+    if (m.malformed)
+      fail(m.in.path(), ": no usable sequences (", m.malformed, " malformed record(s) skipped; the first: ",
+           m.first_error, ")");
     if (m.skipped)
       fail(m.in.path(), ": no sequences (", m.skipped, " record", m.skipped == 1 ? "" : "s",
            " with an empty sequence)");
@@ -356,6 +427,8 @@ const std::string& SequenceReader::path() const { return impl_->in.path(); }
 SequenceFormat SequenceReader::format() const { return impl_->format; }
 uint64_t SequenceReader::records() const { return impl_->records; }
 uint64_t SequenceReader::skipped_empty() const { return impl_->skipped; }
+uint64_t SequenceReader::skipped_malformed() const { return impl_->malformed; }
+const std::string& SequenceReader::first_error() const { return impl_->first_error; }
 uint64_t SequenceReader::line() const { return impl_->in.line_no(); }
 
 }  // namespace biofm

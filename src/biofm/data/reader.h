@@ -20,14 +20,15 @@
 
 namespace biofm {
 
-enum class SequenceFormat { Fasta, Csv, Tsv, Jsonl, Text };
+enum class SequenceFormat { Fasta, Csv, Tsv, Jsonl, Text, Parquet };
 
-const char* format_name(SequenceFormat f);  // "fasta", "csv", "tsv", "jsonl", "text"
+const char* format_name(SequenceFormat f);  // "fasta", "csv", "tsv", "jsonl", "text", "parquet"
 // "fasta" | "fa" | "csv" | "tsv" | "tab" | "jsonl" | "json" | "text" | "txt" (case-insensitive);
 // throws otherwise.
 SequenceFormat parse_format(std::string_view name);
 // From the extension, after an optional ".gz" or ".zst": .fasta .fa .faa .fna .fas .ffn → Fasta,
-// .csv → Csv, .tsv .tab → Tsv, .jsonl .json → Jsonl, .txt → Text; nullopt otherwise.
+// .csv → Csv, .tsv .tab → Tsv, .jsonl .json → Jsonl, .txt → Text, .parquet → Parquet (column by
+// name, data/parquet_rows.h; not through LineReader, so no .gz/.zst around it); nullopt otherwise.
 std::optional<SequenceFormat> format_from_extension(const std::string& path);
 // The same, but throws naming the path when the extension is not one of those.
 SequenceFormat detect_format(const std::string& path);
@@ -40,6 +41,10 @@ struct ReaderOptions {
   std::string name_column;          // optional CSV/TSV column / JSONL field used as record name
   bool strip_stop = true;           // drop trailing '*' characters
   uint64_t max_records = 0;         // stop after this many records (0 = all)
+  // dataset.on_error=skip: a malformed record (the errors above that name a line) is skipped
+  // and counted instead of thrown; a read error of the stream (truncated or corrupt gzip/zstd)
+  // ends the file, counted as one skipped record, and the records before it are kept.
+  bool skip_malformed = false;
 };
 
 struct SequenceRecord {
@@ -63,6 +68,8 @@ class SequenceReader {
   SequenceFormat format() const;
   uint64_t records() const;        // records returned so far
   uint64_t skipped_empty() const;  // records skipped because their sequence was empty
+  uint64_t skipped_malformed() const;     // with skip_malformed: records / file tails skipped
+  const std::string& first_error() const;  // the first of them ("" when none)
   uint64_t line() const;           // lines consumed so far
 
  private:

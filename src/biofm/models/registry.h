@@ -41,7 +41,7 @@ struct ModelFamily {
   std::unique_ptr<LanguageModel> (*load)(const std::string& dir, Device device, const BuildOptions& o) = nullptr;
   const Tokenizer& (*tokenizer)() = nullptr;
   // The training / evaluation batches (data and the tokenizer must outlive the source).
-  std::unique_ptr<BatchSource> (*batches)(const DataOptions& o, const SequenceDataset& data) = nullptr;
+  std::unique_ptr<BatchSource> (*batches)(const DataOptions& o, const SequenceCorpus& data) = nullptr;
 };
 
 // For check_config: appends one message made of `parts`.

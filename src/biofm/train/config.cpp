@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "biofm/core/error.h"
+#include "biofm/data/input_files.h"
 #include "biofm/io/config.h"
 #include "biofm/models/registry.h"
 #include "biofm/ops/options.h"
@@ -270,7 +271,7 @@ Registry build_registry() {
        .help = "training data: a file, a directory, a glob or a list of these (a YAML list or "
                "comma-separated); fasta, csv, tsv, jsonl, text; .gz or .zst allowed",
        .string_list = true);
-  BIND(dataset.format, .choices = {"auto", "fasta", "csv", "tsv", "jsonl", "text"},
+  BIND(dataset.format, .choices = {"auto", "fasta", "csv", "tsv", "jsonl", "text", "parquet"},
        .help = "auto: from each file's extension");
   BIND(dataset.column, .aliases = {"sequence_column", "text_column"});
   BIND(dataset.max_seq_length, .range = ge(2), .aliases = {"seq_length", "max_length"});
@@ -289,6 +290,13 @@ Registry build_registry() {
   BIND(dataset.val_every_n_steps, .range = ge(0), .aliases = {"eval_every_n_steps", "eval_interval"},
        .help = "0 = off");
   BIND(dataset.val_max_batches, .range = ge(0), .help = "0 = all");
+  BIND(dataset.split, .choices = {"train", "val", "test"}, .help = "split of a prepared dataset (biofm prepare)");
+  BIND(dataset.val_split, .choices = {"train", "val", "test"}, .help = "split of a prepared val_path");
+  BIND(dataset.verify_checksums, .help = "check the CRC32 of every prepared shard at start");
+  BIND(dataset.on_error, .choices = {"fail", "skip"},
+       .help = "malformed record or truncated file: fail naming it | skip and count");
+  BIND(dataset.weights, .range = ge(0),
+       .help = "blend: one weight per entry of the dataset.path list; [] = concatenate");
 
   // optimizer (AdamW)
   BIND(optimizer.lr, .range = gt(0), .aliases = {"learning_rate", "adamw_kwargs.lr"});
@@ -418,6 +426,16 @@ void check_train_config(const TrainConfig& c) {
     err("dataset.max_tokens_per_batch (", c.dataset.max_tokens_per_batch,
         ") must be at least dataset.max_seq_length (", c.dataset.max_seq_length,
         ") so that one sequence fits in a packed micro batch");
+  }
+  if (!c.dataset.weights.empty()) {
+    const size_t entries = split_input_list(c.dataset.path).size();
+    double total = 0;
+    for (double w : c.dataset.weights) total += w;
+    if (c.dataset.weights.size() != entries)
+      err("dataset.weights has ", c.dataset.weights.size(), " weights but dataset.path lists ", entries,
+          " entries (one weight per entry)");
+    else if (!(total > 0))
+      err("dataset.weights must not all be 0");
   }
   if (c.dataset.val_every_n_steps > 0 && c.dataset.val_path.empty()) {
     err("dataset.val_every_n_steps is ", c.dataset.val_every_n_steps,

@@ -54,6 +54,15 @@ struct TrainConfig {
     std::string val_path;                  // "" = no validation; else as path
     int64_t val_every_n_steps = 0;         // 0 = off
     int64_t val_max_batches = 0;           // 0 = the whole validation set
+    // Prepared datasets (`biofm prepare`): a path that is a directory holding manifest.json is
+    // read by memory map; split picks its shards (val_split for val_path).
+    std::string split = "train";           // train | val | test
+    std::string val_split = "val";         // train | val | test
+    bool verify_checksums = true;          // CRC32 of every prepared shard at start
+    std::string on_error = "fail";         // fail | skip: malformed records and truncated files
+    // Blend: one weight per entry of the path list; each entry is then a source sampled in
+    // that proportion (data/blend.h). [] = the entries are concatenated.
+    std::vector<double> weights;
     bool operator==(const Dataset&) const = default;
   };
 

@@ -1,6 +1,9 @@
 #include "biofm/train/setup.h"
 
 #include <algorithm>
+#include "biofm/data/blend.h"
+#include "biofm/data/input_files.h"
+#include "biofm/data/prepared.h"
 
 namespace biofm {
 
@@ -150,7 +153,51 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device,
   return m;
 }
 
-std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceDataset& data) {
+namespace {
+
+// One entry of dataset.path / val_path: a prepared directory or files read into memory.
+std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::string& spec, const std::string& split) {
+  if (is_prepared_dir(spec)) {
+    PreparedOpenOptions po;
+    po.split = split;
+    po.verify_checksums = cfg.dataset.verify_checksums;
+    po.verify_in_background = true;  // training starts at once; a bad CRC fails the next read
+    auto c = std::make_unique<PreparedCorpus>(spec, po);
+    const std::string want = tokenizer_name(family_named(cfg.model.family).tokenizer());
+    if (c->tokenizer() != want)
+      fail("prepared dataset ", spec, " was tokenized with the ", c->tokenizer(), " tokenizer, but model.family ",
+           cfg.model.family, " uses ", want, " (run biofm prepare --family ", cfg.model.family, ")");
+    return c;
+  }
+  ReaderOptions ro;
+  ro.format = cfg.dataset.format;
+  ro.column = cfg.dataset.column;
+  ro.skip_malformed = cfg.dataset.on_error == "skip";
+  return std::make_unique<SequenceDataset>(SequenceDataset::load(spec, ro));
+}
+
+}  // namespace
+
+std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val) {
+  const std::string& spec = val ? cfg.dataset.val_path : cfg.dataset.path;
+  const std::string& split = val ? cfg.dataset.val_split : cfg.dataset.split;
+  const std::vector<std::string> entries = split_input_list(spec);
+  if (!val && !cfg.dataset.weights.empty()) {
+    if (entries.size() != cfg.dataset.weights.size())
+      fail("dataset.weights has ", cfg.dataset.weights.size(), " weights for ", entries.size(), " dataset.path entries");
+    std::vector<std::unique_ptr<SequenceCorpus>> sources;
+    for (const auto& e : entries) sources.push_back(load_one(cfg, e, split));
+    return std::make_unique<BlendCorpus>(std::move(sources), cfg.dataset.weights, entries, uint64_t(cfg.seed));
+  }
+  if (entries.size() > 1)
+    for (const auto& e : entries)
+      if (is_prepared_dir(e))
+        fail("dataset path '", spec, "': the prepared dataset ", e,
+             " can only be given alone, or blended with the others through dataset.weights");
+  return load_one(cfg, spec, split);
+}
+
+std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceCorpus& data) {
   return family_named(cfg.model.family).batches(data_options(cfg), data);
 }
 

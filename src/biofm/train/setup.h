@@ -29,7 +29,12 @@ DataOptions data_options(const TrainConfig& cfg);
 // from model.config with the seed.
 // shard: fsdp builds only this rank's part of the parameters (models/params.h).
 std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device, ParamShard shard = {});
+// The training (val = false) or validation data of the config: a directory written by `biofm
+// prepare` is memory-mapped (its dataset.split / dataset.val_split), anything else is read into
+// memory (dataset.format, column, on_error); with dataset.weights the training path's list
+// entries are blended (data/blend.h).
+std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val);
 // The family's batches over `data` (which must outlive the source).
-std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceDataset& data);
+std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceCorpus& data);
 
 }  // namespace biofm

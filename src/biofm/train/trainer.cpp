@@ -196,12 +196,8 @@ class TrainingRun {
       omp_set_num_threads(cfg_.num_threads);
       openblas_set_num_threads(cfg_.num_threads);
     }
-    ReaderOptions ro;
-    ro.format = cfg_.dataset.format;
-    ro.column = cfg_.dataset.column;
-    train_set_ = std::make_unique<SequenceDataset>(SequenceDataset::load(cfg_.dataset.path, ro));
-    if (!cfg_.dataset.val_path.empty())
-      val_set_ = std::make_unique<SequenceDataset>(SequenceDataset::load(cfg_.dataset.val_path, ro));
+    train_set_ = load_corpus(cfg_, /*val=*/false);
+    if (!cfg_.dataset.val_path.empty()) val_set_ = load_corpus(cfg_, /*val=*/true);
     if (env_.distributed()) connect_ranks();
     const int rank = env_.rank, world = env_.world_size;
     data_ = slice_for_rank(make_batch_source(cfg_, *train_set_), rank, world, cfg_.grad_acc_steps);
@@ -322,7 +318,7 @@ class TrainingRun {
     std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s%s) | data %s: %s\n",
                 model_->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
                 double(dims.parameters) / 1e6, device_name(device_), precision_name(precision_for(cfg_, device_)),
-                fp8.c_str(), cfg_.dataset.path.c_str(), train_set_->stats().summary().c_str());
+                fp8.c_str(), cfg_.dataset.path.c_str(), train_set_->summary().c_str());
     if (!model_->layer_quant().empty()) {  // which layer runs in which precision
       bool emulated = device_ == Device::CPU;
       for (const ops::LayerQuant& q : model_->layer_quant())
@@ -438,6 +434,7 @@ class TrainingRun {
       rec["global_tokens_per_sec"] = total;
     }
     rec["epoch"] = epoch_now();
+    rec["data_skipped_records"] = train_set_->skipped_records();  // empty / malformed (dataset.on_error)
     rec["elapsed"] = seconds_since(t_start_);
     window.reset();
     return rec;
@@ -516,7 +513,7 @@ class TrainingRun {
   bool root_ = true;                    // rank 0 (or the only process): logs, writes, exports
   std::unique_ptr<Coordinator> coord_;  // multi-process only
   std::unique_ptr<Communicator> comm_;
-  std::unique_ptr<SequenceDataset> train_set_, val_set_;
+  std::unique_ptr<SequenceCorpus> train_set_, val_set_;
   std::unique_ptr<BatchSource> data_, val_data_;
   std::unique_ptr<LanguageModel> model_;
   std::unique_ptr<AdamW> opt_;

@@ -44,7 +44,7 @@ std::unique_ptr<LanguageModel> load(const std::string& dir, Device device, const
 
 const Tokenizer& tokenizer() { return esm_tokenizer(); }
 
-std::unique_ptr<BatchSource> batches(const DataOptions& o, const SequenceDataset& data) {
+std::unique_ptr<BatchSource> batches(const DataOptions& o, const SequenceCorpus& data) {
   return make_mlm_source(o, data, esm_tokenizer());
 }
 

@@ -49,7 +49,7 @@ std::unique_ptr<LanguageModel> load(const std::string& dir, Device device, const
 
 const Tokenizer& tokenizer() { return nucleotide_tokenizer(); }
 
-std::unique_ptr<BatchSource> batches(const DataOptions& o, const SequenceDataset& data) {
+std::unique_ptr<BatchSource> batches(const DataOptions& o, const SequenceCorpus& data) {
   return make_causal_source(o, data, nucleotide_tokenizer());
 }
 

@@ -1,0 +1,140 @@
+#include "biofm/data/prepared.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "biofm/core/error.h"
+#include "biofm/io/atomic_file.h"
+
+namespace biofm {
+
+std::string tokenizer_name(const Tokenizer& tok) {
+  if (&tok == &esm_tokenizer()) return "esm";
+  if (&tok == &nucleotide_tokenizer()) return "nucleotide";
+  fail("prepared datasets support the esm and nucleotide tokenizers only");
+}
+
+const Tokenizer& tokenizer_named(const std::string& name) {
+  if (name == "esm") return esm_tokenizer();
+  if (name == "nucleotide") return nucleotide_tokenizer();
+  fail("unknown tokenizer '", name, "' (esm | nucleotide)");
+}
+
+bool is_prepared_dir(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) &&
+         std::filesystem::is_regular_file(std::filesystem::path(path) / kPreparedManifest, ec);
+}
+
+PreparedCorpus::PreparedCorpus(const std::string& dir, const PreparedOpenOptions& o) : dir_(dir), split_(o.split) {
+  const std::string mpath = (std::filesystem::path(dir) / kPreparedManifest).string();
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(read_file(mpath));
+    if (m.value("format", "") != "biofm-prepared") fail("not a biofm prepared-dataset manifest");
+    if (m.at("format_version").get<int>() != kPreparedFormatVersion)
+      fail("format_version ", m.at("format_version").get<int>(), " (this biofm reads ", kPreparedFormatVersion, ")");
+    tokenizer_ = m.at("tokenizer").get<std::string>();
+    (void)tokenizer_named(tokenizer_);
+    if (!m.at("splits").contains(split_))
+      fail("no split '", split_, "' (splits: ", m.at("splits").dump(), ")");
+  } catch (const nlohmann::json::exception& e) {
+    fail(mpath, ": ", e.what());
+  } catch (const Error& e) {
+    fail(mpath, ": ", e.what());
+  }
+  const nlohmann::json& split = m["splits"][split_];
+  skipped_ = m.value("skipped_records", uint64_t(0));
+  first_.push_back(0);
+  std::vector<uint32_t> want_crc;
+  for (const auto& s : split.at("shards")) {
+    const std::string file = s.at("file").get<std::string>();
+    const std::string path = (std::filesystem::path(dir) / file).string();
+    if (!std::filesystem::exists(path)) fail("prepared dataset ", dir, ": shard ", file, " is missing");
+    ShardView v(path);
+    const uint64_t bytes = s.at("bytes").get<uint64_t>(), records = s.at("records").get<uint64_t>();
+    if (v.file_bytes() != bytes || v.records() != records)
+      fail("corrupt shard ", path, ": ", v.file_bytes(), " bytes and ", v.records(), " records, the manifest says ",
+           bytes, " and ", records);
+    want_crc.push_back(s.at("crc32").get<uint32_t>());
+    records_ += v.records();
+    tokens_ += v.tokens();
+    first_.push_back(records_);
+    shards_.push_back(std::move(v));
+  }
+  if (records_ == 0) fail("prepared dataset ", dir, ": split '", split_, "' holds no records");
+  if (o.verify_checksums && o.verify_in_background)
+    verifier_ = std::thread([this, want = std::move(want_crc)]() mutable { verify(std::move(want)); });
+  else if (o.verify_checksums)
+    verify(std::move(want_crc)), check_verified();
+}
+
+PreparedCorpus::~PreparedCorpus() {
+  stop_ = true;
+  if (verifier_.joinable()) verifier_.join();
+}
+
+void PreparedCorpus::verify(std::vector<uint32_t> want) {
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t s; !stop_ && (s = next++) < shards_.size();)
+      if (shards_[s].crc32() != want[s]) {
+        int64_t none = -1;
+        bad_shard_.compare_exchange_strong(none, int64_t(s));
+      }
+  };
+  const size_t threads = std::min<size_t>(shards_.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+}
+
+void PreparedCorpus::wait_verified() {
+  if (verifier_.joinable()) verifier_.join();
+  check_verified();
+}
+
+void PreparedCorpus::fail_corrupt() const {
+  fail("corrupt shard ", shards_[size_t(bad_shard_.load())].path(), ": CRC32 does not match the manifest");
+}
+
+std::pair<const ShardView*, uint64_t> PreparedCorpus::locate(uint64_t i) const {
+  BIOFM_CHECK(i < records_, "record ", i, " of ", records_);
+  check_verified();
+  const size_t s = size_t(std::upper_bound(first_.begin(), first_.end(), i) - first_.begin()) - 1;
+  return {&shards_[s], i - first_[s]};
+}
+
+uint64_t PreparedCorpus::length(uint64_t i) const {
+  auto [shard, r] = locate(i);
+  return shard->length(r);
+}
+
+uint64_t PreparedCorpus::append_tokens(uint64_t i, uint64_t start, uint64_t n, const Tokenizer& tok,
+                                       std::vector<int32_t>& out) const {
+  auto [shard, r] = locate(i);
+  const auto ids = shard->record(r);
+  BIOFM_CHECK(start + n <= ids.size(), "tokens [", start, ", ", start + n, ") of a record of ", ids.size());
+  const int32_t unk = tok.unk_id(), vocab = tok.vocab_size();
+  uint64_t unknown = 0;
+  const size_t base = out.size();
+  out.resize(base + n);
+  for (uint64_t t = 0; t < n; ++t) {
+    const int32_t id = ids[start + t];
+    if (id >= vocab) fail("corrupt shard ", shard->path(), ": record ", r, " holds token id ", id);
+    unknown += id == unk;
+    out[base + t] = id;
+  }
+  return unknown;
+}
+
+std::string PreparedCorpus::summary() const {
+  return std::to_string(records_) + " sequences (" + std::to_string(tokens_) + " tokens) in " +
+         std::to_string(shards_.size()) + (shards_.size() == 1 ? " shard" : " shards") + ", split " + split_;
+}
+
+}  // namespace biofm
