@@ -127,6 +127,7 @@ int cmd_embed(int argc, char** argv) {
   }
   const std::string len_warn = infer::length_warning(o.windows ? "--window" : "--max-seq-length", o.window_tokens, max_pos);
   if (!len_warn.empty()) std::fprintf(stderr, "%s\n", len_warn.c_str());
+  o.act_dtype = precision == Precision::F32 ? DType::F32 : DType::BF16;
   o.max_tokens = std::max<int64_t>(a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens),
                                    o.window_tokens);
 

@@ -35,6 +35,7 @@ struct Pending {
   std::vector<int64_t> items;
   Batch host;
   std::vector<std::vector<int32_t>> select;  // rows pooled into each item (pooled output)
+  Tensor select_t;                           // their selection matrix (pooling.h), on the host
   std::vector<Tensor> pooled_dev;            // per layer, launched select sums
   std::vector<Tensor> states;                // per layer [T, H] (per_token)
   Tensor logits;
@@ -131,14 +132,21 @@ EmbedResult Embedder::run(const SequenceDataset& data, uint64_t first, uint64_t 
       row0 += it.tokens();
     }
     p.host = builder.build(BatchMode::Thd, 1, tok_.pad_id());
+    if (pooled) p.select_t = selection_matrix(p.select, p.host.num_rows(), o_.act_dtype);
     return p;
   };
-  // Device work: upload, forward, pooling GEMMs; nothing waits for the device here.
+  // Device work: uploads (before the forward pass, so that copying from pageable memory does
+  // not wait for it), forward, pooling GEMMs; nothing waits for the device here.
   auto launch = [&](Pending& p) {
     const Batch db = p.host.to(model_.device());
+    const Tensor sel_t = pooled ? p.select_t.to(model_.device()) : Tensor();
     std::vector<Tensor> states = model_.layer_hidden_states(db, o_.layers);
     if (pooled)
-      for (const Tensor& s : states) p.pooled_dev.push_back(launch_select_sum(s, p.select));
+      for (const Tensor& s : states) {
+        if (s.dtype() != sel_t.dtype())
+          fail("embed: hidden states are ", dtype_name(s.dtype()), ", expected ", dtype_name(sel_t.dtype()));
+        p.pooled_dev.push_back(launch_select_sum(s, sel_t));
+      }
     if (per_token) p.states = std::move(states);
     if (want_logits) p.logits = model_.logits(db);
   };

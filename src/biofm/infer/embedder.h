@@ -24,6 +24,7 @@ struct EmbedOptions {
   bool windows = false;          // false: longer records are truncated to window_tokens
   int64_t stride = 0;            // windows: bases shared by consecutive windows
   int64_t max_tokens = 8192;     // tokens per batch
+  DType act_dtype = DType::F32;  // the model's hidden-state dtype (BF16 in a bf16 GPU run)
 };
 
 // Records [first, first + n) in input order.

@@ -22,9 +22,13 @@ const char* pooling_name(Pooling p);
 // matrix of exact 0/1 entries in hidden's dtype). Row indices must lie in [0, T).
 Tensor select_sum(const Tensor& hidden, const std::vector<std::vector<int32_t>>& rows);
 
-// The result rows, or the device work before their copy: launch_select_sum queues the GEMM and
-// returns the device result (F32 [R rounded up to 8, H]); read it with finish_select_sum.
-Tensor launch_select_sum(const Tensor& hidden, const std::vector<std::vector<int32_t>>& rows);
+// The same in steps, so that a GPU run uploads the selection before the forward pass and reads
+// the result after it: selection_matrix builds selᵀ [T, R rounded up to 8] on the host in
+// `dtype` (the hidden states' dtype); launch_select_sum queues the GEMM (sel_t already on
+// hidden's device) and returns the device result F32 [R8, H]; finish_select_sum copies the first
+// num_rows rows to the host.
+Tensor selection_matrix(const std::vector<std::vector<int32_t>>& rows, int64_t T, DType dtype);
+Tensor launch_select_sum(const Tensor& hidden, const Tensor& sel_t);
 Tensor finish_select_sum(const Tensor& launched, int64_t num_rows);
 
 }  // namespace biofm::infer
