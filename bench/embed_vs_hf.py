@@ -74,7 +74,9 @@ def run_biofm(binary, model_dir, fasta, out, tokens, precision):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--biofm", required=True, help="the biofm binary")
-    ap.add_argument("--data", default=os.path.join(HERE, "..", "data", "proteins_sample.fasta"))
+    ap.add_argument("--data", default=",".join(os.path.join(HERE, "..", "data", f) for f in
+                                               ("proteins_sample.fasta", "proteins_val.fasta")),
+                    help="FASTA file(s), plain or .gz, comma-separated (default: the bundled 2,200 proteins)")
     ap.add_argument("--records", type=int, default=4000)
     ap.add_argument("--shape", default="650M")
     ap.add_argument("--max-seq-length", type=int, default=1024)
@@ -93,7 +95,11 @@ def main():
     model, dims = build_esm(a.shape)
     if not os.path.exists(os.path.join(model_dir, "config.json")):
         model.save_pretrained(model_dir)  # fp32 safetensors + config.json
-    recs = read_fasta(a.data, a.records)
+    recs = []
+    for path in a.data.split(","):  # several files: read in order until --records
+        recs += read_fasta(path, a.records - len(recs))
+        if len(recs) >= a.records:
+            break
     recs = [(n, s[: a.max_seq_length - 2]) for n, s in recs]
     fasta = os.path.join(a.out, "input.fasta")
     with open(fasta, "w") as f:
@@ -129,7 +135,7 @@ def main():
             h = net(input_ids=ids, attention_mask=mask).last_hidden_state.float()
             res = mask.clone()
             res[:, 0] = 0
-            res[torch.arange(len(b)), mask.sum(1) - 1] = 0  # residues only
+            res[torch.arange(len(b), device=res.device), mask.sum(1) - 1] = 0  # residues only
             pooled = (h * res.unsqueeze(-1)).sum(1) / res.sum(1, keepdim=True)
             pooled = pooled.cpu()
             for r, i in enumerate(b):

@@ -6,8 +6,8 @@
 #
 # Usage: bench/embed_vs_hf.sh BIN [--data FASTA[.gz]] [--records 4000] [--shape 650M]
 #                             [--tokens-per-batch 16384] [--max-seq-length 1024] [--compile] [--out DIR]
-# Default data: data/proteins_sample.fasta (2,000 UniProt proteins); any FASTA works, e.g. a
-# larger UniProt download, of which the first --records are used.
+# Default data: data/proteins_sample.fasta + data/proteins_val.fasta (2,200 UniProt proteins);
+# any FASTA files work (comma-separated, plain or .gz), of which the first --records are used.
 set -euo pipefail
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
   sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
