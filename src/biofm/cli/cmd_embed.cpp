@@ -136,8 +136,11 @@ int cmd_embed(int argc, char** argv) {
   if (!alpha.empty()) std::fprintf(stderr, "%s\n", alpha.c_str());
   const int64_t n = int64_t(data.size());
 
+  std::string layers_json = "[";
+  for (size_t l = 0; l < o.layers.size(); ++l) layers_json += (l ? "," : "") + std::to_string(o.layers[l]);
+  layers_json += "]";
   std::ostringstream key;
-  key << "embed model=" << model_dir << " input=" << input << " layers=" << a.get("--layers", "-1")
+  key << "embed model=" << model_dir << " input=" << input << " layers=" << layers_json << " named=" << named_layers
       << " pooling=" << infer::pooling_name(o.pooling) << " per_token=" << o.per_token << " logits=" << o.logits
       << " window=" << o.window_tokens << " windows=" << o.windows << " stride=" << o.stride
       << " precision=" << precision_name(precision) << " records=" << n;
@@ -151,9 +154,6 @@ int cmd_embed(int argc, char** argv) {
   auto name_of = [&](const char* base, size_t l) {
     return named_layers ? std::string(base) + "." + std::to_string(o.layers[l]) : std::string(base);
   };
-  std::string layers_json = "[";
-  for (size_t l = 0; l < o.layers.size(); ++l) layers_json += (l ? "," : "") + std::to_string(o.layers[l]);
-  layers_json += "]";
   const std::string pooling_text =
       o.pooling == infer::Pooling::Mean   ? "mean over residues, first and last (special) tokens excluded"
       : o.pooling == infer::Pooling::Cls  ? "cls: the first token's state"

@@ -69,7 +69,8 @@ int cmd_generate(int argc, char** argv) {
   }
   if (odd_count) {
     std::string shown;
-    for (char c : odd) shown += (std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : std::string("?")) + " ";
+    for (char c : odd)
+      shown += (shown.empty() ? "'" : ", '") + (std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "?") + "'";
     if (!a.has("--force"))
       fail("--prompt has ", odd_count, " character(s) that are not nucleotide codes (first at position ", first_odd + 1,
            "; ", shown, "): a DNA model gives meaningless continuations; --force to go on anyway");
