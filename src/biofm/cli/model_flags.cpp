@@ -53,7 +53,9 @@ std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::
   try {
     BuildOptions o;
     o.precision = precision;
-    return family.load(dir, dev, o);
+    std::unique_ptr<LanguageModel> m = family.load(dir, dev, o);
+    m->params().release_gradients();  // inference only: no backward state
+    return m;
   } catch (const std::bad_alloc&) {
     fail(dir, ": not enough memory for this model (check the sizes in its config.json)");
   }

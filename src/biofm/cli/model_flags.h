@@ -22,7 +22,8 @@ Precision parse_inference_precision(const std::string& s, Device dev);
 // The flags every inference command declares the same way.
 FlagSpec device_flag();     // --device
 FlagSpec precision_flag();  // --precision
-// family.load(dir, dev) with an allocation failure (a config.json whose sizes pass the
+// family.load(dir, dev) for inference (the gradient buffer is released: forward passes only),
+// with an allocation failure (a config.json whose sizes pass the
 // limits but do not fit in memory) reported as a biofm::Error naming the directory.
 std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev,
                                           Precision precision = Precision::F32);
