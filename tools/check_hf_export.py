@@ -2,7 +2,7 @@
 """Prove that a biofm export loads in Hugging Face transformers and computes what biofm computes.
 
 Usage:
-    biofm embed --model DIR --input F.fasta --output OURS.safetensors --per-token --logits
+    biofm embed --model DIR --input F.fasta --output OURS.safetensors --per-token --logits --device cpu
     python3 tools/check_hf_export.py --model DIR --ours OURS.safetensors [--fasta F.fasta] \
         [--atol 1e-4] [--device cpu|cuda]
 

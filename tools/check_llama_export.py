@@ -81,7 +81,8 @@ def main():
             return 2
         ours_path = os.path.join(tempfile.mkdtemp(prefix="biofm_llama_check_"), "ours.safetensors")
         cmd = [args.biofm, "eval", "--model", args.model, "--input", args.fasta, "--dump-logits", ours_path,
-               "--max-seq-length", str(args.max_seq_length), "--stride", str(args.stride)]
+               "--max-seq-length", str(args.max_seq_length), "--stride", str(args.stride),
+               "--device", "cpu"]  # the fp32 reference (eval defaults to the GPU in bf16)
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             print(f"biofm eval failed ({r.returncode}):\n{r.stdout}{r.stderr}", file=sys.stderr)

@@ -1,19 +1,20 @@
-// biofm embed: final hidden states of a model (any family with embed support) for every
-// sequence of a file.
-// (biofm eval lives in cmd_eval.cpp.)
+// biofm embed: hidden states of a model (any family with embed support) for every sequence of
+// a file, pooled per sequence and/or per token, from any layers; on the GPU by default, in
+// bf16 there. The work is infer/embedder (batching, windows, pooling) and infer/shards
+// (streaming output); this file is flags and naming. (biofm eval lives in cmd_eval.cpp.)
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "biofm/cli/commands.h"
 #include "biofm/cli/flags.h"
 #include "biofm/cli/model_flags.h"
-#include "biofm/core/device_memory.h"
 #include "biofm/data/dataset.h"
-#include "biofm/data/pack.h"
 #include "biofm/data/tokenizer.h"
-#include "biofm/io/atomic_file.h"
-#include "biofm/io/safetensors.h"
+#include "biofm/infer/alphabet.h"
+#include "biofm/infer/embedder.h"
+#include "biofm/infer/shards.h"
 #include "biofm/io/utf8.h"
 #include "biofm/models/registry.h"
 
@@ -23,26 +24,68 @@ namespace {
 
 const CommandSpec kEmbed{
     "embed",
-    "--model DIR --input FILE --output OUT.safetensors [--per-token] [--logits]\n"
-    "       [--device cpu|cuda] [--max-tokens 8192] [--max-seq-length 1024] [--format auto] [--column sequence]",
-    "Writes 'embeddings' [n, hidden]: the mean of the final hidden states over each sequence's residues\n"
-    "(<cls>/<BOS> and <eos>/<EOS> excluded). --per-token adds 'token_embeddings' [T, hidden], 'input_ids' [T] and\n"
-    "'offsets' [n+1] (all tokens, specials included); --logits adds 'logits' [T, vocab].\n"
+    "--model DIR --input FILE --output OUT.safetensors|DIR [--layers -1] [--pooling mean|cls|last|none]\n"
+    "       [--per-token] [--logits] [--device auto] [--precision bf16|fp32] [--max-tokens N]\n"
+    "       [--max-seq-length N | --window N --stride N] [--shard-size N] [--format auto] [--column sequence]",
+    "Writes 'embeddings' [n, hidden]: per sequence, the mean of the final hidden states over its residues\n"
+    "(<cls>/<BOS> and <eos>/<EOS> excluded; --pooling cls / last takes the first / last token instead).\n"
+    "--layers 0,16,-1 picks layers as fair-esm's --repr_layers (0 = the embedding output, L = the final\n"
+    "states after the last norm, negative counts from the end); each layer K then gives 'embeddings.K'.\n"
+    "--per-token (or --pooling none) adds 'token_embeddings' [T, hidden] ('token_embeddings.K'), 'input_ids'\n"
+    "[T] and 'offsets' [n+1] (all tokens, specials included); --logits adds 'logits' [T, vocab].\n"
     "Sequence names are in the metadata entry 'names' (a JSON list).\n"
+    "Longer sequences are truncated to --max-seq-length tokens (counted and reported), or, with --window\n"
+    "(the default for DNA models, at the model's context), cut into windows overlapping by --stride bases\n"
+    "whose states are joined: each base from one window (causal models: the first window holding it;\n"
+    "bidirectional: each overlap split at its middle). --output DIR writes shard-NNNNN.safetensors files of\n"
+    "--shard-size records as they complete plus index.json; the same command after a kill skips the\n"
+    "complete shards. Sequences are batched longest first under --max-tokens; outputs keep input order.\n"
     "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
-    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md).",
+    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md). See docs/INFERENCE.md.",
     {
         {"--model", "DIR", "model directory (config.json + weights)"},
         {"--input", "FILE", "sequences to embed (see above)"},
-        {"--output", "OUT", "safetensors file to write"},
+        {"--output", "OUT", "a .safetensors file, or a directory for shards"},
+        {"--layers", "LIST", "comma-separated layers (default: the final states, -1)"},
+        {"--pooling", "P", "mean | cls | last | none (default mean)"},
         {"--per-token", "", "also write token_embeddings, input_ids and offsets"},
         {"--logits", "", "with --per-token: also write logits [T, vocab]"},
-        {"--device", "D", "cpu | cuda (default cpu)"},
-        {"--max-tokens", "N", "tokens per batch (default 8192; at least --max-seq-length)"},
+        device_flag(),
+        precision_flag(),
+        {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU)"},
         {"--max-seq-length", "N", "longer sequences are truncated (default 1024, or the model's max positions)"},
+        {"--window", "N", "tokens per window: cut long sequences into windows instead (DNA default: the model's context)"},
+        {"--stride", "N", "with windows: bases shared by consecutive windows (default 200, or half the window if smaller)"},
+        {"--no-window", "", "DNA models: truncate at --max-seq-length instead of windows"},
+        {"--shard-size", "N", "records per shard with --output DIR (default 10000)"},
+        {"--progress", "", "print the progress line even when stderr is not a terminal"},
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
     }};
+
+// --layers "33,-1" against L layers: each in [-(L+1), L], negatives from the end (-1 = L).
+std::vector<int> parse_layers(const std::string& s, int L) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size()) fail("--layers: '", part, "' is not an integer (in '", s, "')");
+    if (v < -(L + 1) || v > L)
+      fail("--layers: layer ", v, " does not exist; the model has layers 0 (embeddings) to ", L,
+           " (negative counts from the end: -1 = ", L, ")");
+    const int k = v < 0 ? int(L + 1 + v) : int(v);
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  }
+  if (out.empty()) fail("--layers is empty");
+  return out;
+}
 
 }  // namespace
 
@@ -54,82 +97,128 @@ int cmd_embed(int argc, char** argv) {
   }
   a.expect_no_positional();
   const std::string model_dir = a.require("--model"), input = a.require("--input"), out_path = a.require("--output");
-  const Device dev = parse_device(a.get("--device", "cpu"));
+  const Device dev = parse_device(a.get("--device", "auto"));
+  const Precision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   if (!family.embed) fail("embed does not support model_type '", family.hf_model_type, "'");
-  std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev);
-  const Tokenizer& tok = family.tokenizer();
-  SequenceDataset data = SequenceDataset::load(input, reader_options(a));
-  // At least one residue between the two special tokens; the limits keep buffers sane.
-  const int64_t max_len =
-      a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions), 3, kMaxFlagTokens);
-  const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", 8192, 1, kMaxFlagTokens), max_len);
-  const bool per_token = a.has("--per-token"), want_logits = a.has("--logits");
-  const int64_t H = model->dims().hidden, V = model->dims().vocab, n = int64_t(data.size());
-  Tensor pooled = Tensor::zeros({n, H}, DType::F32);
-  std::vector<int32_t> all_ids;
-  std::vector<int64_t> offsets{0};
-  std::vector<float> token_states, token_logits;
-  uint64_t truncated = 0, unknown = 0;
-  BatchBuilder builder;
-  std::vector<int64_t> batch_members;
-  auto flush = [&]() {
-    if (builder.num_sequences() == 0) return;
-    Batch b = builder.build(BatchMode::Thd, 1, tok.pad_id());
-    Batch db = b.to(dev);
-    Tensor hidden = model->hidden_states(db).to(Device::CPU);
-    Tensor lg = want_logits ? model->logits(db).to(Device::CPU) : Tensor();
-    for (size_t s = 0; s < batch_members.size(); ++s) {
-      const int64_t start = b.cu_seqlens.i32()[s], len = b.seq_lens.i32()[s];
-      float* dst = pooled.f32() + batch_members[s] * H;
-      for (int64_t t = start + 1; t < start + len - 1; ++t)
-        for (int64_t h = 0; h < H; ++h) dst[h] += hidden.f32()[t * H + h];
-      const float inv = len > 2 ? 1.0f / float(len - 2) : 0.0f;
-      for (int64_t h = 0; h < H; ++h) dst[h] *= inv;
-      if (per_token) {
-        all_ids.insert(all_ids.end(), b.input_ids.i32() + start, b.input_ids.i32() + start + len);
-        offsets.push_back(offsets.back() + len);
-        token_states.insert(token_states.end(), hidden.f32() + start * H, hidden.f32() + (start + len) * H);
-        if (want_logits) token_logits.insert(token_logits.end(), lg.f32() + start * V, lg.f32() + (start + len) * V);
-      }
-    }
-    builder.clear();
-    batch_members.clear();
-  };
-  std::vector<int32_t> ids;
-  nlohmann::json names = nlohmann::json::array();
-  Utf8Cleaner clean_name(input);
-  for (int64_t i = 0; i < n; ++i) {
-    ids = tok.encode(data.sequence(uint64_t(i)));
-    for (size_t t = 1; t + 1 < ids.size(); ++t) unknown += ids[t] == tok.unk_id();
-    if (int64_t(ids.size()) > max_len) {
-      ids.resize(size_t(max_len));
-      ids.back() = tok.end_id();
-      ++truncated;
-    }
-    if (builder.num_tokens() + int64_t(ids.size()) > max_tokens) flush();
-    std::vector<int32_t> labels(ids.size(), -100);
-    builder.add(ids.data(), labels.data(), int64_t(ids.size()));
-    batch_members.push_back(i);
-    names.push_back(clean_name(data.name(uint64_t(i))));
-  }
-  flush();
+  const bool causal = family.objective == Objective::CausalLM;
+  infer::EmbedOptions o;
+  o.pooling = infer::parse_pooling(a.get("--pooling", "mean"));
+  o.per_token = a.has("--per-token") || o.pooling == infer::Pooling::None;
+  o.logits = a.has("--logits");
+  if (o.logits && !o.per_token) fail("--logits needs --per-token (or --pooling none)");
+  const int64_t shard_size = a.get_int("--shard-size", 10000, 1, int64_t(1) << 40);
 
-  std::map<std::string, Tensor> out{{"embeddings", pooled}};
-  if (per_token) {
-    const int64_t T = int64_t(all_ids.size());
-    out["input_ids"] = Tensor::from_i32({T}, all_ids);
-    Tensor off = Tensor::empty({n + 1}, DType::I64);
-    for (int64_t i = 0; i <= n; ++i) off.i64()[i] = offsets[size_t(i)];
-    out["offsets"] = off;
-    out["token_embeddings"] = Tensor::from_f32({T, H}, token_states);
-    if (want_logits) out["logits"] = Tensor::from_f32({T, V}, token_logits);
+  std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
+  const Tokenizer& tok = family.tokenizer();
+  const int64_t max_pos = model->dims().max_positions, L = model->dims().layers;
+  const bool named_layers = a.has("--layers");
+  o.layers = parse_layers(a.get("--layers", "-1"), int(L));
+  // Windows: asked for, or the default for DNA models (long genomic records are the norm).
+  o.windows = a.has("--window") || (causal && !a.has("--no-window") && !a.has("--max-seq-length"));
+  if (o.windows) {
+    if (a.has("--max-seq-length")) fail("--window and --max-seq-length exclude each other");
+    o.window_tokens = a.get_int("--window", max_pos, 3, kMaxFlagTokens);
+    o.stride = a.get_int("--stride", std::min<int64_t>(200, (o.window_tokens - 2) / 2), 0, kMaxFlagTokens);
+  } else {
+    if (a.has("--stride")) fail("--stride applies with windows (--window) only");
+    // At least one residue between the two special tokens; the limits keep buffers sane.
+    o.window_tokens = a.get_int("--max-seq-length", std::min<int64_t>(1024, max_pos), 3, kMaxFlagTokens);
   }
-  write_safetensors(out_path, out, {{"names", names.dump()}, {"pooling", "mean over residues, first and last (special) tokens excluded"}});
-  std::printf("embedded %s (hidden %lld) -> %s", data.stats().summary().c_str(), (long long)H, out_path.c_str());
-  std::printf(" | %llu truncated to %lld tokens, %llu unknown residues, %llu empty records skipped\n",
-              (unsigned long long)truncated, (long long)max_len, (unsigned long long)unknown,
+  const std::string len_warn = infer::length_warning(o.windows ? "--window" : "--max-seq-length", o.window_tokens, max_pos);
+  if (!len_warn.empty()) std::fprintf(stderr, "%s\n", len_warn.c_str());
+  o.act_dtype = precision == Precision::F32 ? DType::F32 : DType::BF16;
+  o.max_tokens = std::max<int64_t>(a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens),
+                                   o.window_tokens);
+
+  SequenceDataset data = SequenceDataset::load(input, reader_options(a));
+  const std::string alpha = infer::check_alphabet(tok, data).warning();
+  if (!alpha.empty()) std::fprintf(stderr, "%s\n", alpha.c_str());
+  const int64_t n = int64_t(data.size());
+
+  std::string layers_json = "[";
+  for (size_t l = 0; l < o.layers.size(); ++l) layers_json += (l ? "," : "") + std::to_string(o.layers[l]);
+  layers_json += "]";
+  std::ostringstream key;
+  key << "embed model=" << model_dir << " input=" << input << " layers=" << layers_json << " named=" << named_layers
+      << " pooling=" << infer::pooling_name(o.pooling) << " per_token=" << o.per_token << " logits=" << o.logits
+      << " window=" << o.window_tokens << " windows=" << o.windows << " stride=" << o.stride
+      << " precision=" << precision_name(precision) << " records=" << n;
+  infer::ShardedOutput out(out_path, key.str(), shard_size, n);
+  int64_t total_tokens = 0;
+  for (int64_t i = 0; i < n; ++i) total_tokens += infer::record_tokens(data.length(uint64_t(i)), o);
+  infer::Progress progress("embed", n, total_tokens, a.has("--progress") || infer::stderr_is_terminal());
+  infer::Embedder embedder(*model, tok, o, causal);
+  Utf8Cleaner clean_name(input);
+  // Tensor names: the historical ones for the default single layer, '.K' per layer otherwise.
+  auto name_of = [&](const char* base, size_t l) {
+    return named_layers ? std::string(base) + "." + std::to_string(o.layers[l]) : std::string(base);
+  };
+  const std::string pooling_text =
+      o.pooling == infer::Pooling::Mean   ? "mean over residues, first and last (special) tokens excluded"
+      : o.pooling == infer::Pooling::Cls  ? "cls: the first token's state"
+      : o.pooling == infer::Pooling::Last ? "last: the last token's state"
+                                          : "none: per-token states only";
+  uint64_t truncated = 0, unknown = 0, windows = 0, resumed = 0;
+  int64_t computed_tokens = 0;
+  for (int64_t first = 0; first < n; first += out.chunk_records()) {
+    const int64_t count = std::min(out.chunk_records(), n - first);
+    if (out.have(first, count)) {
+      int64_t t = 0;
+      for (int64_t i = first; i < first + count; ++i) t += infer::record_tokens(data.length(uint64_t(i)), o);
+      progress.skip(count, t);
+      resumed += uint64_t(count);
+      continue;
+    }
+    infer::EmbedResult r = embedder.run(data, uint64_t(first), uint64_t(count), &progress);
+    truncated += r.truncated;
+    unknown += r.unknown;
+    windows += r.windows;
+    computed_tokens += r.tokens;
+    std::map<std::string, Tensor> tensors;
+    for (size_t l = 0; l < r.pooled.size(); ++l) tensors[name_of("embeddings", l)] = r.pooled[l];
+    if (o.per_token) {
+      const int64_t T = int64_t(r.ids.size());
+      tensors["input_ids"] = Tensor::from_i32({T}, r.ids);
+      Tensor off = Tensor::empty({count + 1}, DType::I64);
+      for (int64_t i = 0; i <= count; ++i) off.i64()[i] = r.offsets[size_t(i)];
+      tensors["offsets"] = off;
+      for (size_t l = 0; l < r.token_states.size(); ++l) tensors[name_of("token_embeddings", l)] = r.token_states[l];
+      if (o.logits) tensors["logits"] = r.logits;
+    }
+    nlohmann::json names = nlohmann::json::array();
+    for (int64_t i = first; i < first + count; ++i) names.push_back(clean_name(data.name(uint64_t(i))));
+    out.write(first, count, tensors, names.dump(), {{"pooling", pooling_text}, {"layers", layers_json}});
+  }
+  progress.finish();
+  const double seconds = progress.seconds();
+  const nlohmann::json summary = {{"model", model_dir},
+                                  {"input", input},
+                                  {"num_records", n},
+                                  {"layers", nlohmann::json::parse(layers_json)},
+                                  {"pooling", infer::pooling_name(o.pooling)},
+                                  {"truncated", truncated},
+                                  {"unknown_residues", unknown},
+                                  {"windows", windows},
+                                  {"resumed_records", resumed}};
+  out.finish(summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  std::printf("embedded %s (hidden %lld, %s, %s) -> %s", data.stats().summary().c_str(),
+              (long long)model->dims().hidden, device_name(dev), precision_name(precision), out_path.c_str());
+  if (o.windows)
+    std::printf(" | %llu windows of %lld tokens (stride %lld)", (unsigned long long)windows,
+                (long long)o.window_tokens, (long long)o.stride);
+  else
+    std::printf(" | %llu truncated to %lld tokens", (unsigned long long)truncated, (long long)o.window_tokens);
+  std::printf(", %llu unknown residues, %llu empty records skipped", (unsigned long long)unknown,
               (unsigned long long)data.stats().skipped_empty);
+  if (resumed) std::printf(", %llu records from complete shards of an earlier run", (unsigned long long)resumed);
+  // Throughput of the embedding itself (after the model and input are loaded; output writing
+  // included): what bench/embed_vs_hf.sh reads.
+  std::printf(" | %lld records in %.3f s: %.1f records/s, %.0f tokens/s\n", (long long)(n - int64_t(resumed)), seconds,
+              double(n - int64_t(resumed)) / std::max(seconds, 1e-9), double(computed_tokens) / std::max(seconds, 1e-9));
+  if (truncated)
+    std::fprintf(stderr, "warning: %llu of %lld records were truncated to %lld tokens (--window N cuts them into windows instead)\n",
+                 (unsigned long long)truncated, (long long)n, (long long)o.window_tokens);
   return 0;
 }
 

@@ -6,7 +6,8 @@
 // Llama (model_type llama), as the OpenGenome2 recipe's evaluate_fasta_lm_loss does:
 // per-sequence mean negative log-likelihood of next-token prediction over A/C/G/T targets
 // (either case; degenerate bases, <BOS> and <EOS> are not scored). A sequence longer than
-// one window is cut into windows of --max-seq-length tokens (<BOS> and <EOS> included)
+// one window is cut into windows of --max-seq-length tokens (<BOS> and <EOS> included; default
+// the model's max_position_embeddings)
 // overlapping by --stride bases, exactly as training windows (data/causal.h); every base is
 // scored once, in the first window that predicts it, so the bases of an overlap are scored
 // in the earlier window and serve only as context in the later one. Aggregates:
@@ -30,6 +31,8 @@
 #include "biofm/data/mlm.h"
 #include "biofm/data/pack.h"
 #include "biofm/data/tokenizer.h"
+#include "biofm/infer/alphabet.h"
+#include "biofm/infer/progress.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/utf8.h"
 #include "biofm/io/safetensors.h"
@@ -41,14 +44,16 @@ namespace {
 
 const CommandSpec kEval{
     "eval",
-    "--model DIR --input FILE [--output OUT.json] [--device cpu|cuda] [--max-tokens 8192]\n"
+    "--model DIR --input FILE [--output OUT.json] [--device auto] [--precision bf16|fp32] [--max-tokens N]\n"
     "       [--max-seq-length N] [--format auto] [--column sequence]",
     "ESM-2 models (model_type esm): masks 15% of residues (80/10/10) deterministically from --seed 1234\n"
-    "and reports the masked-LM loss, accuracy and perplexity (--max-seq-length default 1024).\n"
+    "and reports the masked-LM loss, accuracy and perplexity (--max-seq-length default 1024; longer\n"
+    "sequences are truncated and counted in num_truncated).\n"
     "Llama models (model_type llama): per-sequence mean next-token NLL over A/C/G/T targets, long\n"
-    "sequences in windows of --max-seq-length tokens (default 8192) overlapping by --stride bases\n"
-    "(default 200), every base scored once; reports loss = total NLL / scored tokens, perplexity =\n"
-    "exp(loss), mean_sequence_nll and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
+    "sequences in windows of --max-seq-length tokens (default: the model's max_position_embeddings)\n"
+    "overlapping by --stride bases (default 200, or half the window if smaller), every base\n"
+    "scored once; reports loss = total NLL / scored tokens, perplexity = exp(loss), mean_sequence_nll\n"
+    "and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
     "The JSON goes to stdout and, with --output, to a file.\n"
     "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
     "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md).",
@@ -56,11 +61,13 @@ const CommandSpec kEval{
         {"--model", "DIR", "model directory (config.json + weights)"},
         {"--input", "FILE", "sequences to evaluate (see above)"},
         {"--output", "OUT", "also write the JSON to OUT"},
-        {"--device", "D", "cpu | cuda (default cpu)"},
-        {"--max-tokens", "N", "tokens per batch (default 8192; at least --max-seq-length)"},
-        {"--max-seq-length", "N", "tokens per sequence (esm) or window (llama); default 1024 (esm), 8192 (llama)"},
+        device_flag(),
+        precision_flag(),
+        {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU; at least --max-seq-length)"},
+        {"--max-seq-length", "N", "tokens per sequence (esm) or window (llama); default 1024 (esm), max positions (llama)"},
+        {"--progress", "", "print the progress line even when stderr is not a terminal"},
         {"--seed", "N", "esm: masking seed (default 1234)"},
-        {"--stride", "N", "llama: bases shared by consecutive windows (default 200)"},
+        {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or half the window if smaller)"},
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
         {"--dump-logits", "OUT", "llama: every window's logits as safetensors", /*hidden=*/true},
@@ -73,13 +80,34 @@ void emit(const Flags& a, const nlohmann::json& r) {
   std::fputs(text.c_str(), stdout);
 }
 
-int eval_masked_lm(const Flags& a, Device dev, const ModelFamily& family) {
-  std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev);
+// Warnings that the numbers may not mean what they seem (stderr).
+void warn_inputs(const Tokenizer& tok, const SequenceDataset& data, const char* flag, int64_t tokens,
+                 int64_t max_positions) {
+  for (const std::string& w :
+       {infer::check_alphabet(tok, data).warning(), infer::length_warning(flag, tokens, max_positions)})
+    if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
+}
+
+int64_t default_max_tokens(Device dev) { return dev == Device::CUDA ? 16384 : 8192; }
+
+int eval_masked_lm(const Flags& a, Device dev, Precision precision, const ModelFamily& family) {
+  std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev, precision);
   SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
   MlmOptions o;
   o.max_seq_length =
       a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions), 3, kMaxFlagTokens);
-  o.max_tokens_per_batch = std::max<int64_t>(a.get_int("--max-tokens", 8192, 1, kMaxFlagTokens), o.max_seq_length);
+  o.max_tokens_per_batch =
+      std::max<int64_t>(a.get_int("--max-tokens", default_max_tokens(dev), 1, kMaxFlagTokens), o.max_seq_length);
+  warn_inputs(family.tokenizer(), data, "--max-seq-length", o.max_seq_length, model->dims().max_positions);
+  // The batcher truncates to max_seq_length tokens (<cls> and <eos> included); count them here.
+  uint64_t truncated = 0;
+  int64_t total_tokens = 0;
+  for (uint64_t i = 0; i < data.size(); ++i) {
+    truncated += int64_t(data.length(i)) + 2 > o.max_seq_length;
+    total_tokens += std::min<int64_t>(int64_t(data.length(i)) + 2, o.max_seq_length);
+  }
+  infer::Progress progress("eval", int64_t(data.size()), total_tokens,
+                           a.has("--progress") || infer::stderr_is_terminal());
   o.eval_seed = uint64_t(a.get_int("--seed", 1234, 0, INT64_MAX));
   o.shuffle = false;
   validate(o);
@@ -93,7 +121,12 @@ int eval_masked_lm(const Flags& a, Device dev, const ModelFamily& family) {
     total.num_tokens += s.num_tokens;
     total.num_correct += s.num_correct;
     sequences += b.num_sequences();
+    progress.add(b.num_sequences(), b.num_real_tokens);
   }
+  progress.finish();
+  if (truncated)
+    std::fprintf(stderr, "warning: %llu of %llu sequences were truncated to %lld tokens (--max-seq-length)\n",
+                 (unsigned long long)truncated, (unsigned long long)data.size(), (long long)o.max_seq_length);
   if (total.num_tokens == 0) fail("no residues were masked in '", a.require("--input"), "' (sequences too short?)");
   const double loss = total.loss_sum / double(total.num_tokens);
   nlohmann::json r = {{"model", a.require("--model")},
@@ -104,6 +137,10 @@ int eval_masked_lm(const Flags& a, Device dev, const ModelFamily& family) {
                       {"perplexity", std::exp(loss)},
                       {"accuracy", double(total.num_correct) / double(total.num_tokens)},
                       {"mask_seed", o.eval_seed},
+                      {"max_seq_length", o.max_seq_length},
+                      {"num_truncated", truncated},
+                      {"device", device_name(dev)},
+                      {"precision", precision_name(precision)},
                       {"skipped_empty_records", data.stats().skipped_empty},
                       {"input_files", data.stats().files},
                       {"skipped_input_files", data.stats().skipped_files}};
@@ -111,16 +148,19 @@ int eval_masked_lm(const Flags& a, Device dev, const ModelFamily& family) {
   return 0;
 }
 
-int eval_causal_lm(const Flags& a, Device dev, const ModelFamily& family) {
+int eval_causal_lm(const Flags& a, Device dev, Precision precision, const ModelFamily& family) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
-  std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev);
+  std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
   SequenceDataset data = SequenceDataset::load(input, reader_options(a));
-  const int64_t max_len = a.get_int("--max-seq-length", 8192, 1, kMaxFlagTokens);
-  const int64_t stride = a.get_int("--stride", 200, 0, kMaxFlagTokens);
+  // Windows as long as the model's context unless asked otherwise (longer ones warn).
+  const int64_t max_len = a.get_int("--max-seq-length", model->dims().max_positions, 1, kMaxFlagTokens);
+  // Default stride 200 bases, smaller for short windows (half the window).
+  const int64_t stride = a.get_int("--stride", std::max<int64_t>(0, std::min<int64_t>(200, (max_len - 2) / 2)), 0, kMaxFlagTokens);
   if (max_len < 3) fail("--max-seq-length must be at least 3 (<BOS>, one base, <EOS>), got ", max_len);
   if (stride < 0 || stride >= max_len - 2)
     fail("--stride (", stride, ") must lie in [0, --max-seq-length - 2 = ", max_len - 2, ")");
-  const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", 8192, 1, kMaxFlagTokens), max_len);
+  const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", default_max_tokens(dev), 1, kMaxFlagTokens), max_len);
+  warn_inputs(family.tokenizer(), data, "--max-seq-length", max_len, model->dims().max_positions);
   const std::string dump_path = a.get("--dump-logits");
 
   const uint64_t n = data.size();
@@ -209,6 +249,8 @@ int eval_causal_lm(const Flags& a, Device dev, const ModelFamily& family) {
                       {"model_type", family.hf_model_type},
                       {"max_seq_length", max_len},
                       {"stride", stride},
+                      {"device", device_name(dev)},
+                      {"precision", precision_name(precision)},
                       {"num_sequences", n},
                       {"num_windows", num_windows},
                       {"num_scored_tokens", total_scored},
@@ -251,16 +293,17 @@ int cmd_eval(int argc, char** argv) {
   a.expect_no_positional();
   const std::string model_dir = a.require("--model");
   (void)a.require("--input");  // usage errors before any work
-  const Device dev = parse_device(a.get("--device", "cpu"));
+  const Device dev = parse_device(a.get("--device", "auto"));
+  const Precision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   if (!family.eval) fail("eval does not support model_type '", family.hf_model_type, "'");
   if (family.objective == Objective::MaskedLM) {
     for (const char* f : {"--stride", "--dump-logits"})
       if (a.has(f)) fail(f, " applies to causal LMs only");
-    return eval_masked_lm(a, dev, family);
+    return eval_masked_lm(a, dev, precision, family);
   }
   if (a.has("--seed")) fail("--seed applies to masked-LM masking only (causal LM evaluation is deterministic)");
-  return eval_causal_lm(a, dev, family);
+  return eval_causal_lm(a, dev, precision, family);
 }
 
 }  // namespace biofm

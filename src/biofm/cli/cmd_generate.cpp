@@ -2,7 +2,9 @@
 //
 // Output is FASTA-like: one record per sample, a header line with the settings and the stop
 // reason, then the generated bases (the prompt is not repeated; a final <EOS> is not printed).
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "biofm/cli/commands.h"
@@ -20,12 +22,14 @@ namespace {
 const CommandSpec kGenerate{
     "generate",
     "--model DIR --prompt ACGT... [--max-new-tokens 100] [--temperature 0] [--top-k 0]\n"
-    "       [--seed 42] [--num-samples 1] [--device cpu|cuda] [--no-cache] [--ignore-eos]",
+    "       [--seed 42] [--num-samples 1] [--device auto] [--precision bf16|fp32] [--no-cache] [--ignore-eos]",
     "Continues the prompt (<BOS> + its bases) with a Llama model. --temperature 0 decodes greedily;\n"
     "otherwise tokens are sampled from softmax(logits / temperature), restricted to the --top-k most\n"
     "likely ones (0 = all), reproducibly from --seed (sample i uses seed + i). Generation stops at <EOS>\n"
     "(unless --ignore-eos) or after --max-new-tokens. --no-cache recomputes the whole prefix every step\n"
-    "(the reference path; slower, same tokens). Prints one FASTA record per sample.",
+    "(the reference path; slower, same tokens). Prints one FASTA record per sample.\n"
+    "A prompt character that is not a nucleotide code (A C G T U N and IUPAC R Y K M S W B D H V, either case)\n"
+    "is refused, naming it; --force goes on with a warning.",
     {
         {"--model", "DIR", "model directory (model_type llama)"},
         {"--prompt", "BASES", "DNA to continue"},
@@ -34,7 +38,9 @@ const CommandSpec kGenerate{
         {"--top-k", "K", "sample among the K most likely tokens; 0 = all (default 0)"},
         {"--seed", "N", "sampling seed; sample i uses seed + i (default 42)"},
         {"--num-samples", "N", "samples to generate (default 1)"},
-        {"--device", "D", "cpu | cuda (default cpu)"},
+        device_flag(),
+        precision_flag(),
+        {"--force", "", "accept prompt characters that are not nucleotide codes (with a warning)"},
         {"--no-cache", "", "recompute the whole prefix every step (no KV cache)"},
         {"--ignore-eos", "", "do not stop at <EOS>"},
     }};
@@ -49,8 +55,28 @@ int cmd_generate(int argc, char** argv) {
   }
   a.expect_no_positional();
   const std::string dir = a.require("--model"), prompt = a.require("--prompt");
-  const Device dev = parse_device(a.get("--device", "cpu"));
+  const Device dev = parse_device(a.get("--device", "auto"));
+  const Precision precision = parse_inference_precision(a.get("--precision"), dev);
   if (prompt.empty()) fail("--prompt is empty");
+  // Characters a DNA model never saw in training: refused (or, with --force, a warning).
+  std::string odd;
+  size_t odd_count = 0, first_odd = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    const char c = prompt[i];
+    if (std::strchr("ACGTUNRYKMSWBDHVacgtunrykmswbdhv", c) && c != 0) continue;
+    if (odd_count++ == 0) first_odd = i;
+    if (odd.find(c) == std::string::npos && odd.size() < 16) odd += c;
+  }
+  if (odd_count) {
+    std::string shown;
+    for (char c : odd)
+      shown += (shown.empty() ? "'" : ", '") + (std::isprint(static_cast<unsigned char>(c)) ? std::string(1, c) : "?") + "'";
+    if (!a.has("--force"))
+      fail("--prompt has ", odd_count, " character(s) that are not nucleotide codes (first at position ", first_odd + 1,
+           "; ", shown, "): a DNA model gives meaningless continuations; --force to go on anyway");
+    std::fprintf(stderr, "warning: --prompt has %zu character(s) that are not nucleotide codes (%s)\n", odd_count,
+                 shown.c_str());
+  }
   GenerateOptions o;
   o.max_new_tokens = int(a.get_int("--max-new-tokens", 100, 0, kMaxFlagTokens));
   o.temperature = float(a.get_double("--temperature", 0.0, 0.0, 1e6));
@@ -65,7 +91,7 @@ int cmd_generate(int argc, char** argv) {
     fail("generate needs a causal LM that supports it (model_type llama); '", dir, "' holds model_type '",
          family.hf_model_type, "'");
 
-  std::unique_ptr<LanguageModel> loaded = load_model(family, dir, dev);
+  std::unique_ptr<LanguageModel> loaded = load_model(family, dir, dev, precision);
   auto* model = dynamic_cast<LlamaModel*>(loaded.get());
   if (!model) fail("generate: '", dir, "' did not load as a Llama model");
   const Tokenizer& tok = family.tokenizer();

@@ -6,6 +6,7 @@ namespace biofm {
 int cmd_train(int argc, char** argv);
 int cmd_embed(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
+int cmd_score(int argc, char** argv);
 int cmd_generate(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_bench(int argc, char** argv);

@@ -1,5 +1,6 @@
 #include "biofm/cli/model_flags.h"
 
+#include <charconv>
 #include <new>
 
 #include "biofm/core/device_memory.h"
@@ -9,16 +10,52 @@ namespace biofm {
 
 Device parse_device(const std::string& s) {
   if (s == "cpu") return Device::CPU;
+  if (s == "auto") return cuda_available() ? Device::CUDA : Device::CPU;
   if (s == "cuda") {
     if (!cuda_available()) fail("--device cuda: no CUDA backend or GPU available");
     return Device::CUDA;
   }
-  fail("--device must be cpu or cuda, got '", s, "'");
+  if (s.rfind("cuda:", 0) == 0) {
+    int n = -1;
+    const char* first = s.data() + 5;
+    const char* last = s.data() + s.size();
+    const auto [ptr, ec] = std::from_chars(first, last, n);
+    if (ec != std::errc() || ptr != last || first == last || n < 0)
+      fail("--device '", s, "': expected cuda:N with N a GPU index (0, 1, ...)");
+    const int count = cuda_device_count();
+    if (n >= count) fail("--device ", s, ": this process sees ", count, " GPU(s)");
+    select_cuda_device(n);
+    return Device::CUDA;
+  }
+  fail("--device must be auto, cpu, cuda or cuda:N, got '", s, "'");
 }
 
-std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev) {
+Precision parse_inference_precision(const std::string& s, Device dev) {
+  if (s.empty()) return dev == Device::CUDA ? Precision::Bf16 : Precision::F32;
+  if (s == "fp32") return Precision::F32;
+  if (s == "bf16") {
+    if (dev != Device::CUDA) fail("--precision bf16 needs a GPU (the CPU backend computes in fp32)");
+    return Precision::Bf16;
+  }
+  fail("--precision must be bf16 or fp32, got '", s, "'");
+}
+
+FlagSpec device_flag() {
+  return {"--device", "D", "auto | cpu | cuda | cuda:N (default auto: the GPU when there is one)"};
+}
+
+FlagSpec precision_flag() {
+  return {"--precision", "P", "bf16 | fp32 (default bf16 on a GPU, fp32 on the CPU)"};
+}
+
+std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev,
+                                          Precision precision) {
   try {
-    return family.load(dir, dev, BuildOptions{});
+    BuildOptions o;
+    o.precision = precision;
+    std::unique_ptr<LanguageModel> m = family.load(dir, dev, o);
+    m->params().release_gradients();  // inference only: no backward state
+    return m;
   } catch (const std::bad_alloc&) {
     fail(dir, ": not enough memory for this model (check the sizes in its config.json)");
   }

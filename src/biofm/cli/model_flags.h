@@ -1,21 +1,32 @@
-// What the model commands (embed, eval, generate) share beyond flag parsing: --device,
-// loading a model directory, and the reader flags --format / --column.
+// What the model commands (embed, eval, score, generate) share beyond flag parsing: --device,
+// --precision, loading a model directory, and the reader flags --format / --column.
 #pragma once
 #include <memory>
 #include <string>
 
 #include "biofm/cli/flags.h"
 #include "biofm/core/dtype.h"
+#include "biofm/core/precision.h"
 #include "biofm/data/reader.h"
 #include "biofm/models/registry.h"
 
 namespace biofm {
 
-// --device cpu|cuda (cuda only when a GPU is usable).
+// --device auto|cpu|cuda|cuda:N. auto = the GPU when one is usable, else the CPU; cuda:N makes
+// GPU N current (an error naming the count when there is no such GPU).
 Device parse_device(const std::string& s);
-// family.load(dir, dev) with an allocation failure (a config.json whose sizes pass the
+// --precision bf16|fp32 on `dev`: default (empty) = bf16 on CUDA (pure bf16 weights and
+// activations, fp32 accumulation: training's bf16 path), fp32 on the CPU; bf16 on the CPU is an
+// error (the CPU backend computes in fp32).
+Precision parse_inference_precision(const std::string& s, Device dev);
+// The flags every inference command declares the same way.
+FlagSpec device_flag();     // --device
+FlagSpec precision_flag();  // --precision
+// family.load(dir, dev) for inference (the gradient buffer is released: forward passes only),
+// with an allocation failure (a config.json whose sizes pass the
 // limits but do not fit in memory) reported as a biofm::Error naming the directory.
-std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev);
+std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev,
+                                          Precision precision = Precision::F32);
 // --format and --column, for commands that read sequence files.
 ReaderOptions reader_options(const Flags& f);
 

@@ -7,6 +7,8 @@
 
 namespace biofm {
 bool cuda_available();
+// GPUs visible to this process (0 without CUDA).
+int cuda_device_count();
 // Makes GPU (local_rank mod the visible GPUs) current for this process: a multi-process run
 // calls it before any CUDA work, one GPU per local rank.
 void select_cuda_device(int local_rank);

@@ -208,6 +208,12 @@ bool cuda_available() {
   return available;
 }
 
+int cuda_device_count() {
+  int n = 0;
+  if (!cuda_available() || cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
 void select_cuda_device(int local_rank) {
   int n = 0;
   BIOFM_CUDA_CHECK(cudaGetDeviceCount(&n));

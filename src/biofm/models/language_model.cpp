@@ -33,6 +33,18 @@ LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor
   return s;
 }
 
+std::vector<Tensor> LanguageModel::layer_hidden_states(const Batch& b, const std::vector<int>& layers) {
+  const int last = int(dims().layers);
+  std::vector<Tensor> out;
+  Tensor final_states;
+  for (int l : layers) {
+    if (l != last) fail(family(), " models give the final hidden states only (layer ", last, "), not layer ", l);
+    if (!final_states.defined()) final_states = hidden_states(b);
+    out.push_back(final_states);
+  }
+  return out;
+}
+
 void LanguageModel::save_hf_dir(const std::string& dir) const {
   make_dirs_writable(dir);
   save_hf_metadata(dir);

@@ -66,6 +66,11 @@ class LanguageModel {
   virtual LossSums evaluate(const Batch& b, bool count_correct) = 0;
   // Final hidden states [T, H] (after the final norm), no gradients.
   virtual Tensor hidden_states(const Batch& b) = 0;
+  // Hidden states after the requested layers, no gradients, in the order asked: 0 = the
+  // embedding output, l = the output of layer l (1-based), num_layers = the final hidden states
+  // (after the final norm, as hidden_states and Hugging Face's last hidden_states entry). Each
+  // [T, H] in the activation dtype; the forward stops after the deepest layer asked for.
+  virtual std::vector<Tensor> layer_hidden_states(const Batch& b, const std::vector<int>& layers);
   // Logits [T, V] (activation dtype), no gradients.
   virtual Tensor logits(const Batch& b) = 0;
   // Per-token losses [T] (F32, 0 where label is -100), no gradients.

@@ -105,6 +105,10 @@ class ParamStore {
   DType dtype() const { return flat_.dtype(); }  // of the master buffer
 
   void zero_grad() { grad_flat_.zero_(); }
+  // Forward-only use (embed, eval, score, generate): frees the gradient buffer (4 bytes per
+  // parameter); nothing may run backward or touch gradients afterwards.
+  void release_gradients() { grad_flat_ = Tensor(); }
+  bool has_gradients() const { return grad_flat_.defined(); }
 
   // ---- Sharded parameters (distributed.strategy=fsdp, train/fsdp.h) ----
   // Keeps only [begin, end) of the master, compute-copy and gradient buffers: flat(),

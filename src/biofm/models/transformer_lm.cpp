@@ -157,6 +157,38 @@ Tensor TransformerLM::final_hidden(const Batch& b, KvCache* cache) {
 
 Tensor TransformerLM::hidden_states(const Batch& b) { return final_hidden(b, nullptr); }
 
+std::vector<Tensor> TransformerLM::layer_hidden_states(const Batch& b, const std::vector<int>& layers) {
+  check_batch(b);
+  const int L = int(spec_.layers);
+  int deepest = 0;
+  for (int l : layers) {
+    if (l < 0 || l > L) fail("layer ", l, " does not exist: the model has layers 0 (embeddings) to ", L);
+    deepest = std::max(deepest, l);
+  }
+  std::vector<Tensor> by_layer(size_t(L + 1));
+  const auto wanted = [&](int l) { return std::find(layers.begin(), layers.end(), l) != layers.end(); };
+  TokenEmbedding::Acts e;
+  Tensor x = embed_.forward(b, e);
+  if (wanted(0)) by_layer[0] = x;
+  // Layer l's output is x_out of stack layer l-1; the last one is normalised below.
+  x = stack_.forward_layers(b, x, deepest, [&](int l, const Tensor& out) {
+    if (l + 1 < L && wanted(l + 1)) by_layer[size_t(l + 1)] = out;
+  });
+  if (deepest == L && L > 0) {
+    Tensor normed;
+    if (final_norm_.defined()) {
+      NormStats st;
+      final_norm_.forward(normed, st, x);
+    } else {
+      normed = x;
+    }
+    by_layer[size_t(L)] = normed;
+  }
+  std::vector<Tensor> out;
+  for (int l : layers) out.push_back(by_layer[size_t(l)]);
+  return out;
+}
+
 Tensor TransformerLM::logits(const Batch& b) {
   HeadActs h;
   return head_.forward(final_hidden(b, nullptr), h);

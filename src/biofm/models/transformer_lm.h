@@ -73,6 +73,7 @@ class TransformerLM : public LanguageModel {
   std::pair<int64_t, int64_t> layer_param_range(int layer) const override;
 
   Tensor hidden_states(const Batch& b) override;
+  std::vector<Tensor> layer_hidden_states(const Batch& b, const std::vector<int>& layers) override;
   Tensor logits(const Batch& b) override;
   LossSums evaluate(const Batch& b, bool count_correct) override;
   Tensor token_losses(const Batch& b) override;

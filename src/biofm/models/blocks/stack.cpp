@@ -1,5 +1,7 @@
 #include "biofm/models/blocks/stack.h"
 
+#include <algorithm>
+
 namespace biofm {
 
 Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts,
@@ -31,6 +33,18 @@ Tensor TransformerStack::forward(const Batch& b, Tensor x, KvCache* cache, const
     layers_[size_t(l)].forward(l, b, x, a, &x_out, cache);
     if (hook) hook(LayerEvent::AfterForward, l);
     x = x_out;
+  }
+  return x;
+}
+
+Tensor TransformerStack::forward_layers(const Batch& b, Tensor x, int layers,
+                                        const std::function<void(int, const Tensor&)>& each) const {
+  for (int l = 0; l < std::min(layers, num_layers()); ++l) {
+    LayerActs a;
+    Tensor x_out;
+    layers_[size_t(l)].forward(l, b, x, a, &x_out, nullptr);
+    x = x_out;
+    if (each) each(l, x);
   }
   return x;
 }

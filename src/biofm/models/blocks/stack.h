@@ -32,6 +32,10 @@ class TransformerStack {
   Tensor forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts, const LayerHook& hook = {}) const;
   // Inference forward: keeps nothing (cache: incremental decoding).
   Tensor forward(const Batch& b, Tensor x, KvCache* cache = nullptr, const LayerHook& hook = {}) const;
+  // Inference forward through the first `layers` layers only, handing each layer's output to
+  // `each(l, x_out)` (l = 0 is the first layer); keeps nothing.
+  Tensor forward_layers(const Batch& b, Tensor x, int layers,
+                        const std::function<void(int, const Tensor&)>& each) const;
   // dx: the gradient w.r.t. the stack's output on entry, w.r.t. its input on exit.
   void backward(const Batch& b, std::vector<LayerActs>& acts, Tensor& dx, const LayerHook& hook = {}) const;
 

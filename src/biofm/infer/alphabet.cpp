@@ -1,0 +1,62 @@
+#include "biofm/infer/alphabet.h"
+
+#include <cstdio>
+
+namespace biofm::infer {
+
+namespace {
+
+bool nucleotide_char(char c) {
+  switch (c) {
+    case 'A': case 'C': case 'G': case 'T': case 'U': case 'N':
+    case 'a': case 'c': case 'g': case 't': case 'u': case 'n': return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+AlphabetReport check_alphabet(const Tokenizer& tok, const SequenceDataset& data) {
+  AlphabetReport r;
+  r.nucleotide_model = dynamic_cast<const NucleotideTokenizer*>(&tok) != nullptr;
+  for (uint64_t i = 0; i < data.size(); ++i)
+    for (char c : data.sequence(i)) {
+      ++r.characters;
+      r.unusual += nucleotide_char(c) != r.nucleotide_model;
+    }
+  return r;
+}
+
+std::string AlphabetReport::warning() const {
+  if (characters == 0) return "";
+  const double f = double(unusual) / double(characters);
+  char buf[256];
+  if (nucleotide_model && f > 0.25) {
+    std::snprintf(buf, sizeof buf,
+                  "warning: %.1f%% of the input characters are not A/C/G/T/U/N: this is a DNA model; "
+                  "protein input gives meaningless numbers",
+                  100.0 * f);
+    return buf;
+  }
+  // For a protein model `unusual` counts the nucleotide letters.
+  if (!nucleotide_model && f > 0.9) {
+    std::snprintf(buf, sizeof buf,
+                  "warning: %.1f%% of the input characters are A/C/G/T/U/N: this looks like DNA/RNA, "
+                  "and this is a protein model; the numbers will be meaningless",
+                  100.0 * f);
+    return buf;
+  }
+  return "";
+}
+
+std::string length_warning(const char* flag, int64_t tokens, int64_t max_positions) {
+  if (max_positions <= 0 || tokens <= max_positions) return "";
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "warning: %s %lld is longer than the model's max_position_embeddings (%lld): positions past "
+                "what it was made for give unreliable numbers",
+                flag, (long long)tokens, (long long)max_positions);
+  return buf;
+}
+
+}  // namespace biofm::infer

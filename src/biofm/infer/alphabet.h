@@ -1,0 +1,30 @@
+// Input checks that catch a plausible-looking wrong result: a protein model fed DNA, a DNA model
+// fed protein, windows longer than the model was made for.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "biofm/data/dataset.h"
+#include "biofm/data/tokenizer.h"
+
+namespace biofm::infer {
+
+struct AlphabetReport {
+  uint64_t characters = 0;  // residues looked at
+  // Nucleotide model: characters other than A/C/G/T/U/N; protein model: A/C/G/T/U/N.
+  uint64_t unusual = 0;
+  bool nucleotide_model = false;
+  // "" when the input looks like what the model reads; else one line saying what is wrong.
+  std::string warning() const;
+};
+
+// Nucleotide models (NucleotideTokenizer): characters other than A/C/G/T/U/N (either case)
+// are counted; more than 25% of them suggests protein input. Protein models: A/C/G/T/U/N are
+// counted; more than 90% suggests DNA or RNA input (in proteins they make up about a quarter).
+AlphabetReport check_alphabet(const Tokenizer& tok, const SequenceDataset& data);
+
+// A warning line for a window / sequence length above the model's max_position_embeddings
+// ("" when within).
+std::string length_warning(const char* flag, int64_t tokens, int64_t max_positions);
+
+}  // namespace biofm::infer

@@ -1,0 +1,204 @@
+// End-to-end inference through the binary: embed with layers, pooling and sharded output that
+// resumes after a kill; score TSVs (pseudo-log-likelihoods, variants, per-base tracks); the
+// warnings of issue 15 (alphabet mismatch, truncation, windows past the context, odd prompts).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "biofm/io/atomic_file.h"
+#include "biofm/io/safetensors.h"
+#include "e2e/cli_run.h"
+
+namespace fs = std::filesystem;
+using namespace biofm;
+using testkit::RunResult;
+using testkit::src;
+
+namespace {
+
+// One thread: these tiny models gain nothing from more, and a loaded machine makes OpenMP's
+// waiting threads slow.
+RunResult run(const std::string& args) { return testkit::sh("OMP_NUM_THREADS=1 " + std::string(BIOFM_BINARY) + " " + args); }
+std::string dir(const std::string& name) { return testkit::fresh_dir("infer_" + name); }
+const std::string kEsm = src("tests/fixtures/esm2_tiny"), kLlama = src("tests/fixtures/llama_tiny");
+
+std::vector<std::vector<std::string>> tsv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ls(line);
+    std::string c;
+    while (std::getline(ls, c, '\t')) cells.push_back(c);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+// The first n records of a FASTA file, written to dst (tests stay fast on the CPU).
+std::string head_fasta(const std::string& from, int n, const std::string& dst) {
+  std::ifstream in(from);
+  std::string line, out;
+  int records = 0;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] == '>' && ++records > n) break;
+    out += line + "\n";
+  }
+  write_file_atomic(dst, out);
+  return dst;
+}
+
+}  // namespace
+
+TEST(InferCli, ShardedEmbedEqualsOneFileAndResumes) {
+  const std::string d = dir("shards");
+  const std::string input = head_fasta(src("data/proteins_val.fasta"), 40, d + "/in.fasta");
+  const std::string common = "embed --model " + kEsm + " --input " + input + " --device cpu --layers 0,-1 --max-tokens 2000";
+  RunResult one = run(common + " --output " + d + "/all.safetensors");
+  ASSERT_EQ(one.code, 0) << one.output;
+  RunResult sharded = run(common + " --output " + d + "/out --shard-size 16");
+  ASSERT_EQ(sharded.code, 0) << sharded.output;
+  const SafetensorsFile all = read_safetensors(d + "/all.safetensors");
+  ASSERT_TRUE(all.has("embeddings.0") && all.has("embeddings.2")) << "layers 0 and -1 (= 2)";
+  EXPECT_FALSE(all.has("embeddings"));
+  const Tensor& e2 = all.get("embeddings.2");
+  const int64_t n = e2.size(0), H = e2.size(1);
+  EXPECT_EQ(n, 40);
+  const nlohmann::json names = nlohmann::json::parse(all.metadata.at("names"));
+  ASSERT_EQ(int64_t(names.size()), n);
+  // The shards hold the same rows in the same order (batches differ: fp32 round-off only).
+  const nlohmann::json index = nlohmann::json::parse(read_file(d + "/out/index.json"));
+  ASSERT_EQ(index["shards"].size(), 3u);  // 16 + 16 + 8
+  int64_t row = 0;
+  for (const auto& s : index["shards"]) {
+    const SafetensorsFile f = read_safetensors(d + "/out/" + s["file"].get<std::string>());
+    const Tensor& e = f.get("embeddings.2");
+    const nlohmann::json shard_names = nlohmann::json::parse(f.metadata.at("names"));
+    for (int64_t i = 0; i < e.size(0); ++i, ++row) {
+      EXPECT_EQ(shard_names[size_t(i)], names[size_t(row)]);
+      for (int64_t h = 0; h < H; ++h) ASSERT_NEAR(e.f32()[i * H + h], e2.f32()[row * H + h], 1e-5) << row;
+    }
+  }
+  EXPECT_EQ(row, n);
+  // A killed run: one shard missing, a temporary left behind. The same command writes only the
+  // missing shard.
+  const std::string gone = d + "/out/shard-00001.safetensors";
+  const auto kept_time = fs::last_write_time(d + "/out/shard-00000.safetensors");
+  fs::remove(gone);
+  RunResult again = run(common + " --output " + d + "/out --shard-size 16");
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("24 records from complete shards"), std::string::npos) << again.output;
+  EXPECT_TRUE(fs::exists(gone));
+  EXPECT_EQ(fs::last_write_time(d + "/out/shard-00000.safetensors"), kept_time);
+  // Another command into the same directory is refused, not mixed.
+  RunResult other = run("embed --model " + kEsm + " --input " + input + " --device cpu --output " + d + "/out --shard-size 16");
+  EXPECT_EQ(other.code, 1) << other.output;
+  EXPECT_NE(other.output.find("different command"), std::string::npos) << other.output;
+}
+
+TEST(InferCli, EmbedFlagsAndWarnings) {
+  const std::string d = dir("flags");
+  const std::string proteins = head_fasta(src("data/proteins_val.fasta"), 10, d + "/p.fasta");
+  const std::string dna = head_fasta(src("data/dna_val.fasta"), 3, d + "/d.fasta");
+  // ESM-2 fed DNA: a warning with the fraction.
+  RunResult on_dna = run("embed --model " + kEsm + " --input " + dna + " --device cpu --output " + d +
+                         "/dna.safetensors --max-seq-length 64");
+  ASSERT_EQ(on_dna.code, 0) << on_dna.output;
+  EXPECT_NE(on_dna.output.find("looks like DNA"), std::string::npos) << on_dna.output;
+  EXPECT_NE(on_dna.output.find("3 of 3 records were truncated"), std::string::npos) << on_dna.output;
+  // A Llama model fed protein.
+  RunResult prot = run("embed --model " + kLlama + " --input " + proteins + " --device cpu --output " +
+                       d + "/p.safetensors --pooling last");
+  ASSERT_EQ(prot.code, 0) << prot.output;
+  EXPECT_NE(prot.output.find("this is a DNA model"), std::string::npos) << prot.output;
+  EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --pooling max").code, 1);
+  RunResult bad_layer = run("embed --model " + kEsm + " --input " + proteins + " --output " + d +
+                            "/x.safetensors --device cpu --layers 3");
+  EXPECT_EQ(bad_layer.code, 1);
+  EXPECT_NE(bad_layer.output.find("layers 0 (embeddings) to 2"), std::string::npos) << bad_layer.output;
+  EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --device cuda:x").code, 1);
+  EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --device cpu --precision bf16").code, 1);
+  // Llama per token with windows: every base once, plus <BOS> and <EOS>.
+  RunResult w = run("embed --model " + kLlama + " --input " + dna + " --device cpu --output " + d +
+                    "/w.safetensors --pooling none --window 64 --stride 16");
+  ASSERT_EQ(w.code, 0) << w.output;
+  const SafetensorsFile f = read_safetensors(d + "/w.safetensors");
+  EXPECT_FALSE(f.has("embeddings"));
+  const Tensor& off = f.get("offsets");
+  EXPECT_EQ(f.get("token_embeddings").size(0), off.i64()[off.numel() - 1]);
+  EXPECT_NE(w.output.find("windows of 64 tokens"), std::string::npos) << w.output;
+}
+
+TEST(InferCli, ScoreTsvs) {
+  const std::string d = dir("score");
+  const std::string proteins = head_fasta(src("data/proteins_val.fasta"), 8, d + "/p.fasta");
+  const std::string dna = head_fasta(src("data/dna_val.fasta"), 3, d + "/d.fasta");
+  RunResult pll = run("score --model " + kEsm + " --input " + proteins + " --device cpu --max-seq-length 40 --output " + d + "/pll.tsv");
+  ASSERT_EQ(pll.code, 0) << pll.output;
+  const auto rows = tsv(read_file(d + "/pll.tsv"));
+  ASSERT_EQ(rows.size(), 9u);
+  EXPECT_EQ(rows[0], (std::vector<std::string>{"name", "length", "scored", "pll", "mean_pll", "pseudo_perplexity", "truncated"}));
+  for (size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 7u);
+    EXPECT_LT(std::stod(rows[i][3]), 0.0);
+    EXPECT_NEAR(std::stod(rows[i][5]), std::exp(-std::stod(rows[i][4])), 1e-4 * std::stod(rows[i][5]));
+  }
+  EXPECT_NE(pll.output.find("truncated to 40 tokens"), std::string::npos) << pll.output;
+
+  write_file_atomic(d + "/wt.fasta", ">wt\nMKTAYIAKQRQISFVKSHFSRQ\n");
+  write_file_atomic(d + "/muts.txt", "K2A\nM1L:Y5W\n");
+  RunResult v = run("score --model " + kEsm + " --input " + d + "/wt.fasta --device cpu --mutations " + d + "/muts.txt");
+  ASSERT_EQ(v.code, 0) << v.output;
+  EXPECT_NE(v.output.find("mutant\tscore\nK2A\t"), std::string::npos) << v.output;
+  EXPECT_NE(v.output.find("\nM1L:Y5W\t"), std::string::npos) << v.output;
+  write_file_atomic(d + "/bad.txt", "K2A\nQ5W\n");
+  RunResult bad = run("score --model " + kEsm + " --input " + d + "/wt.fasta --device cpu --mutations " + d + "/bad.txt");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.output.find("bad.txt:2"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("has 'Y' at position 5"), std::string::npos) << bad.output;
+
+  RunResult nll = run("score --model " + kLlama + " --input " + dna + " --device cpu --window 128 --output " +
+                      d + "/nll.tsv --track " + d + "/t.bedgraph");
+  ASSERT_EQ(nll.code, 0) << nll.output;
+  const auto n_rows = tsv(read_file(d + "/nll.tsv"));
+  EXPECT_EQ(n_rows[0], (std::vector<std::string>{"name", "length", "scored", "nll", "mean_nll"}));
+  int64_t scored = 0;
+  for (size_t i = 1; i < n_rows.size(); ++i) scored += std::stoll(n_rows[i][2]);
+  const auto track = tsv(read_file(d + "/t.bedgraph"));
+  EXPECT_EQ(int64_t(track.size()), scored) << "one bedGraph line per scored base";
+  ASSERT_EQ(track[0].size(), 4u);
+  EXPECT_EQ(std::stoll(track[0][2]) - std::stoll(track[0][1]), 1);
+  EXPECT_LT(std::stod(track[0][3]), 0.0);
+}
+
+TEST(InferCli, EvalReportsTruncationAndDefaultsToTheContext) {
+  const std::string d = dir("eval");
+  const std::string proteins = head_fasta(src("data/proteins_val.fasta"), 10, d + "/p.fasta");
+  const std::string dna = head_fasta(src("data/dna_val.fasta"), 3, d + "/d.fasta");
+  RunResult e = run("eval --model " + kEsm + " --input " + proteins + " --device cpu --max-seq-length 50");
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_NE(e.output.find("\"num_truncated\""), std::string::npos) << e.output;
+  EXPECT_NE(e.output.find("warning:"), std::string::npos) << e.output;
+  RunResult l = run("eval --model " + kLlama + " --input " + dna + " --device cpu");
+  ASSERT_EQ(l.code, 0) << l.output;
+  const auto json_start = l.output.find('{');
+  const nlohmann::json j = nlohmann::json::parse(l.output.substr(json_start));
+  const nlohmann::json cfg = nlohmann::json::parse(read_file(kLlama + "/config.json"));
+  EXPECT_EQ(j["max_seq_length"], cfg["max_position_embeddings"]);
+  RunResult long_w = run("eval --model " + kLlama + " --input " + dna + " --device cpu --max-seq-length " +
+                         std::to_string(cfg["max_position_embeddings"].get<int64_t>() * 2));
+  EXPECT_NE(long_w.output.find("longer than the model's max_position_embeddings"), std::string::npos) << long_w.output;
+}
+
+TEST(InferCli, GenerateRefusesNonNucleotidePrompts) {
+  RunResult r = run("generate --model " + kLlama + " --device cpu --prompt ACGTMKVLE --max-new-tokens 2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("position 8"), std::string::npos) << r.output;
+  RunResult f = run("generate --model " + kLlama + " --device cpu --prompt ACGTMKVLE --max-new-tokens 2 --force");
+  EXPECT_EQ(f.code, 0) << f.output;
+  EXPECT_NE(f.output.find("warning"), std::string::npos) << f.output;
+}

@@ -1,0 +1,172 @@
+// infer/scoring: pseudo-log-likelihoods, masked marginals and causal per-base log-likelihoods
+// against the CPU fp32 model's logits computed by hand here (one sequence, one masked copy at a
+// time, log-softmax in double); mutation parsing and its errors.
+#include "biofm/infer/scoring.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "biofm/data/causal.h"
+#include "biofm/data/pack.h"
+#include "biofm/models/registry.h"
+
+using namespace biofm;
+using namespace biofm::infer;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/" + name; }
+
+Batch one_batch(const std::vector<int32_t>& ids) {
+  BatchBuilder b;
+  std::vector<int32_t> labels(ids.size(), kIgnoreLabel);
+  b.add(ids.data(), labels.data(), int64_t(ids.size()));
+  return b.build(BatchMode::Thd, 1, 1);
+}
+
+// log_softmax(logits[row])[v] in double.
+double log_prob(const Tensor& logits, int64_t row, int64_t v) {
+  const int64_t V = logits.size(1);
+  const float* x = logits.f32() + row * V;
+  double mx = x[0], s = 0;
+  for (int64_t i = 1; i < V; ++i) mx = std::max(mx, double(x[i]));
+  for (int64_t i = 0; i < V; ++i) s += std::exp(double(x[i]) - mx);
+  return double(x[v]) - mx - std::log(s);
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string p = (std::filesystem::path(testing::TempDir()) / name).string();
+  std::ofstream(p) << text;
+  return p;
+}
+
+}  // namespace
+
+TEST(InferScoring, PseudoLogLikelihoodMatchesMaskingByHand) {
+  auto model = load_model_dir(fixture("esm2_tiny"), Device::CPU);
+  const Tokenizer& tok = family_of_dir(fixture("esm2_tiny")).tokenizer();
+  SequenceDataset data;
+  data.add("MKTAYIAKQR", "a");
+  data.add("GW", "b");
+  data.add("LLSPADKTNVKAAW", "c");
+  MaskedLmOptions o;
+  o.max_tokens = 30;  // several batches
+  const std::vector<PllResult> got = pseudo_log_likelihoods(*model, tok, data, 0, 3, o);
+  ASSERT_EQ(got.size(), 3u);
+  for (uint64_t r = 0; r < 3; ++r) {
+    const std::vector<int32_t> ids = tok.encode(data.sequence(r));
+    double pll = 0;
+    for (size_t i = 1; i + 1 < ids.size(); ++i) {
+      std::vector<int32_t> masked = ids;
+      masked[i] = tok.mask_id();
+      pll += log_prob(model->logits(one_batch(masked)), int64_t(i), ids[i]);
+    }
+    EXPECT_NEAR(got[r].pll, pll, 1e-4 * std::max(1.0, std::fabs(pll))) << r;
+    EXPECT_EQ(got[r].positions, int64_t(ids.size()) - 2);
+    EXPECT_FALSE(got[r].truncated);
+  }
+  o.max_seq_length = 6;  // 4 residues
+  const std::vector<PllResult> cut = pseudo_log_likelihoods(*model, tok, data, 0, 1, o);
+  EXPECT_TRUE(cut[0].truncated);
+  EXPECT_EQ(cut[0].positions, 4);
+}
+
+TEST(InferScoring, MaskedMarginalsMatchMaskingByHand) {
+  auto model = load_model_dir(fixture("esm2_tiny"), Device::CPU);
+  const Tokenizer& tok = family_of_dir(fixture("esm2_tiny")).tokenizer();
+  const std::string wt = "MKTAYIAKQRQISFVKSHFS";
+  const MutationSet single = parse_mutation_set("K2A", wt, tok, "x");
+  const MutationSet multi = parse_mutation_set("M1L:Y5W:S20P", wt, tok, "x");
+  const auto lp = masked_log_probs(*model, tok, wt, {1, 2, 5, 20}, 50);
+  const std::vector<int32_t> ids = tok.encode(wt);
+  auto by_hand = [&](const MutationSet& m) {
+    double s = 0;
+    for (const Mutation& mu : m.muts) {
+      std::vector<int32_t> masked = ids;
+      masked[size_t(mu.pos)] = tok.mask_id();
+      const Tensor lg = model->logits(one_batch(masked));
+      s += log_prob(lg, mu.pos, tok.encode(std::string(1, mu.mt))[1]) -
+           log_prob(lg, mu.pos, tok.encode(std::string(1, mu.wt))[1]);
+    }
+    return s;
+  };
+  EXPECT_NEAR(masked_marginal_score(single, lp, tok), by_hand(single), 1e-5);
+  EXPECT_NEAR(masked_marginal_score(multi, lp, tok), by_hand(multi), 1e-5);
+  EXPECT_EQ(masked_marginal_score(parse_mutation_set("K2K", wt, tok, "x"), lp, tok), 0.0);
+}
+
+TEST(InferScoring, MutationErrorsNameTheLine) {
+  const Tokenizer& tok = family_of_dir(fixture("esm2_tiny")).tokenizer();
+  const std::string wt = "MKTAYIAKQR";
+  auto error_of = [&](const std::string& text) {
+    try {
+      read_mutations(write_temp("muts.txt", text), wt, tok);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("K2A\n\n# comment\nA3G\n").find("muts.txt:4"), std::string::npos) << "wild type T at 3, not A";
+  EXPECT_NE(error_of("K2A\nK2A:M11L\n").find("muts.txt:2"), std::string::npos) << "position 11 outside";
+  EXPECT_NE(error_of("K2*\n").find("alphabet"), std::string::npos);
+  EXPECT_NE(error_of("2A\n").find("A123G"), std::string::npos);
+  EXPECT_NE(error_of("K2A:K2L\n").find("twice"), std::string::npos);
+  EXPECT_NE(error_of("").find("no mutations"), std::string::npos);
+  // ProteinGym-style table: the 'mutant' column.
+  const auto sets = read_mutations(write_temp("pg.csv", "mutant,DMS_score\nK2A,0.5\nM1L:T3S,-1\n"), wt, tok);
+  ASSERT_EQ(sets.size(), 2u);
+  EXPECT_EQ(sets[1].text, "M1L:T3S");
+  ASSERT_EQ(sets[1].muts.size(), 2u);
+  EXPECT_EQ(sets[1].muts[1].pos, 3);
+  EXPECT_EQ(sets[1].muts[1].mt, 'S');
+  EXPECT_NE(error_of("variant,score\nK2A,1\n").find("'mutant' column"), std::string::npos);
+}
+
+// Per-base log-likelihoods over overlapping windows: each A/C/G/T base once, from the first
+// window that predicts it, equal to log_softmax of that window's logits run alone.
+TEST(InferScoring, CausalPerBaseLogLikelihoodsByHand) {
+  auto model = load_model_dir(fixture("llama_tiny"), Device::CPU);
+  const Tokenizer& tok = family_of_dir(fixture("llama_tiny")).tokenizer();
+  SequenceDataset data;
+  data.add("ACGTTGCANNACGTAGCTAGGATCCAGTACGATCGAT", "chr1");
+  data.add("GATTACA", "chr2");
+  CausalOptions o;
+  o.window_tokens = 12;  // 10 bases
+  o.stride = 3;
+  o.max_tokens = 26;
+  o.per_base = true;
+  const std::vector<CausalResult> got = causal_log_likelihoods(*model, tok, data, 0, 2, o);
+  for (uint64_t r = 0; r < 2; ++r) {
+    const std::string seq(data.sequence(r));
+    std::vector<double> want(seq.size(), NAN);
+    uint64_t scored_until = 0;
+    for (const Window& w : make_windows(seq.size(), o.window_tokens, o.stride)) {
+      std::vector<int32_t> ids{tok.begin_id()};
+      tok.encode_residues(seq.substr(w.start, w.length), ids);
+      ids.push_back(tok.end_id());
+      const Tensor lg = model->logits(one_batch(ids));
+      for (uint64_t t = 0; t < w.length; ++t) {
+        const uint64_t base = w.start + t;
+        if (base < scored_until || !NucleotideTokenizer::is_acgt(ids[t + 1])) continue;
+        want[base] = log_prob(lg, int64_t(t), ids[t + 1]);  // row t predicts the token after it
+      }
+      scored_until = w.start + w.length;
+    }
+    double nll = 0;
+    int64_t scored = 0;
+    ASSERT_EQ(got[r].base_ll.size(), seq.size());
+    for (size_t i = 0; i < seq.size(); ++i) {
+      EXPECT_EQ(std::isnan(want[i]), std::isnan(got[r].base_ll[i])) << "base " << i;
+      if (std::isnan(want[i])) continue;
+      EXPECT_NEAR(got[r].base_ll[i], want[i], 1e-4) << "base " << i;
+      nll -= want[i];
+      ++scored;
+    }
+    EXPECT_EQ(got[r].scored, scored);
+    EXPECT_NEAR(got[r].nll, nll, 1e-3);
+  }
+  EXPECT_TRUE(std::isnan(got[0].base_ll[8])) << "N is not scored";
+}
