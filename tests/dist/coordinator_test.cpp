@@ -392,7 +392,10 @@ TEST(Coordinator, TheAdaptiveStepLimitFollowsRecentStepsWithAFloor) {
       c.any(false);
     }
     c.set_step(4);
-    if (c.rank() == 0) c.set_step(5);
+    if (c.rank() == 0) {  // (well after rank 1 entered step 4, so rank 1 is over its limit first)
+      std::this_thread::sleep_for(60ms);  // (5 x 60 ms stays below the 400 ms floor)
+      c.set_step(5);
+    }
     const std::string message = logs[size_t(c.rank())].wait(5s);
     EXPECT_TRUE(contains(message, "rank 1 has been in step 4 for 0.")) << message;
     EXPECT_TRUE(contains(message, "(step timeout 0.4 s)")) << message;
