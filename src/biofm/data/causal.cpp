@@ -98,19 +98,8 @@ void CausalLmBatcher::add_sample(uint64_t w, CausalLmStats* st) {
 }
 
 void CausalLmBatcher::skip() {
-  if (opt_.mode == BatchMode::Thd) {
-    // The same packing rule as next(), on token counts only.
-    int64_t tokens = 0;
-    for (bool first = true;; first = false) {
-      const int64_t n = sample_tokens(order_(cursor_));
-      if (!first && tokens + n > opt_.max_tokens_per_batch) break;
-      tokens += n;
-      ++cursor_;
-      if (tokens == opt_.max_tokens_per_batch) break;
-    }
-  } else {
-    cursor_ += uint64_t(opt_.micro_batch_size);
-  }
+  cursor_ += samples_in_batch(opt_.mode, opt_.max_tokens_per_batch, opt_.micro_batch_size,
+                              [&](uint64_t k) { return sample_tokens(order_(cursor_ + k)); });
 }
 
 Batch CausalLmBatcher::next() {

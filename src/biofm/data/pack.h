@@ -19,6 +19,24 @@ namespace biofm {
 
 enum class BatchMode { Thd, Bshd };
 BatchMode parse_batch_mode(std::string_view name);  // "thd" | "bshd" (case-insensitive)
+
+// How many samples one micro batch takes from the sample stream, from token counts only (a
+// batcher's skip() without building the batch): THD packs whole samples while they fit under
+// max_tokens (always at least one); BSHD takes micro_batch_size. tokens_at(k): the token count
+// of the k-th sample from the cursor.
+template <class TokensAt>
+uint64_t samples_in_batch(BatchMode mode, int64_t max_tokens, int64_t micro_batch_size, TokensAt tokens_at) {
+  if (mode != BatchMode::Thd) return uint64_t(micro_batch_size);
+  int64_t tokens = 0;
+  uint64_t k = 0;
+  for (;; ++k) {
+    const int64_t n = tokens_at(k);
+    if (k > 0 && tokens + n > max_tokens) break;
+    tokens += n;
+    if (tokens == max_tokens) return k + 1;
+  }
+  return k;
+}
 const char* batch_mode_name(BatchMode m);
 
 constexpr int32_t kIgnoreLabel = -100;
