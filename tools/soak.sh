@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Kill-and-resume soak (issue 15, docs/HARDENING.md): trains a tiny ESM-2 on the CPU once
+# without interruption, then again while SIGKILLing it KILLS times (at random moments, every
+# other kill while a checkpoint is being written) and resuming with the same command each
+# time, and checks that the interrupted run ends with
+#   * metrics.jsonl holding every step exactly once, with losses and gradient norms
+#     bit-identical to the uninterrupted run's,
+#   * a final model.safetensors byte-identical to the uninterrupted run's,
+#   * no .tmp_step_* directory left behind.
+#
+#   tools/soak.sh [--kills N] [--steps N] [--seed N] [--work DIR] [--biofm PATH] [--keep]
+#
+# Defaults: 20 kills, 40 steps, seed from $RANDOM, work dir under /tmp (removed unless --keep
+# or a failure), biofm from build-cpu/ or build/. BIOFM_TEST_SLOW_CHECKPOINT_MS (a test-only
+# hook of train/checkpoint.cpp) makes each checkpoint file take 150 ms to write, so kills land
+# inside saves. Exit status 0 when everything matches, 1 otherwise (with the difference).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+kills=20 steps=40 seed=$RANDOM work="" keep=0 biofm=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --kills) kills=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    --biofm) biofm=$2; shift 2 ;;
+    --keep) keep=1; shift ;;
+    *) echo "soak: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$biofm" ]; then
+  for b in "$root/build-cpu/biofm" "$root/build/biofm"; do [ -x "$b" ] && biofm=$b && break; done
+fi
+[ -x "$biofm" ] || { echo "soak: no biofm binary (build it, or pass --biofm PATH)" >&2; exit 2; }
+[ -n "$work" ] || work=$(mktemp -d /tmp/biofm_soak.XXXXXX)
+rm -rf "$work/ref" "$work/soak"
+mkdir -p "$work"
+RANDOM=$seed
+
+# A tiny model and a checkpoint every 2 steps; 2 threads so the runs are comparable.
+args=(train --config-dir "$root/configs" --config-name esm2_sanity
+  dataset.path="$root/data/proteins_sample.fasta" dataset.val_path=null dataset.val_every_n_steps=0
+  model.config.hidden_size=32 model.config.num_hidden_layers=2 model.config.num_attention_heads=4
+  model.config.intermediate_size=64 dataset.max_seq_length=64 dataset.max_tokens_per_batch=256
+  logger.frequency=1 logger.tensorboard=false checkpoint.save_every_n_steps=2 checkpoint.max_checkpoints=3
+  scheduler.warmup_steps=4 num_threads=2 num_train_steps="$steps")
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+t0=$(now_ms)
+"$biofm" "${args[@]}" output_dir="$work/ref" > "$work/ref.log" 2>&1 ||
+  { echo "soak: the uninterrupted run failed:"; tail -20 "$work/ref.log"; exit 1; }
+ref_ms=$(($(now_ms) - t0))
+
+export BIOFM_TEST_SLOW_CHECKPOINT_MS=150
+log=$work/soak.log
+: > "$log"
+done_kills=0 in_save=0 attempts=0
+while [ $done_kills -lt "$kills" ]; do
+  attempts=$((attempts + 1))
+  [ $attempts -gt $((kills * 4 + 10)) ] && { echo "soak: runs keep finishing before the kill; $done_kills kills done" >&2; exit 1; }
+  echo "=== run $attempts" >> "$log"
+  "$biofm" "${args[@]}" output_dir="$work/soak" >> "$log" 2>&1 &
+  pid=$!
+  how=""
+  if [ $((done_kills % 2)) -eq 1 ]; then
+    # Wait for a checkpoint save in progress (a .tmp_step_* directory), then kill inside it.
+    for _ in $(seq 1 $((ref_ms / 10 + 200))); do
+      if compgen -G "$work/soak/checkpoints/.tmp_step_*.$pid" > /dev/null; then
+        sleep "0.$(printf '%03d' $((RANDOM % 300)))"
+        how="during a checkpoint save"
+        break
+      fi
+      kill -0 $pid 2> /dev/null || break
+      sleep 0.01
+    done
+  else
+    # A moment in [0, the uninterrupted run's time x the fraction of steps left + 0.3 s].
+    last=$(ls "$work/soak/checkpoints" 2> /dev/null | grep '^step_' | sed 's/step_//' | sort -n | tail -1)
+    window=$((ref_ms * (steps - ${last:-0}) / steps + 300))
+    ms=$(((RANDOM * 32768 + RANDOM) % (window + 1)))
+    sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+    how="after ${ms} ms"
+  fi
+  if kill -9 $pid 2> /dev/null; then
+    wait $pid 2> /dev/null || true
+    done_kills=$((done_kills + 1))
+    last=$(ls "$work/soak/checkpoints" 2> /dev/null | grep '^step_' | sed 's/step_//' | sort -n | tail -1)
+    tmp=$(ls -a "$work/soak/checkpoints" 2> /dev/null | grep -c '^\.tmp_step_' || true)
+    echo "kill $done_kills: $how (newest checkpoint: step ${last:-none}; temporary dirs: $tmp)"
+    echo "=== killed: $how" >> "$log"
+  else
+    wait $pid || { echo "soak: a run failed by itself:"; tail -20 "$log"; exit 1; }
+    # It finished before the kill: start over from scratch, so that every kill counted is
+    # one the final comparison covers.
+    echo "(a run finished before its kill: starting over, $done_kills kills discarded)"
+    rm -rf "$work/soak"
+    mv "$log" "$log.discarded.$attempts"
+    done_kills=0
+  fi
+done
+# The last run, left to finish.
+"$biofm" "${args[@]}" output_dir="$work/soak" >> "$log" 2>&1 || { echo "soak: the final run failed:"; tail -20 "$log"; exit 1; }
+
+fail=0
+# Step, loss and grad norm of each record, exactly as written (bit-identical values print
+# identically: the JSON writer round-trips doubles).
+records() { python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    if line.strip():
+        r = json.loads(line)
+        print(r["step"], repr(r["loss"]), repr(r.get("grad_norm")))' "$1"; }
+if ! diff <(records "$work/ref/metrics.jsonl") <(records "$work/soak/metrics.jsonl") > "$work/metrics.diff"; then
+  echo "soak: FAILED: metrics differ from the uninterrupted run (< uninterrupted, > killed and resumed):"
+  head -20 "$work/metrics.diff"
+  fail=1
+fi
+if ! cmp "$work/ref/final_model/model.safetensors" "$work/soak/final_model/model.safetensors"; then
+  echo "soak: FAILED: the final models differ"
+  fail=1
+fi
+left=$(ls -a "$work/soak/checkpoints" | grep '^\.tmp_step_' || true)
+if [ -n "$left" ]; then
+  echo "soak: FAILED: temporary checkpoint directories left: $left"
+  fail=1
+fi
+resumes=$(grep -c '^resumed from' "$log" || true)
+echo "soak: $done_kills kills, $resumes resumes, $steps steps, uninterrupted run ${ref_ms} ms," \
+  "seed $seed: $([ $fail -eq 0 ] && echo 'losses, grad norms and final model bit-identical' || echo FAILED)"
+if [ $fail -eq 0 ] && [ $keep -eq 0 ]; then rm -rf "$work"; else echo "soak: files kept in $work"; fi
+exit $fail
