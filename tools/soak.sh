@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Kill-and-resume soak (issue 15, docs/HARDENING.md): trains a tiny ESM-2 on the CPU once
-# without interruption, then again while SIGKILLing it KILLS times (at random moments, every
-# other kill while a checkpoint is being written) and resuming with the same command each
-# time, and checks that the interrupted run ends with
+# without interruption, then again while SIGKILLing it KILLS times (in turn: at a random
+# moment, inside a checkpoint save, just after a checkpoint) and resuming with the same
+# command each time, and checks that the interrupted run ends with
 #   * metrics.jsonl holding every step exactly once, with losses and gradient norms
 #     bit-identical to the uninterrupted run's,
 #   * a final model.safetensors byte-identical to the uninterrupted run's,
@@ -12,7 +12,7 @@
 #
 # Defaults: 20 kills, 40 steps, seed from $RANDOM, work dir under /tmp (removed unless --keep
 # or a failure), biofm from build-cpu/ or build/. BIOFM_TEST_SLOW_CHECKPOINT_MS (a test-only
-# hook of train/checkpoint.cpp) makes each checkpoint file take 150 ms to write, so kills land
+# hook of train/checkpoint.cpp) makes each checkpoint file take 100 ms to write, so kills land
 # inside saves. Exit status 0 when everything matches, 1 otherwise (with the difference).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,10 +51,11 @@ t0=$(now_ms)
   { echo "soak: the uninterrupted run failed:"; tail -20 "$work/ref.log"; exit 1; }
 ref_ms=$(($(now_ms) - t0))
 
-export BIOFM_TEST_SLOW_CHECKPOINT_MS=150
+export BIOFM_TEST_SLOW_CHECKPOINT_MS=100
 log=$work/soak.log
 : > "$log"
-done_kills=0 in_save=0 attempts=0
+done_kills=0 attempts=0 pid=""
+trap 'kill -9 $pid 2> /dev/null || true' EXIT  # no run outlives the script
 while [ $done_kills -lt "$kills" ]; do
   attempts=$((attempts + 1))
   [ $attempts -gt $((kills * 4 + 10)) ] && { echo "soak: runs keep finishing before the kill; $done_kills kills done" >&2; exit 1; }
@@ -62,29 +63,43 @@ while [ $done_kills -lt "$kills" ]; do
   "$biofm" "${args[@]}" output_dir="$work/soak" >> "$log" 2>&1 &
   pid=$!
   how=""
-  if [ $((done_kills % 2)) -eq 1 ]; then
-    # Wait for a checkpoint save in progress (a .tmp_step_* directory), then kill inside it.
-    for _ in $(seq 1 $((ref_ms / 10 + 200))); do
-      if compgen -G "$work/soak/checkpoints/.tmp_step_*.$pid" > /dev/null; then
-        sleep "0.$(printf '%03d' $((RANDOM % 300)))"
-        how="during a checkpoint save"
-        break
-      fi
-      kill -0 $pid 2> /dev/null || break
-      sleep 0.01
-    done
-  else
-    # A moment in [0, the uninterrupted run's time x the fraction of steps left + 0.3 s].
-    last=$(ls "$work/soak/checkpoints" 2> /dev/null | grep '^step_' | sed 's/step_//' | sort -n | tail -1)
-    window=$((ref_ms * (steps - ${last:-0}) / steps + 300))
-    ms=$(((RANDOM * 32768 + RANDOM) % (window + 1)))
-    sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
-    how="after ${ms} ms"
-  fi
+  newest() { ls "$work/soak/checkpoints" 2> /dev/null | grep '^step_' | sed "s/step_//" | sort -n | tail -1 || true; }
+  before=$(newest)
+  case $((done_kills % 3)) in
+    1)  # inside a save: wait for this run's .tmp_step_* directory, kill 0-0.5 s into it (a
+        # save takes >= 0.7 s here: 100 ms per file)
+      for _ in $(seq 1 $((ref_ms / 10 + 200))); do
+        if compgen -G "$work/soak/checkpoints/.tmp_step_*.$pid" > /dev/null; then
+          ms=$((RANDOM % 500))
+          sleep "0.$(printf '%03d' $ms)"
+          how="${ms} ms into a checkpoint save"
+          compgen -G "$work/soak/checkpoints/.tmp_step_*.$pid" > /dev/null || how="$how (it had just finished)"
+          break
+        fi
+        kill -0 $pid 2> /dev/null || break
+        sleep 0.01
+      done ;;
+    2)  # just after a save: wait for a new step_N, kill 0-0.5 s later
+      for _ in $(seq 1 $((ref_ms / 10 + 200))); do
+        if [ "$(newest)" != "$before" ]; then
+          ms=$((RANDOM % 500))
+          sleep "0.$(printf '%03d' $ms)"
+          how="${ms} ms after a checkpoint"
+          break
+        fi
+        kill -0 $pid 2> /dev/null || break
+        sleep 0.01
+      done ;;
+    *)  # at a random moment in [0, the uninterrupted run's time x the fraction of steps left + 0.3 s]
+      window=$((ref_ms * (steps - ${before:-0}) / steps + 300))
+      ms=$(((RANDOM * 32768 + RANDOM) % (window + 1)))
+      sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+      how="${ms} ms after the start" ;;
+  esac
   if kill -9 $pid 2> /dev/null; then
     wait $pid 2> /dev/null || true
     done_kills=$((done_kills + 1))
-    last=$(ls "$work/soak/checkpoints" 2> /dev/null | grep '^step_' | sed 's/step_//' | sort -n | tail -1)
+    last=$(newest)
     tmp=$(ls -a "$work/soak/checkpoints" 2> /dev/null | grep -c '^\.tmp_step_' || true)
     echo "kill $done_kills: $how (newest checkpoint: step ${last:-none}; temporary dirs: $tmp)"
     echo "=== killed: $how" >> "$log"
@@ -124,6 +139,10 @@ if [ -n "$left" ]; then
   fail=1
 fi
 resumes=$(grep -c '^resumed from' "$log" || true)
+if [ "$resumes" -eq 0 ]; then
+  echo "soak: FAILED: no run resumed from a checkpoint (nothing was tested)"
+  fail=1
+fi
 echo "soak: $done_kills kills, $resumes resumes, $steps steps, uninterrupted run ${ref_ms} ms," \
   "seed $seed: $([ $fail -eq 0 ] && echo 'losses, grad norms and final model bit-identical' || echo FAILED)"
 if [ $fail -eq 0 ] && [ $keep -eq 0 ]; then rm -rf "$work"; else echo "soak: files kept in $work"; fi

@@ -11,7 +11,7 @@ using biofm::testkit::src;
 
 TEST(E2eSoak, FourKillsAndResumesGiveBitIdenticalLosses) {
   const std::string work = biofm::testkit::fresh_dir("soak");
-  const auto r = sh(src("tools/soak.sh") + " --kills 4 --steps 12 --seed 7 --work " + work + " --biofm " +
+  const auto r = sh(src("tools/soak.sh") + " --kills 4 --steps 10 --seed 7 --work " + work + " --biofm " +
                     std::string(BIOFM_BINARY));
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("soak: 4 kills"), std::string::npos) << r.output;
