@@ -2,6 +2,8 @@
 # Runs every fuzz target for SECONDS each (one after another, one core) on a corpus seeded from
 # the bundled data, and prints one line per target: executions, seconds, corpus size, result.
 #   fuzz/run_all.sh SECONDS [BUILD_DIR]      (BUILD_DIR default: build-fuzz)
+# FUZZ_TARGETS="t1 t2" runs only those targets; FUZZ_RUNS=N stops a target after N executions
+# (or SECONDS, whichever comes first). Long campaigns: docs/HARDENING.md.
 # The build: CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DBIOFM_CUDA=OFF \
 #              -DBIOFM_TESTS=OFF -DBIOFM_FUZZ=ON && cmake --build build-fuzz --target fuzz_all
 # Corpora grow in BUILD_DIR/fuzz-corpus/<target> (kept between runs), crash inputs land in
@@ -11,7 +13,8 @@ set -euo pipefail
 secs=${1:?usage: fuzz/run_all.sh SECONDS [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${2:-$root/build-fuzz}" && pwd)
-targets="fuzz_reader fuzz_yaml_config fuzz_hf_config fuzz_safetensors fuzz_checkpoint_manifest fuzz_tokenizer"
+targets=${FUZZ_TARGETS:-fuzz_reader fuzz_yaml_config fuzz_hf_config fuzz_safetensors fuzz_checkpoint_manifest fuzz_tokenizer}
+runs=${FUZZ_RUNS:--1}
 corpus=$build/fuzz-corpus seeds=$build/fuzz-seeds logs=$build/fuzz-logs crashes=$build/fuzz-crashes
 mkdir -p "$corpus" "$logs" "$crashes"
 rm -rf "$seeds"
@@ -55,12 +58,12 @@ while IFS= read -r f; do seed fuzz_safetensors "$(basename "$(dirname "$f")")_$(
 
 # ---- run ----
 status=0
-printf '%-26s %12s %8s %8s  %s\n' target executions seconds corpus result
+printf '%-26s %12s %8s %8s %8s  %s\n' target executions seconds corpus peak_MB result
 for t in $targets; do
   mkdir -p "$corpus/$t" "$crashes/$t"
   log=$logs/$t.log
   set +e
-  "$build/fuzz/$t" "$corpus/$t" "$seeds/$t" -max_total_time="$secs" -max_len=8192 -timeout=30 -rss_limit_mb=2048 \
+  "$build/fuzz/$t" "$corpus/$t" "$seeds/$t" -max_total_time="$secs" -runs="$runs" -max_len=8192 -timeout=30 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$crashes/$t/" > "$log" 2>&1
   rc=$?
   set -e
@@ -79,6 +82,7 @@ for t in $targets; do
     esac
     case "$result" in ok*) ;; *) status=1 ;; esac
   fi
-  printf '%-26s %12s %8s %8s  %s\n' "$t" "${execs:-0}" "${took:-$secs}" "$(ls "$corpus/$t" | wc -l)" "$result"
+  rss=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  printf '%-26s %12s %8s %8s %8s  %s\n' "$t" "${execs:-0}" "${took:-$secs}" "$(ls "$corpus/$t" | wc -l)" "$rss" "$result"
 done
 exit $status

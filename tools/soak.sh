@@ -2,7 +2,8 @@
 # Kill-and-resume soak (issue 15, docs/HARDENING.md): trains a tiny ESM-2 on the CPU once
 # without interruption, then again while SIGKILLing it KILLS times (in turn: at a random
 # moment, inside a checkpoint save, just after a checkpoint) and resuming with the same
-# command each time, and checks that the interrupted run ends with
+# command each time, and checks that the interrupted run ends with (when a run completes
+# before its kill, that segment is checked and a fresh one starts, until KILLS kills are done)
 #   * metrics.jsonl holding every step exactly once, with losses and gradient norms
 #     bit-identical to the uninterrupted run's,
 #   * a final model.safetensors byte-identical to the uninterrupted run's,
@@ -52,20 +53,57 @@ t0=$(now_ms)
 ref_ms=$(($(now_ms) - t0))
 
 export BIOFM_TEST_SLOW_CHECKPOINT_MS=100
+# Step, loss and grad norm of each record, exactly as written (bit-identical values print
+# identically: the JSON writer round-trips doubles).
+records() { python3 -c 'import json, sys
+for line in open(sys.argv[1]):
+    if line.strip():
+        r = json.loads(line)
+        print(r["step"], repr(r["loss"]), repr(r.get("grad_norm")))' "$1"; }
+
+# Checks a finished segment (a run killed and resumed until it completed) against the
+# uninterrupted run; sets fail=1 on any difference.
+fail=0 total_kills=0 segments=0 resumes=0
+check_segment() {
+  segments=$((segments + 1))
+  if ! diff <(records "$work/ref/metrics.jsonl") <(records "$work/soak/metrics.jsonl") > "$work/metrics.diff"; then
+    echo "soak: FAILED: metrics differ from the uninterrupted run (< uninterrupted, > killed and resumed):"
+    head -20 "$work/metrics.diff"
+    fail=1
+  fi
+  if ! cmp "$work/ref/final_model/model.safetensors" "$work/soak/final_model/model.safetensors"; then
+    echo "soak: FAILED: the final models differ"
+    fail=1
+  fi
+  local left
+  left=$(ls -a "$work/soak/checkpoints" | grep '^\.tmp_step_' || true)
+  if [ -n "$left" ]; then
+    echo "soak: FAILED: temporary checkpoint directories left: $left"
+    fail=1
+  fi
+  # (a lower bound: a killed run's buffered stdout is lost)
+  resumes=$((resumes + $(grep -c '^resumed from' "$log" || true)))
+  echo "segment $segments: $seg_kills kills, compared with the uninterrupted run: $([ $fail -eq 0 ] && echo identical || echo DIFFERENT)"
+  mv "$log" "$log.$segments"
+  [ $fail -eq 0 ] && rm -rf "$work/soak"
+}
+
 log=$work/soak.log
 : > "$log"
-done_kills=0 attempts=0 pid=""
+seg_kills=0 attempts=0 pid=""
 trap 'kill -9 $pid 2> /dev/null || true' EXIT  # no run outlives the script
-while [ $done_kills -lt "$kills" ]; do
+# Segments: a fresh run is killed and resumed until it completes (a kill that comes too late)
+# or all kills are done; each is compared with the uninterrupted run.
+while [ $fail -eq 0 ] && [ $total_kills -lt "$kills" ]; do
   attempts=$((attempts + 1))
-  [ $attempts -gt $((kills * 4 + 10)) ] && { echo "soak: runs keep finishing before the kill; $done_kills kills done" >&2; exit 1; }
+  [ $attempts -gt $((kills * 4 + 10)) ] && { echo "soak: runs keep finishing before the kill; $total_kills kills done" >&2; exit 1; }
   echo "=== run $attempts" >> "$log"
   "$biofm" "${args[@]}" output_dir="$work/soak" >> "$log" 2>&1 &
   pid=$!
   how=""
   newest() { ls "$work/soak/checkpoints" 2> /dev/null | grep '^step_' | sed "s/step_//" | sort -n | tail -1 || true; }
   before=$(newest)
-  case $((done_kills % 3)) in
+  case $((total_kills % 3)) in
     1)  # inside a save: wait for this run's .tmp_step_* directory, kill 0-0.5 s into it (a
         # save takes >= 0.7 s here: 100 ms per file)
       for _ in $(seq 1 $((ref_ms / 10 + 200))); do
@@ -90,60 +128,35 @@ while [ $done_kills -lt "$kills" ]; do
         kill -0 $pid 2> /dev/null || break
         sleep 0.01
       done ;;
-    *)  # at a random moment in [0, the uninterrupted run's time x the fraction of steps left + 0.3 s]
-      window=$((ref_ms * (steps - ${before:-0}) / steps + 300))
+    *)  # at a random moment in [0, 0.6 x the uninterrupted run's time x the fraction of steps
+        # left + 0.2 s] (startup included; the machine's load varies)
+      window=$((ref_ms * 6 * (steps - ${before:-0}) / steps / 10 + 200))
       ms=$(((RANDOM * 32768 + RANDOM) % (window + 1)))
       sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
       how="${ms} ms after the start" ;;
   esac
   if kill -9 $pid 2> /dev/null; then
     wait $pid 2> /dev/null || true
-    done_kills=$((done_kills + 1))
+    seg_kills=$((seg_kills + 1)) total_kills=$((total_kills + 1))
     last=$(newest)
     tmp=$(ls -a "$work/soak/checkpoints" 2> /dev/null | grep -c '^\.tmp_step_' || true)
-    echo "kill $done_kills: $how (newest checkpoint: step ${last:-none}; temporary dirs: $tmp)"
+    echo "kill $total_kills: $how (newest checkpoint: step ${last:-none}; temporary dirs: $tmp)"
     echo "=== killed: $how" >> "$log"
+    [ $total_kills -lt "$kills" ] && continue
+    # The last kill: the run resumed once more and left to finish.
+    "$biofm" "${args[@]}" output_dir="$work/soak" >> "$log" 2>&1 || { echo "soak: the final run failed:"; tail -20 "$log"; exit 1; }
   else
     wait $pid || { echo "soak: a run failed by itself:"; tail -20 "$log"; exit 1; }
-    # It finished before the kill: start over from scratch, so that every kill counted is
-    # one the final comparison covers.
-    echo "(a run finished before its kill: starting over, $done_kills kills discarded)"
-    rm -rf "$work/soak"
-    mv "$log" "$log.discarded.$attempts"
-    done_kills=0
+    echo "(run $attempts finished before its kill: the segment is complete)"
   fi
+  check_segment
+  seg_kills=0
 done
-# The last run, left to finish.
-"$biofm" "${args[@]}" output_dir="$work/soak" >> "$log" 2>&1 || { echo "soak: the final run failed:"; tail -20 "$log"; exit 1; }
-
-fail=0
-# Step, loss and grad norm of each record, exactly as written (bit-identical values print
-# identically: the JSON writer round-trips doubles).
-records() { python3 -c 'import json, sys
-for line in open(sys.argv[1]):
-    if line.strip():
-        r = json.loads(line)
-        print(r["step"], repr(r["loss"]), repr(r.get("grad_norm")))' "$1"; }
-if ! diff <(records "$work/ref/metrics.jsonl") <(records "$work/soak/metrics.jsonl") > "$work/metrics.diff"; then
-  echo "soak: FAILED: metrics differ from the uninterrupted run (< uninterrupted, > killed and resumed):"
-  head -20 "$work/metrics.diff"
-  fail=1
-fi
-if ! cmp "$work/ref/final_model/model.safetensors" "$work/soak/final_model/model.safetensors"; then
-  echo "soak: FAILED: the final models differ"
-  fail=1
-fi
-left=$(ls -a "$work/soak/checkpoints" | grep '^\.tmp_step_' || true)
-if [ -n "$left" ]; then
-  echo "soak: FAILED: temporary checkpoint directories left: $left"
-  fail=1
-fi
-resumes=$(grep -c '^resumed from' "$log" || true)
-if [ "$resumes" -eq 0 ]; then
+if [ "$resumes" -eq 0 ] && [ $fail -eq 0 ]; then
   echo "soak: FAILED: no run resumed from a checkpoint (nothing was tested)"
   fail=1
 fi
-echo "soak: $done_kills kills, $resumes resumes, $steps steps, uninterrupted run ${ref_ms} ms," \
+echo "soak: $total_kills kills in $segments segment(s), $resumes resumes seen, $steps steps, uninterrupted run ${ref_ms} ms," \
   "seed $seed: $([ $fail -eq 0 ] && echo 'losses, grad norms and final model bit-identical' || echo FAILED)"
 if [ $fail -eq 0 ] && [ $keep -eq 0 ]; then rm -rf "$work"; else echo "soak: files kept in $work"; fi
 exit $fail
