@@ -7,14 +7,14 @@
 # memcheck racecheck initcheck synccheck (default: all four, one after another). The test
 # binaries are the ones `ctest -L cuda` runs, found from ctest's own listing, so the script
 # follows the build's layout. Each binary runs whole under each tool (gtest discovers the tests
-# inside it); a short `biofm train` on the GPU runs under memcheck and initcheck too (the paths
-# the unit tests do not reach: prefetch, data upload, checkpoint writing).
+# inside it); short `biofm train` runs of ESM-2 and Llama on the GPU run under memcheck and
+# initcheck too (paths the unit tests do not reach: prefetch, data upload, checkpoint writing).
 #
 # Logs: $OUT/sanitize/<tool>.<binary>.log (OUT defaults to ./sanitize-out), and a summary line
 # per run in $OUT/sanitize/summary.txt: tool, binary, exit status, seconds, the sanitizer's
 # "ERROR SUMMARY" line. Exit status 1 when any run reported an error or failed.
 # Environment: GTEST_FILTER narrows the tests (e.g. to fit a time limit); SANITIZE_TIMEOUT
-# (seconds per run, default 1800) stops a run that takes too long (reported as a failure).
+# (seconds per run, default 1800; keep a whole call under a machine time limit with it) stops a run that takes too long (reported as a failure).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -81,9 +81,12 @@ for tool in $tools; do
   done
   if [ -x "$biofm" ] && { [ "$tool" = memcheck ] || [ "$tool" = initcheck ]; }; then
     run_dir=$(mktemp -d)
-    run_one "$tool" biofm_train "$biofm" train --config-name esm2_sanity --config-dir "$root/configs" device=cuda \
-      num_train_steps=4 dataset.path="$root/data/proteins_sample.fasta" dataset.val_path= \
-      checkpoint.save_every_n_steps=2 output_dir="$run_dir" logger.tensorboard=false
+    run_one "$tool" biofm_train_esm2 "$biofm" train --config-dir "$root/configs" --config-name esm2_sanity device=cuda \
+      num_train_steps=4 dataset.path="$root/data/proteins_sample.fasta" dataset.val_path=null dataset.val_every_n_steps=0 \
+      checkpoint.save_every_n_steps=2 output_dir="$run_dir/esm2" logger.tensorboard=false
+    run_one "$tool" biofm_train_llama "$biofm" train --config-dir "$root/configs" --config-name llama3_sanity device=cuda \
+      num_train_steps=4 dataset.path="$root/data/dna_sample.fasta" dataset.val_path=null dataset.val_every_n_steps=0 \
+      checkpoint.save_every_n_steps=2 output_dir="$run_dir/llama" logger.tensorboard=false
     rm -rf "$run_dir"
   fi
 done
