@@ -37,6 +37,9 @@ done
 printf 'id,name,sequence\n1,a,MKT\n2,"b,c",ACGT\n' | seed fuzz_reader csv 005
 printf '{"name": "a", "sequence": "MKT"}\n{"name": "caf\xe9", "sequence": "AC"}\n' | seed fuzz_reader jsonl 006
 printf '>caf\xe9 x\nMKTAYIAK*\n>\xff\xfe\nACGT\n' | seed fuzz_reader latin1 000
+# Compressed inputs (the readers detect gzip and zstd by their magic bytes, whatever the name).
+head -c 3000 "$root/data/proteins_val.fasta" | gzip -c | seed fuzz_reader gzip 000
+if command -v zstd > /dev/null; then head -c 3000 "$root/data/proteins_val.fasta" | zstd -q -c | seed fuzz_reader zstd 000; fi
 i=0
 for f in "$root"/configs/*.yaml; do i=$((i + 1)); seed fuzz_yaml_config "c$i" < "$f"; done
 printf 'seed: 3\noptimizer: {lr: 1e-3, betas: [0.9, 0.95]}\n---overrides---\nmodel.config.hidden_size=64\n~recompute\n+device=cuda\n' |
