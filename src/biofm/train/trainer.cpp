@@ -144,11 +144,17 @@ std::string first_nonfinite_tensor(const ParamStore& ps) {
       if (!std::isfinite(p[i])) return true;
     return false;
   };
-  for (size_t i = 0; i < ps.size(); ++i)
-    if (has_nonfinite(ps.param(i))) return "the first parameter (in model order) with non-finite values is " + ps.spec(i).name;
-  if (ps.grad_flat().defined())
+  try {
     for (size_t i = 0; i < ps.size(); ++i)
-      if (has_nonfinite(ps.grad(i))) return "the first parameter (in model order) with a non-finite gradient is " + ps.spec(i).name;
+      if (has_nonfinite(ps.param(i)))
+        return "the first parameter (in model order) with non-finite values is " + ps.spec(i).name;
+    if (ps.grad_flat().defined())
+      for (size_t i = 0; i < ps.size(); ++i)
+        if (has_nonfinite(ps.grad(i)))
+          return "the first parameter (in model order) with a non-finite gradient is " + ps.spec(i).name;
+  } catch (const Error&) {
+    // (a store that holds only a shard of the parameters: nothing to name)
+  }
   return "";
 }
 
