@@ -54,18 +54,20 @@ ref_ms=$(($(now_ms) - t0))
 
 export BIOFM_TEST_SLOW_CHECKPOINT_MS=100
 # Step, loss and grad norm of each record, exactly as written (bit-identical values print
-# identically: the JSON writer round-trips doubles).
-records() { python3 -c 'import json, sys
-for line in open(sys.argv[1]):
-    if line.strip():
-        r = json.loads(line)
-        print(r["step"], repr(r["loss"]), repr(r.get("grad_norm")))' "$1"; }
+# identically: the JSON writer round-trips doubles). Plain sed, no Python or jq needed.
+records() {
+  sed -n 's/.*"grad_norm":\([^,}]*\).*"loss":\([^,}]*\).*"step":\([^,}]*\).*/\3 \2 \1/p' "$1"
+}
 
 # Checks a finished segment (a run killed and resumed until it completed) against the
 # uninterrupted run; sets fail=1 on any difference.
 fail=0 total_kills=0 segments=0 resumes=0
 check_segment() {
   segments=$((segments + 1))
+  if [ "$(records "$work/ref/metrics.jsonl" | wc -l)" -ne "$steps" ]; then
+    echo "soak: FAILED: the uninterrupted run logged $(records "$work/ref/metrics.jsonl" | wc -l) steps, not $steps"
+    fail=1
+  fi
   if ! diff <(records "$work/ref/metrics.jsonl") <(records "$work/soak/metrics.jsonl") > "$work/metrics.diff"; then
     echo "soak: FAILED: metrics differ from the uninterrupted run (< uninterrupted, > killed and resumed):"
     head -20 "$work/metrics.diff"
