@@ -40,11 +40,22 @@ for t in json.load(sys.stdin).get("tests", []):
     cmd = t.get("command") or []
     if cmd and cmd[0] not in seen:
         seen.append(cmd[0])
-print("\n".join(seen))')
-if [ ${#binaries[@]} -eq 0 ] || [ -z "${binaries[0]}" ]; then
-  echo "gpu_sanitize: ctest lists no test labelled cuda in $build (is it a CUDA build with tests?)" >&2
+print("\n".join(seen))' 2>/dev/null)
+# A build made elsewhere and copied here lists the paths of where it was made: look each
+# binary up by name under the build directory; without a listing, take the test executables
+# named *cuda*test* in the build directory (tests/biofm_cuda_tests in ours).
+found=()
+for b in "${binaries[@]}"; do
+  [ -n "$b" ] || continue
+  [ -x "$b" ] || b=$(find "$build" -type f -name "$(basename "$b")" -perm -u+x 2>/dev/null | head -1)
+  [ -n "$b" ] && found+=("$b")
+done
+[ ${#found[@]} -gt 0 ] || mapfile -t found < <(find "$build" -maxdepth 3 -type f -perm -u+x -name '*cuda*test*' 2>/dev/null)
+if [ ${#found[@]} -eq 0 ]; then
+  echo "gpu_sanitize: no CUDA test binary in $build (ctest -L cuda lists none; no *cuda*test* executable)" >&2
   exit 2
 fi
+binaries=("${found[@]}")
 biofm=$build/biofm
 
 status=0
