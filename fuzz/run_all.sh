@@ -61,6 +61,14 @@ st empty '{"e": {"dtype": "F32", "shape": [0, 4], "data_offsets": [0, 0]}, "i": 
 while IFS= read -r f; do seed fuzz_safetensors "$(basename "$(dirname "$f")")_$(basename "$f")" < "$f"; done \
   < <(find "$root/tests/fixtures" -name '*.safetensors' -size -64k)
 
+# Inputs that once crashed a target (fuzz/regression/<target>/) stay in its seeds.
+for d in "$root"/fuzz/regression/*/; do
+  [ -d "$d" ] || continue
+  t=$(basename "$d")
+  mkdir -p "$seeds/$t"
+  cp "$d"* "$seeds/$t/" 2>/dev/null || true
+done
+
 # ---- run ----
 # One target: its summary line on stdout, exit status 1 on a finding.
 run_target() {

@@ -252,3 +252,13 @@ TEST(E2eHardening, DivergenceNamesTheStepAndTheFirstNonFiniteTensor) {
   dir = dir.substr(0, dir.find_first_of("\n "));
   EXPECT_TRUE(fs::exists(dir + "/manifest.json")) << dir;
 }
+
+TEST(E2eHardening, JsonlNumberOutOfRangeIsAnInvalidLineNotAnInternalError) {
+  // Found by fuzz_reader (fuzz/regression/fuzz_reader/jsonl_number_overflow): a number that
+  // overflows a double made the JSON parser throw out_of_range, which the reader let through.
+  const std::string dir = fresh_dir("jsonl_overflow");
+  write_file_atomic(dir + "/in.jsonl", "{\"sequence\": \"MKTAYIAK\"}\n{\"sequence\": \"MKV\", \"x\": 1e400}\n");
+  expect_clean_error(run("embed --model " + src("tests/fixtures/esm2_tiny") + " --input " + dir + "/in.jsonl --output " +
+                         dir + "/out.safetensors"),
+                     {"in.jsonl", "2", "invalid JSON"}, "1e400");
+}
