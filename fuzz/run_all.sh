@@ -2,16 +2,21 @@
 # Runs every fuzz target for SECONDS each (one after another, one core) on a corpus seeded from
 # the bundled data, and prints one line per target: executions, seconds, corpus size, result.
 #   fuzz/run_all.sh SECONDS [BUILD_DIR]      (BUILD_DIR default: build-fuzz)
+# FUZZ_TARGETS="t1 t2" runs only those targets; FUZZ_RUNS=N stops a target after N executions
+# (or SECONDS, whichever comes first). On a machine with cores to spare: FUZZ_FORK=N runs N
+# processes per target (libFuzzer -fork, sharing the corpus), FUZZ_PARALLEL=1 runs the targets
+# at the same time. Long campaigns: docs/HARDENING.md.
 # The build: CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DBIOFM_CUDA=OFF \
 #              -DBIOFM_TESTS=OFF -DBIOFM_FUZZ=ON && cmake --build build-fuzz --target fuzz_all
 # Corpora grow in BUILD_DIR/fuzz-corpus/<target> (kept between runs), crash inputs land in
 # BUILD_DIR/fuzz-crashes/<target>/ and logs in BUILD_DIR/fuzz-logs/. Exit status 1 if any
 # target found a crash, leak, timeout (30 s, confirmed by a re-run) or out-of-memory input.
-set -euo pipefail
+set -uo pipefail
 secs=${1:?usage: fuzz/run_all.sh SECONDS [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${2:-$root/build-fuzz}" && pwd)
-targets="fuzz_reader fuzz_yaml_config fuzz_hf_config fuzz_safetensors fuzz_checkpoint_manifest fuzz_tokenizer fuzz_prepared_shard"
+targets=${FUZZ_TARGETS:-fuzz_reader fuzz_yaml_config fuzz_hf_config fuzz_safetensors fuzz_checkpoint_manifest fuzz_tokenizer fuzz_prepared_shard}
+runs=${FUZZ_RUNS:--1} fork=${FUZZ_FORK:-0} parallel=${FUZZ_PARALLEL:-0}
 corpus=$build/fuzz-corpus seeds=$build/fuzz-seeds logs=$build/fuzz-logs crashes=$build/fuzz-crashes
 mkdir -p "$corpus" "$logs" "$crashes"
 rm -rf "$seeds"
@@ -34,6 +39,9 @@ done
 printf 'id,name,sequence\n1,a,MKT\n2,"b,c",ACGT\n' | seed fuzz_reader csv 005
 printf '{"name": "a", "sequence": "MKT"}\n{"name": "caf\xe9", "sequence": "AC"}\n' | seed fuzz_reader jsonl 006
 printf '>caf\xe9 x\nMKTAYIAK*\n>\xff\xfe\nACGT\n' | seed fuzz_reader latin1 000
+# Compressed inputs (the readers detect gzip and zstd by their magic bytes, whatever the name).
+head -c 3000 "$root/data/proteins_val.fasta" | gzip -c | seed fuzz_reader gzip 000
+if command -v zstd > /dev/null; then head -c 3000 "$root/data/proteins_val.fasta" | zstd -q -c | seed fuzz_reader zstd 000; fi
 i=0
 for f in "$root"/configs/*.yaml; do i=$((i + 1)); seed fuzz_yaml_config "c$i" < "$f"; done
 printf 'seed: 3\noptimizer: {lr: 1e-3, betas: [0.9, 0.95]}\n---overrides---\nmodel.config.hidden_size=64\n~recompute\n+device=cuda\n' |
@@ -59,19 +67,29 @@ while IFS= read -r f; do seed fuzz_safetensors "$(basename "$(dirname "$f")")_$(
   for v in 0 3 5; do printf "\\$(printf '%03o' $v)\000\000\000\000\000\000\000"; done
   printf '\005\006\007\010\011'; } | seed fuzz_prepared_shard two_records
 
+# Inputs that once crashed a target (fuzz/regression/<target>/) stay in its seeds.
+for d in "$root"/fuzz/regression/*/; do
+  [ -d "$d" ] || continue
+  t=$(basename "$d")
+  mkdir -p "$seeds/$t"
+  cp "$d"* "$seeds/$t/" 2>/dev/null || true
+done
+
 # ---- run ----
-status=0
-printf '%-26s %12s %8s %8s  %s\n' target executions seconds corpus result
-for t in $targets; do
+# One target: its summary line on stdout, exit status 1 on a finding.
+run_target() {
+  local t=$1 log=$logs/$1.log rc result unit execs took rss mode=()
   mkdir -p "$corpus/$t" "$crashes/$t"
-  log=$logs/$t.log
-  set +e
-  "$build/fuzz/$t" "$corpus/$t" "$seeds/$t" -max_total_time="$secs" -max_len=8192 -timeout=30 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$crashes/$t/" > "$log" 2>&1
+  [ "$fork" -gt 0 ] && mode=(-fork="$fork") || mode=(-runs="$runs")
+  "$build/fuzz/$t" "$corpus/$t" "$seeds/$t" -max_total_time="$secs" "${mode[@]}" -max_len=8192 -timeout=30 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$crashes/$t/" > "$log" 2>&1
   rc=$?
-  set -e
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
-  took=$(grep -o 'stat::slowest_unit_time_sec' "$log" >/dev/null && grep -oE 'Done [0-9]+ runs in [0-9]+' "$log" | grep -oE '[0-9]+$' || echo "$secs")
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  # (fork mode prints no final stats: the executions are the last status line's count)
+  [ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+  took=$(grep -oE 'Done [0-9]+ runs in [0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1)
+  rss=$(grep -o 'stat::peak_rss_mb: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  [ -n "$rss" ] || rss=$(grep -oE 'rss: [0-9]+Mb' "$log" | grep -oE '[0-9]+' | sort -n | tail -1)
   result=ok
   if [ $rc -ne 0 ]; then
     result="FAILED (rc $rc, see $log and $crashes/$t/)"
@@ -83,8 +101,18 @@ for t in $targets; do
           result="ok (a timeout that did not reproduce when re-run: $unit)"
         fi ;;
     esac
-    case "$result" in ok*) ;; *) status=1 ;; esac
   fi
-  printf '%-26s %12s %8s %8s  %s\n' "$t" "${execs:-0}" "${took:-$secs}" "$(ls "$corpus/$t" | wc -l)" "$result"
-done
+  printf '%-26s %12s %8s %8s %8s  %s\n' "$t" "${execs:-0}" "${took:-$secs}" "$(ls "$corpus/$t" | wc -l)" "${rss:-?}" "$result"
+  case "$result" in ok*) return 0 ;; *) return 1 ;; esac
+}
+
+status=0
+printf '%-26s %12s %8s %8s %8s  %s\n' target executions seconds corpus peak_MB result
+if [ "$parallel" = 1 ]; then
+  for t in $targets; do run_target "$t" > "$logs/$t.summary" & done
+  for t in $targets; do wait -n || status=1; done
+  for t in $targets; do cat "$logs/$t.summary"; done
+else
+  for t in $targets; do run_target "$t" || status=1; done
+fi
 exit $status

@@ -217,3 +217,48 @@ TEST(E2eHardening, TrainRejectsSequencesLongerThanThePositions) {
                      {"dataset.max_seq_length", "max_position_embeddings"}, "max_seq_length 2560000");
   EXPECT_FALSE(fs::exists(out + "/metrics.jsonl"));
 }
+
+TEST(E2eHardening, FullDiskDuringASaveIsAClearErrorAndKeepsThePreviousCheckpoint) {
+  // A full disk, simulated with a file-size limit (RLIMIT_FSIZE via `ulimit -f`, SIGXFSZ
+  // ignored so that write() fails with EFBIG as it would with ENOSPC): the model file of a
+  // checkpoint (~100 KB) cannot be written, the small files (metrics, config) can.
+  const std::string out = fresh_dir("fulldisk");
+  ASSERT_EQ(run(tiny_train_args(out, 3)).code, 0);
+  RunResult r = sh("bash -c \"trap '' XFSZ; ulimit -f 32; exec " + std::string(BIOFM_BINARY) + " " +
+                   tiny_train_args(out, 6) + "\"");
+  expect_clean_error(r, {"saving the checkpoint of step 6", "File too large"}, "file-size limit");
+  for (auto& e : fs::directory_iterator(out + "/checkpoints"))
+    EXPECT_EQ(e.path().filename().string(), "step_3") << "left behind: " << e.path();
+  // The previous checkpoint is intact: the next run (with room) resumes from it.
+  RunResult next = run(tiny_train_args(out, 6));
+  ASSERT_EQ(next.code, 0) << next.output;
+  EXPECT_NE(next.output.find("resumed from " + out + "/checkpoints/step_3 "), std::string::npos) << next.output;
+}
+
+TEST(E2eHardening, DivergenceNamesTheStepAndTheFirstNonFiniteTensor) {
+  // A learning rate of 1e30 blows the weights up after the first update; the loss of the
+  // next step is non-finite, and so is every one after (the updates are skipped).
+  const std::string out = fresh_dir("diverge");
+  RunResult r = run(tiny_train_args(out, 30) + " optimizer.lr=1e30 scheduler.warmup_steps=0 checkpoint.save_every_n_steps=1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("training diverged"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("warning: step 2: non-finite"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the first parameter (in model order) with"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" esm."), std::string::npos) << "no parameter named:\n" << r.output;
+  // The checkpoint it points at exists.
+  const size_t at = r.output.find("The last checkpoint is ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  std::string dir = r.output.substr(at + 23);
+  dir = dir.substr(0, dir.find_first_of("\n "));
+  EXPECT_TRUE(fs::exists(dir + "/manifest.json")) << dir;
+}
+
+TEST(E2eHardening, JsonlNumberOutOfRangeIsAnInvalidLineNotAnInternalError) {
+  // Found by fuzz_reader (fuzz/regression/fuzz_reader/jsonl_number_overflow): a number that
+  // overflows a double made the JSON parser throw out_of_range, which the reader let through.
+  const std::string dir = fresh_dir("jsonl_overflow");
+  write_file_atomic(dir + "/in.jsonl", "{\"sequence\": \"MKTAYIAK\"}\n{\"sequence\": \"MKV\", \"x\": 1e400}\n");
+  expect_clean_error(run("embed --model " + src("tests/fixtures/esm2_tiny") + " --input " + dir + "/in.jsonl --output " +
+                         dir + "/out.safetensors"),
+                     {"in.jsonl", "2", "invalid JSON"}, "1e400");
+}

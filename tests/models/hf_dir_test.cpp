@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
@@ -134,6 +135,25 @@ TEST(ModelsHfDir, MissingShardIsNamed) {
   const std::string msg = error_of([&] { read_hf_dir(dir); });
   EXPECT_NE(msg.find("model-00002-of-00003.safetensors"), std::string::npos) << msg;
   EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
+}
+
+TEST(ModelsHfDir, ShardNamesOutsideTheDirectoryAreRefused) {
+  // An index from the internet may name any path; only plain files beside it are read.
+  for (const std::string bad : {"/dev/zero", "../esm2_sharded/model-00001-of-00003.safetensors", "", ".", "sub/x"}) {
+    const std::string dir = copy_fixture("esm2_sharded", "bad_shard_name");
+    const std::string index = dir + "/model.safetensors.index.json";
+    nlohmann::json j = nlohmann::json::parse(read_file(index));
+    j["weight_map"].begin().value() = bad;
+    write_file_atomic(index, j.dump());
+    const std::string msg = error_of([&] { read_hf_dir(dir); });
+    EXPECT_NE(msg.find("not a file name in the directory"), std::string::npos) << bad << ": " << msg;
+    EXPECT_NE(msg.find("model.safetensors.index.json"), std::string::npos) << msg;
+  }
+  const std::string dir = copy_fixture("esm2_sharded", "dir_shard");
+  fs::remove(dir + "/model-00002-of-00003.safetensors");
+  fs::create_directory(dir + "/model-00002-of-00003.safetensors");
+  const std::string msg = error_of([&] { read_hf_dir(dir); });
+  EXPECT_NE(msg.find("not a regular file"), std::string::npos) << msg;
 }
 
 TEST(ModelsHfDir, PickleOnlyDirectoryIsRefused) {

@@ -311,7 +311,7 @@ struct SequenceReader::Impl {
       nlohmann::json j;
       try {
         j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::parse_error& e) {
+      } catch (const nlohmann::json::exception& e) {  // (also out_of_range: a number like 1e400)
         fail_at(l, std::string("invalid JSON: ") + e.what());
       }
       if (!j.is_object()) fail_at(l, "expected a JSON object per line");

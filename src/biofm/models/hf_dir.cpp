@@ -67,11 +67,18 @@ HfDirContents read_hf_dir(const std::string& dir) {
     std::set<std::string> seen;
     for (auto& [name, file] : j["weight_map"].items()) {
       if (!file.is_string()) fail(index, ": weight_map entry '", name, "' is not a file name");
-      const std::string path = (fs::path(dir) / file.get<std::string>()).string();
+      // A shard is a plain file beside the index: no path into other directories (a downloaded
+      // index naming /dev/... or ../.. is refused), no FIFO or device that could block or be huge.
+      const std::string shard = file.get<std::string>();
+      if (shard.empty() || shard == "." || shard == ".." || shard.find('/') != std::string::npos ||
+          shard.find('\0') != std::string::npos)
+        fail(index, ": weight_map entry '", name, "' names '", shard, "', not a file name in the directory");
+      const std::string path = (fs::path(dir) / shard).string();
       if (!seen.count(path)) {
         if (!fs::exists(path))
-          fail("'", dir, "': shard '", file.get<std::string>(), "' named by model.safetensors.index.json (for tensor '",
+          fail("'", dir, "': shard '", shard, "' named by model.safetensors.index.json (for tensor '",
                name, "') is missing");
+        if (!fs::is_regular_file(path)) fail(index, ": shard '", shard, "' is not a regular file");
         seen.insert(path);
         c.weight_files.push_back(path);
       }

@@ -8,11 +8,13 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/checkpoint_manifest.h"
@@ -36,6 +38,17 @@ bool parse_step_dir(const std::string& name, int64_t& step) {
   return true;
 }
 
+// Test hook (tools/soak.sh, docs/HARDENING.md): BIOFM_TEST_SLOW_CHECKPOINT_MS=N pauses N ms
+// after each file of a checkpoint is written, so that a kill lands inside a save. Unset in
+// normal use (no pause).
+void pause_for_tests() {
+  static const long ms = [] {
+    const char* v = std::getenv("BIOFM_TEST_SLOW_CHECKPOINT_MS");
+    return v ? std::strtol(v, nullptr, 10) : 0L;
+  }();
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
 // A step directory under construction: files are written into a hidden temporary directory,
 // each recorded in the manifest with the size and CRC32 computed while it was written; finish()
 // writes the manifest last and renames the directory into place.
@@ -55,7 +68,10 @@ class CheckpointWriter {
   std::string path(const std::string& name) const { return tmp_dir_ + "/" + name; }
   const std::string& tmp_dir() const { return tmp_dir_; }
 
-  void add(const std::string& name, FileDigest d) { files_[name] = {{"bytes", d.bytes}, {"crc32", d.crc32}}; }
+  void add(const std::string& name, FileDigest d) {
+    files_[name] = {{"bytes", d.bytes}, {"crc32", d.crc32}};
+    pause_for_tests();
+  }
   void add_text(const std::string& name, const std::string& text) {
     AtomicFileWriter w(path(name));
     w.write(text.data(), text.size());
@@ -77,6 +93,7 @@ class CheckpointWriter {
     // The manifest is written last: a directory without one is never a checkpoint.
     write_file_atomic(path("manifest.json"), manifest.dump(2) + "\n");
     fsync_dir(tmp_dir_);
+    pause_for_tests();
     std::error_code ec;
     if (fs::exists(final_dir_)) fs::remove_all(final_dir_, ec);  // re-save of the same step
     fs::rename(tmp_dir_, final_dir_, ec);

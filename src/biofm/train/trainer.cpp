@@ -144,6 +144,31 @@ void truncate_metrics(const std::string& path, int64_t step) {
               (long long)step, path.c_str());
 }
 
+// Where a non-finite value sits, for the divergence messages: the first parameter (in the
+// model's table order) whose weights hold one, else the first whose gradient does; "" when
+// none is found. Copies each tensor to the host: only for a step that went bad.
+std::string first_nonfinite_tensor(const ParamStore& ps) {
+  auto has_nonfinite = [](const Tensor& t) {
+    const Tensor h = t.to(Device::CPU).to(DType::F32);
+    const float* p = h.f32();
+    for (int64_t i = 0; i < h.numel(); ++i)
+      if (!std::isfinite(p[i])) return true;
+    return false;
+  };
+  try {
+    for (size_t i = 0; i < ps.size(); ++i)
+      if (has_nonfinite(ps.param(i)))
+        return "the first parameter (in model order) with non-finite values is " + ps.spec(i).name;
+    if (ps.grad_flat().defined())
+      for (size_t i = 0; i < ps.size(); ++i)
+        if (has_nonfinite(ps.grad(i)))
+          return "the first parameter (in model order) with a non-finite gradient is " + ps.spec(i).name;
+  } catch (const Error&) {
+    // (a store that holds only a shard of the parameters: nothing to name)
+  }
+  return "";
+}
+
 void export_final_model(const LanguageModel& model, const std::string& out_dir, const std::string& final_dir) {
   const std::string tmp = out_dir + "/.final_model.tmp";
   fs::remove_all(tmp);
@@ -406,10 +431,12 @@ class TrainingRun {
     if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
       // (names the step; the last checkpoint, if any, is the state before the divergence)
       ++summary_.skipped_nonfinite_steps;
-      std::fprintf(stderr, "warning: step %lld: non-finite loss %g or grad norm %g; the update was skipped\n",
-                   (long long)done, loss, gnorm);
+      if (bad_checks_ == 0) nonfinite_where_ = first_nonfinite_tensor(model_->params());  // once a streak
+      std::fprintf(stderr, "warning: step %lld: non-finite loss %g or grad norm %g%s%s; the update was skipped\n",
+                   (long long)done, loss, gnorm, nonfinite_where_.empty() ? "" : "; ", nonfinite_where_.c_str());
       if (++bad_checks_ >= 10)
         fail("training diverged: non-finite loss or gradients at 10 consecutive checks (step ", done,
+             nonfinite_where_.empty() ? "" : "; at the first of them " + nonfinite_where_,
              "); lower optimizer.lr or check the data. ",
              !summary_.last_checkpoint.empty() ? "The last checkpoint is " + summary_.last_checkpoint
              : !resumed_from_.empty()          ? "The last checkpoint is " + resumed_from_
@@ -526,6 +553,7 @@ class TrainingRun {
   TrainSummary summary_;
   Clock::time_point t_start_;
   int64_t bad_checks_ = 0;
+  std::string nonfinite_where_;  // first_nonfinite_tensor at the start of a non-finite streak
   bool have_first_ = false, stopped_ = false;
 };
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The CUDA test binaries under NVIDIA compute-sanitizer (issue 15, docs/HARDENING.md).
+#
+#   tools/gpu_sanitize.sh [BUILD_DIR] [TOOL ...]
+#
+# BUILD_DIR (default: build) is a CUDA build whose test binaries exist; TOOLs are any of
+# memcheck racecheck initcheck synccheck (default: all four, one after another). The test
+# binaries are the ones `ctest -L cuda` runs, found from ctest's own listing, so the script
+# follows the build's layout. Each binary runs whole under each tool (gtest discovers the tests
+# inside it); short `biofm train` runs of ESM-2 and Llama on the GPU run under memcheck and
+# initcheck too (paths the unit tests do not reach: prefetch, data upload, checkpoint writing).
+#
+# Logs: $OUT/sanitize/<tool>.<binary>.log (OUT defaults to ./sanitize-out), and a summary line
+# per run in $OUT/sanitize/summary.txt: tool, binary, exit status, seconds, the sanitizer's
+# "ERROR SUMMARY" line. Exit status 1 when any run reported an error or failed.
+# Environment: GTEST_FILTER narrows the tests (e.g. to fit a time limit); SANITIZE_TIMEOUT
+# (seconds per run, default 1800; keep a whole call under a machine time limit with it) stops a run that takes too long (reported as a failure).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+[ $# -gt 0 ] && shift
+tools=${*:-memcheck racecheck initcheck synccheck}
+out=${OUT:-$root/sanitize-out}/sanitize
+limit=${SANITIZE_TIMEOUT:-1800}
+mkdir -p "$out"
+
+cs=$(command -v compute-sanitizer || true)
+[ -z "$cs" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && cs=/usr/local/cuda/bin/compute-sanitizer
+if [ -z "$cs" ]; then
+  echo "gpu_sanitize: compute-sanitizer not found (PATH, /usr/local/cuda/bin)" >&2
+  exit 2
+fi
+[ -d "$build" ] || { echo "gpu_sanitize: no build directory $build" >&2; exit 2; }
+
+# The executables of the tests labelled cuda, from ctest's JSON listing.
+mapfile -t binaries < <(ctest --test-dir "$build" -L cuda --show-only=json-v1 2>/dev/null |
+  python3 -c 'import json, sys
+seen = []
+for t in json.load(sys.stdin).get("tests", []):
+    cmd = t.get("command") or []
+    if cmd and cmd[0] not in seen:
+        seen.append(cmd[0])
+print("\n".join(seen))' 2>/dev/null)
+# A build made elsewhere and copied here lists the paths of where it was made: look each
+# binary up by name under the build directory; without a listing, take the test executables
+# named *cuda*test* in the build directory (tests/biofm_cuda_tests in ours).
+found=()
+for b in "${binaries[@]}"; do
+  [ -n "$b" ] || continue
+  [ -x "$b" ] || b=$(find "$build" -type f -name "$(basename "$b")" -perm -u+x 2>/dev/null | head -1)
+  [ -n "$b" ] && found+=("$b")
+done
+[ ${#found[@]} -gt 0 ] || mapfile -t found < <(find "$build" -maxdepth 3 -type f -perm -u+x -name '*cuda*test*' 2>/dev/null)
+if [ ${#found[@]} -eq 0 ]; then
+  echo "gpu_sanitize: no CUDA test binary in $build (ctest -L cuda lists none; no *cuda*test* executable)" >&2
+  exit 2
+fi
+binaries=("${found[@]}")
+biofm=$build/biofm
+
+status=0
+: > "$out/summary.txt"
+run_one() {  # run_one TOOL NAME COMMAND...
+  local tool=$1 name=$2
+  shift 2
+  local log=$out/$tool.$name.log extra=()
+  case $tool in
+    memcheck) extra=(--leak-check full) ;;
+    racecheck) extra=(--racecheck-report all) ;;
+    initcheck) extra=(--track-unused-memory no) ;;
+  esac
+  local t0=$SECONDS rc
+  timeout "$limit" "$cs" --tool "$tool" "${extra[@]}" --error-exitcode 99 --log-file "$log.sanitizer" "$@" > "$log" 2>&1
+  rc=$?
+  cat "$log.sanitizer" >> "$log" 2>/dev/null && rm -f "$log.sanitizer"
+  local summary
+  summary=$(grep -h 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log" | tail -1)
+  [ $rc -eq 124 ] && summary="timed out after ${limit} s; $summary"
+  printf '%-10s %-22s rc %-3s %6s s  %s\n' "$tool" "$name" "$rc" $((SECONDS - t0)) "${summary:-no summary line}" |
+    tee -a "$out/summary.txt"
+  [ $rc -eq 0 ] || status=1
+}
+
+for tool in $tools; do
+  case $tool in memcheck | racecheck | initcheck | synccheck) ;; *)
+    echo "gpu_sanitize: unknown tool '$tool'" >&2
+    exit 2
+    ;;
+  esac
+  for b in "${binaries[@]}"; do
+    run_one "$tool" "$(basename "$b")" "$b" ${GTEST_FILTER:+--gtest_filter="$GTEST_FILTER"}
+  done
+  if [ -x "$biofm" ] && { [ "$tool" = memcheck ] || [ "$tool" = initcheck ]; }; then
+    run_dir=$(mktemp -d)
+    run_one "$tool" biofm_train_esm2 "$biofm" train --config-dir "$root/configs" --config-name esm2_sanity device=cuda \
+      num_train_steps=4 dataset.path="$root/data/proteins_sample.fasta" dataset.val_path=null dataset.val_every_n_steps=0 \
+      checkpoint.save_every_n_steps=2 output_dir="$run_dir/esm2" logger.tensorboard=false
+    run_one "$tool" biofm_train_llama "$biofm" train --config-dir "$root/configs" --config-name llama3_sanity device=cuda \
+      num_train_steps=4 dataset.path="$root/data/dna_sample.fasta" dataset.val_path=null dataset.val_every_n_steps=0 \
+      checkpoint.save_every_n_steps=2 output_dir="$run_dir/llama" logger.tensorboard=false
+    rm -rf "$run_dir"
+  fi
+done
+echo "logs: $out"
+exit $status
