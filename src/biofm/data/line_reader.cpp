@@ -24,7 +24,7 @@ class GzSource : public LineReader::Source {
     errno = 0;
     file_ = gzopen(path.c_str(), "rb");
     if (!file_) fail("cannot open ", path, ": ", errno ? std::strerror(errno) : "gzopen failed");
-    gzbuffer(file_, 1 << 18);
+    gzbuffer(file_, 1 << 16);
   }
   ~GzSource() override { gzclose(file_); }
 
@@ -125,7 +125,6 @@ LineReader::LineReader(const std::string& path) : path_(path) {
   } else {
     src_ = std::make_unique<GzSource>(path);
   }
-  buf_.resize(1 << 20);
 }
 
 LineReader::~LineReader() = default;
@@ -136,7 +135,7 @@ bool LineReader::getline(std::string& line) {
   for (;;) {
     if (pos_ == len_ && !fill()) break;
     any = true;
-    const char* start = buf_.data() + pos_;
+    const char* start = buf_.get() + pos_;
     const char* nl = static_cast<const char*>(std::memchr(start, '\n', len_ - pos_));
     if (nl) {
       line.append(start, size_t(nl - start));
@@ -156,7 +155,7 @@ bool LineReader::getline(std::string& line) {
 
 bool LineReader::fill() {
   if (eof_) return false;
-  size_t n = src_->read(buf_.data(), buf_.size());
+  size_t n = src_->read(buf_.get(), kBufferBytes);
   if (n == 0) {
     eof_ = true;
     return false;

@@ -43,7 +43,9 @@ class LineReader {
 
   std::string path_;
   std::unique_ptr<Source> src_;
-  std::vector<char> buf_;
+  // Not zero-filled: only what the source writes is read (a reader per small file stays cheap).
+  static constexpr size_t kBufferBytes = size_t(1) << 16;
+  std::unique_ptr<char[]> buf_ = std::make_unique_for_overwrite<char[]>(kBufferBytes);
   size_t pos_ = 0, len_ = 0;
   bool eof_ = false;
   uint64_t line_no_ = 0;
