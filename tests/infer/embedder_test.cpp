@@ -11,6 +11,7 @@
 #include "biofm/infer/batching.h"
 #include "biofm/io/safetensors.h"
 #include "biofm/models/registry.h"
+#include "infer_test_util.h"
 #include "hf_fixture.h"
 
 using namespace biofm;
@@ -18,15 +19,8 @@ using namespace biofm::infer;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/" + name; }
-
-// One sequence's ids as a one-sequence batch.
-Batch one_batch(const std::vector<int32_t>& ids) {
-  BatchBuilder b;
-  std::vector<int32_t> labels(ids.size(), kIgnoreLabel);
-  b.add(ids.data(), labels.data(), int64_t(ids.size()));
-  return b.build(BatchMode::Thd, 1, 1);
-}
+using test::fixture;
+using test::one_batch;
 
 double max_diff(const float* a, const float* b, int64_t n) {
   double m = 0;

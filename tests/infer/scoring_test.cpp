@@ -12,20 +12,15 @@
 #include "biofm/data/causal.h"
 #include "biofm/data/pack.h"
 #include "biofm/models/registry.h"
+#include "infer_test_util.h"
 
 using namespace biofm;
 using namespace biofm::infer;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/" + name; }
-
-Batch one_batch(const std::vector<int32_t>& ids) {
-  BatchBuilder b;
-  std::vector<int32_t> labels(ids.size(), kIgnoreLabel);
-  b.add(ids.data(), labels.data(), int64_t(ids.size()));
-  return b.build(BatchMode::Thd, 1, 1);
-}
+using test::fixture;
+using test::one_batch;
 
 // log_softmax(logits[row])[v] in double.
 double log_prob(const Tensor& logits, int64_t row, int64_t v) {
