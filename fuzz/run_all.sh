@@ -5,7 +5,8 @@
 # FUZZ_TARGETS="t1 t2" runs only those targets; FUZZ_RUNS=N stops a target after N executions
 # (or SECONDS, whichever comes first). On a machine with cores to spare: FUZZ_FORK=N runs N
 # processes per target (libFuzzer -fork, sharing the corpus), FUZZ_PARALLEL=1 runs the targets
-# at the same time. Long campaigns: docs/HARDENING.md.
+# at the same time; FUZZ_FORK_<target>=N sets one target's count (e.g. FUZZ_FORK_fuzz_yaml_config=14
+# gives the slowest target more cores). Long campaigns: docs/HARDENING.md.
 # The build: CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DBIOFM_CUDA=OFF \
 #              -DBIOFM_TESTS=OFF -DBIOFM_FUZZ=ON && cmake --build build-fuzz --target fuzz_all
 # Corpora grow in BUILD_DIR/fuzz-corpus/<target> (kept between runs), crash inputs land in
@@ -78,9 +79,10 @@ done
 # ---- run ----
 # One target: its summary line on stdout, exit status 1 on a finding.
 run_target() {
-  local t=$1 log=$logs/$1.log rc result unit execs took rss mode=()
+  local t=$1 log=$logs/$1.log rc result unit execs took rss mode=() per=FUZZ_FORK_$1
+  local n=${!per:-$fork}
   mkdir -p "$corpus/$t" "$crashes/$t"
-  [ "$fork" -gt 0 ] && mode=(-fork="$fork") || mode=(-runs="$runs")
+  [ "$n" -gt 0 ] && mode=(-fork="$n") || mode=(-runs="$runs")
   "$build/fuzz/$t" "$corpus/$t" "$seeds/$t" -max_total_time="$secs" "${mode[@]}" -max_len=8192 -timeout=30 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$crashes/$t/" > "$log" 2>&1
   rc=$?

@@ -99,9 +99,11 @@ TEST(CudaFp8Delayed, RecordMatchesCpu) {
 }
 
 // The same model, init and batches on CUDA (bf16) and the CPU (fp32): after three steps every
-// tensor's recorded amax and delayed scale agree within 10% (bf16 vs fp32 training drifts a
-// little), while the rows of inputs, weights and gradients differ by orders of magnitude: each
-// Linear records into the same rows on both backends.
+// tensor's recorded amax and delayed scale agree with the CPU's, and each Linear records into the
+// same rows on both backends (a row's GPU amax is nearer its own CPU row than any CPU row that
+// differs from it by more than 2x). Tolerances: inputs and weights 10% (bf16 vs fp32 drift);
+// gradients 30%, since they come out of backward GEMMs on E5M2 codes (2 mantissa bits, steps of
+// 12.5-25%) whose scales start at 1 (a rounding flip on one side moves the max by a whole step).
 TEST(CudaFp8Delayed, ModelStateMatchesCpu) {
   BIOFM_REQUIRE_GPU();
   const LlamaConfig c = tiny_llama(2);
@@ -135,13 +137,26 @@ TEST(CudaFp8Delayed, ModelStateMatchesCpu) {
     scales[dev].assign(sc.f32(), sc.f32() + sc.numel());
   }
   ASSERT_EQ(hist[0].size(), hist[1].size());
+  const size_t L = 8, rows = hist[0].size() / L;  // row = (layer * 4 + projection) * 3 + role
+  auto rtol = [](size_t row) { return row % 3 == 2 ? 0.3 : 0.1; };  // role 2: the output gradient
   int compared = 0;
   for (size_t i = 0; i < hist[0].size(); ++i) {
-    EXPECT_NEAR(hist[1][i], hist[0][i], 0.1 * hist[0][i] + 1e-6) << "history element " << i;
+    EXPECT_NEAR(hist[1][i], hist[0][i], rtol(i / L) * hist[0][i] + 1e-6)
+        << "history element " << i << " (row " << i / L << ", slot " << i % L << ")";
     compared += hist[0][i] > 0;
   }
   EXPECT_EQ(compared, 2 * 4 * 3 * 3) << "every tensor of both layers recorded three steps";
-  for (size_t i = 0; i < scales[0].size(); ++i) EXPECT_NEAR(scales[1][i], scales[0][i], 0.1 * scales[0][i]) << i;
+  for (size_t i = 0; i < scales[0].size(); ++i)
+    EXPECT_NEAR(scales[1][i], scales[0][i], rtol(i) * scales[0][i]) << "scale row " << i;
+  // Row mapping: slot L-1 holds the latest step's amax after the history rolled.
+  auto latest = [&](int dev, size_t row) { return double(hist[dev][row * L + L - 1]); };
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < rows; ++j) {
+      const double own = std::fabs(std::log(latest(1, i) / latest(0, i)));
+      const double other = std::fabs(std::log(latest(1, i) / latest(0, j)));
+      if (std::fabs(std::log(latest(0, j) / latest(0, i))) > std::log(2.0))
+        EXPECT_LT(own, other) << "GPU row " << i << " is nearer CPU row " << j << " than its own";
+    }
 }
 
 namespace {
