@@ -238,12 +238,11 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
         }
       }
     }
-    if (dx == nullptr || !valid) {
-      // Keep the block's barriers uniform: the reduction below has them when nw > 1.
-      if (dx != nullptr) group_sum2(s, scratch, lane, warp, nw);
-      continue;
-    }
+    if (dx == nullptr) continue;  // the same for the whole block
+    // Every thread reaches this one reduction, rows past N included: its barriers (nw > 1)
+    // must be the same instruction for the whole block (compute-sanitizer synccheck).
     s = group_sum2(s, scratch, lane, warp, nw);
+    if (!valid) continue;
     const float a1 = s.x * inv_c, a2 = s.y * inv_c;
     T* dr = dx + row * C;
 #pragma unroll
