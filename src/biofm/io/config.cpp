@@ -109,6 +109,8 @@ constexpr size_t kSuggestChars = 128;
 __attribute__((no_sanitize("coverage")))
 #endif
 size_t edit_distance(std::string_view a, std::string_view b) {
+  a = a.substr(0, kSuggestChars);
+  b = b.substr(0, kSuggestChars);
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
@@ -376,6 +378,7 @@ static bool components_subsequence(const std::string& a, const std::string& b) {
 
 std::string Schema::suggest(const std::string& unknown_key) const {
   if (keys_.empty()) return "";
+  // (truncated like edit_distance's inputs: the component splits below run once per key)
   const std::string u = lower(unknown_key.substr(0, kSuggestChars));
   const std::string pu = parent_of(u), lu = last_of(u);
   size_t best = std::numeric_limits<size_t>::max();
@@ -644,7 +647,7 @@ static bool convert(const YAML::Node& n, const KeySpec& spec, Value& out, std::s
         std::string best;
         size_t best_d = std::numeric_limits<size_t>::max();
         for (const auto& c : spec.choices) {
-          size_t d = edit_distance(lower(v.substr(0, kSuggestChars)), c);
+          size_t d = edit_distance(lower(v), c);
           if (d < best_d) best_d = d, best = c;
         }
         if (!best.empty() && best_d <= std::max<size_t>(1, v.size() / 4)) {
@@ -791,7 +794,7 @@ std::string display_path(const std::string& dir, const std::string& file) {
   std::string best;
   size_t best_d = std::numeric_limits<size_t>::max();
   for (const auto& a : avail) {
-    size_t d = edit_distance(std::string_view(name).substr(0, kSuggestChars), a);
+    size_t d = edit_distance(name, a);
     if (d < best_d) best_d = d, best = a;
   }
   if (!best.empty() && best_d <= std::max<size_t>(3, name.size() / 3)) {

@@ -132,7 +132,9 @@ Config load_string(const Schema& schema, const std::string& yaml,
 // Config names (file stems of *.yaml / *.yml) in a directory, sorted.
 std::vector<std::string> list_configs(const std::string& dir);
 
-// Levenshtein distance (insert, delete, substitute each cost 1).
+// Levenshtein distance (insert, delete, substitute each cost 1) between the first 128
+// characters of each: it serves did-you-mean suggestions, where a longer name is near nothing
+// and the full O(length x length) distance of a huge input would only cost time.
 size_t edit_distance(std::string_view a, std::string_view b);
 // Shortest decimal that reads back as the same double, always with a '.' or an exponent
 // ("1.0", "0.0004", "1.0e-08") so that YAML readers see a float.
