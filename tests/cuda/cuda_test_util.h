@@ -95,6 +95,14 @@ inline double rel_error(const Tensor& a, const Tensor& b) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// Whether every value of an F32 host tensor is finite (after poison(): the op wrote it all).
+inline bool all_finite(const Tensor& h) {
+  const float* x = h.f32();
+  for (int64_t i = 0, n = h.numel(); i < n; ++i)
+    if (!std::isfinite(x[i])) return false;
+  return true;
+}
+
 // a - b elementwise (F32 host).
 inline Tensor minus(const Tensor& a, const Tensor& b) {
   Tensor d = a.clone();

@@ -135,9 +135,12 @@ TEST(CudaFp8, SavedInputCodesGiveTheSameWeightGradient) {
   Tensor dw_saved = Tensor::zeros({O, I}, DType::F32, Device::CUDA), dw = Tensor::zeros({O, I}, DType::F32, Device::CUDA);
   EXPECT_EQ(w_codes.codes_t.shape(), (Shape{I, O}));
   Tensor dx_saved = Tensor::empty({N, I}, bf, Device::CUDA), dx = Tensor::empty({N, I}, bf, Device::CUDA);
+  poison(dx_saved);  // (NaN: equal results below mean both were written)
+  poison(dx);
   ops::linear_backward_fp8(dx_saved, dw_saved, none, dout, x, w, Fp8Recipe{}, &saved, none, &w_codes);
   ops::linear_backward_fp8(dx, dw, none, dout, x, w, Fp8Recipe{});
   EXPECT_EQ(rel_error(to_host_f32(dw_saved), to_host_f32(dw)), 0.0);
+  EXPECT_TRUE(all_finite(to_host_f32(dx_saved)) && all_finite(to_host_f32(dx)));
   EXPECT_EQ(rel_error(to_host_f32(dx_saved), to_host_f32(dx)), 0.0);
 }
 
@@ -150,13 +153,19 @@ TEST(CudaFp8, CachedWeightCodesGiveTheSameResults) {
   Tensor dout = to_device(randn({N, O}, 83, 1e-3f), bf), none;
   ops::Fp8WeightCodes cache;
   Tensor a = Tensor::empty({N, O}, bf, Device::CUDA), b = Tensor::empty({N, O}, bf, Device::CUDA);
+  poison(a);  // (NaN: equal results below mean both were written)
+  poison(b);
   ops::linear_forward_fp8(a, x, w, none, none, Fp8Recipe{}, nullptr, none, &cache);  // fills it
   ASSERT_TRUE(cache.codes.defined() && cache.codes_t.defined());
   ops::linear_forward_fp8(b, x, w, none, none, Fp8Recipe{}, nullptr, none, &cache);  // uses it
+  EXPECT_TRUE(all_finite(to_host_f32(a)) && all_finite(to_host_f32(b)));
   EXPECT_EQ(rel_error(to_host_f32(a), to_host_f32(b)), 0.0);
   Tensor dx1 = Tensor::empty({N, I}, bf, Device::CUDA), dx2 = Tensor::empty({N, I}, bf, Device::CUDA);
+  poison(dx1);
+  poison(dx2);
   ops::linear_backward_fp8(dx1, none, none, dout, x, w, Fp8Recipe{});
   ops::linear_backward_fp8(dx2, none, none, dout, x, w, Fp8Recipe{}, nullptr, none, &cache);
+  EXPECT_TRUE(all_finite(to_host_f32(dx1)) && all_finite(to_host_f32(dx2)));
   EXPECT_EQ(rel_error(to_host_f32(dx1), to_host_f32(dx2)), 0.0);
 }
 
@@ -199,8 +208,11 @@ TEST(CudaFp8, OddFeatureCountsFallBackToBf16) {
   const DType bf = DType::BF16;
   Tensor x = to_device(randn({N, I}, 41), bf), w = to_device(randn({O, I}, 42), bf), none;
   Tensor a = Tensor::empty({N, O}, bf, Device::CUDA), b = Tensor::empty({N, O}, bf, Device::CUDA);
+  poison(a);
+  poison(b);
   ops::linear_forward_fp8(a, x, w, none, none, Fp8Recipe{});
   ops::linear_forward(b, x, w, none);
+  EXPECT_TRUE(all_finite(to_host_f32(a)) && all_finite(to_host_f32(b)));
   EXPECT_EQ(rel_error(to_host_f32(a), to_host_f32(b)), 0.0);
 }
 

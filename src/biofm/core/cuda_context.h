@@ -34,5 +34,6 @@ void* cublaslt_workspace();            // 64 MiB, for cuBLASLt algorithms
 size_t cublaslt_workspace_size();
 int sm_count();
 void synchronize();                    // stream sync, with error check
+void release_cublaslt();               // destroys the handle, frees the workspace (next use recreates)
 
 }  // namespace biofm::cuda_ctx

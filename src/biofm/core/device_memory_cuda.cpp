@@ -15,6 +15,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -22,6 +23,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "biofm/core/cuda_context.h"
 #include "biofm/core/device_memory.h"
@@ -176,8 +178,13 @@ class CachingAllocator {
 };
 
 // Never destroyed: Storage destructors of static tensors may run after static teardown.
+std::atomic<CachingAllocator*> g_allocator{nullptr};
 CachingAllocator& allocator() {
-  static CachingAllocator* a = new CachingAllocator;
+  static CachingAllocator* a = [] {
+    auto* p = new CachingAllocator;
+    g_allocator.store(p);
+    return p;
+  }();
   return *a;
 }
 
@@ -253,7 +260,35 @@ void device_memory_reset_peak() {
 }
 
 void device_memory_release_cache() {
-  if (cuda_available()) allocator().release_cache();
+  // (a process that never allocated on the GPU has nothing cached, and must not start CUDA here)
+  if (CachingAllocator* a = g_allocator.load()) a->release_cache();
+}
+
+namespace {
+std::mutex g_hooks_mutex;
+std::vector<void (*)()> g_release_hooks;
+}  // namespace
+
+void on_device_release(void (*hook)()) {
+  std::lock_guard<std::mutex> lock(g_hooks_mutex);
+  if (std::find(g_release_hooks.begin(), g_release_hooks.end(), hook) == g_release_hooks.end())
+    g_release_hooks.push_back(hook);
+}
+
+void device_release_at_exit() noexcept {
+  if (!g_allocator.load()) return;  // nothing was ever allocated on the GPU
+  try {
+    std::vector<void (*)()> hooks;
+    {
+      std::lock_guard<std::mutex> lock(g_hooks_mutex);
+      hooks = g_release_hooks;
+    }
+    for (auto it = hooks.rbegin(); it != hooks.rend(); ++it) (*it)();
+    cuda_ctx::release_cublaslt();
+    device_memory_release_cache();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "biofm: releasing GPU state at exit: %s\n", e.what());
+  }
 }
 
 std::string cuda_device_summary() {

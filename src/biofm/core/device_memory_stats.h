@@ -27,4 +27,12 @@ void device_memory_reset_peak();
 // Returns every cached (free) block to the driver; waits for the device first.
 void device_memory_release_cache();
 
+// The end of a process that used the GPU (main, the CUDA tests' teardown): library handles and
+// workspaces (cuDNN's through the hooks below, cuBLASLt's) are destroyed and cached blocks go
+// back to the driver, so that compute-sanitizer's leak check reports only memory something
+// still holds. An op run afterwards creates what it needs again. Never throws (it reports).
+void device_release_at_exit() noexcept;
+// Registers a function device_release_at_exit() calls first (e.g. the cuDNN handle's owner).
+void on_device_release(void (*hook)());
+
 }  // namespace biofm

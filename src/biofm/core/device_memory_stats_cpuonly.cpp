@@ -5,4 +5,6 @@ namespace biofm {
 DeviceMemoryStats device_memory_stats() { return {}; }
 void device_memory_reset_peak() {}
 void device_memory_release_cache() {}
+void device_release_at_exit() noexcept {}
+void on_device_release(void (*)()) {}
 }  // namespace biofm

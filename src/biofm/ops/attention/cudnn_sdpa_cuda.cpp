@@ -41,6 +41,7 @@
 #include <unordered_map>
 
 #include "biofm/core/cuda_context.h"
+#include "biofm/core/device_memory_stats.h"
 #include "biofm/core/tensor.h"
 #include "biofm/ops/attention/cudnn_sdpa.h"
 
@@ -108,8 +109,23 @@ std::map<GraphKey, GraphEntry> g_cache;
 size_t g_built = 0;
 cudnnHandle_t g_handle = nullptr;
 
+// device_release_at_exit(): the graphs (and their plans) and the handle go before the process
+// ends, so that a leak check does not report cuDNN's handle memory.
+void release_cudnn() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_cache.clear();
+  if (g_handle) {
+    BIOFM_CUDA_CHECK(cudaStreamSynchronize(cuda_ctx::stream()));
+    BIOFM_CUDNN_CHECK(cudnnDestroy(g_handle));
+    g_handle = nullptr;
+  }
+}
+
 cudnnHandle_t handle_locked() {
-  if (!g_handle) BIOFM_CUDNN_CHECK(cudnnCreate(&g_handle));
+  if (!g_handle) {
+    BIOFM_CUDNN_CHECK(cudnnCreate(&g_handle));
+    on_device_release(release_cudnn);
+  }
   // Bound to the op stream on every call (cheap), in case the context's stream changes.
   BIOFM_CUDNN_CHECK(cudnnSetStream(g_handle, cuda_ctx::stream()));
   return g_handle;
