@@ -100,6 +100,47 @@ TEST(InferCli, ShardedEmbedEqualsOneFileAndResumes) {
   EXPECT_NE(other.output.find("different command"), std::string::npos) << other.output;
 }
 
+// --output-format npy: the same rows as the safetensors file, in one array per layer that a
+// numpy user memory-maps, names in names.tsv; resumable like shards.
+TEST(InferCli, NpyOutputEqualsSafetensorsAndResumes) {
+  const std::string d = dir("npy");
+  const std::string input = head_fasta(src("data/proteins_val.fasta"), 20, d + "/in.fasta");
+  const std::string common = "embed --model " + kEsm + " --input " + input + " --device cpu --layers 0,-1 --max-tokens 2000";
+  RunResult one = run(common + " --output " + d + "/all.safetensors");
+  ASSERT_EQ(one.code, 0) << one.output;
+  RunResult npy = run(common + " --output " + d + "/npy --output-format npy --shard-size 8");
+  ASSERT_EQ(npy.code, 0) << npy.output;
+  const SafetensorsFile all = read_safetensors(d + "/all.safetensors");
+  const nlohmann::json names = nlohmann::json::parse(all.metadata.at("names"));
+  for (const char* layer : {"embeddings.0", "embeddings.2"}) {
+    const Tensor& e = all.get(layer);
+    const std::string b = read_file(d + "/npy/" + layer + ".npy");
+    const size_t hlen = size_t(uint8_t(b[8])) | size_t(uint8_t(b[9])) << 8;
+    const std::string dict = b.substr(10, hlen);
+    EXPECT_NE(dict.find("'descr': '<f4'"), std::string::npos) << dict;
+    EXPECT_NE(dict.find("'shape': (20, " + std::to_string(e.size(1)) + ")"), std::string::npos) << dict;
+    ASSERT_EQ(b.size() - 10 - hlen, size_t(e.nbytes()));
+    const float* got = reinterpret_cast<const float*>(b.data() + 10 + hlen);
+    for (int64_t i = 0; i < e.numel(); ++i) ASSERT_NEAR(got[i], e.f32()[i], 1e-5) << layer << " " << i;
+  }
+  const std::string tsv_text = read_file(d + "/npy/names.tsv");
+  const auto rows = tsv(tsv_text);
+  ASSERT_EQ(rows.size(), 21u);
+  for (size_t i = 0; i < 20; ++i) EXPECT_EQ(rows[i + 1][1], names[i].get<std::string>());
+  // A killed run (its last piece not recorded): the same command computes only that piece.
+  auto progress = nlohmann::json::parse(read_file(d + "/npy/progress.json"));
+  ASSERT_EQ(progress["done"].size(), 3u);  // 8 + 8 + 4
+  progress["done"].erase(2);
+  write_file_atomic(d + "/npy/progress.json", progress.dump());
+  RunResult again = run(common + " --output " + d + "/npy --output-format npy --shard-size 8");
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("16 records from complete shards"), std::string::npos) << again.output;
+  // Per-token output is ragged: refused as a usage error before any work.
+  RunResult ragged = run(common + " --output " + d + "/tok --output-format npy --per-token");
+  EXPECT_EQ(ragged.code, 2) << ragged.output;
+  EXPECT_NE(ragged.output.find("ragged"), std::string::npos) << ragged.output;
+}
+
 TEST(InferCli, EmbedFlagsAndWarnings) {
   const std::string d = dir("flags");
   const std::string proteins = head_fasta(src("data/proteins_val.fasta"), 10, d + "/p.fasta");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "biofm/cli/commands.h"
@@ -14,6 +15,7 @@
 #include "biofm/data/tokenizer.h"
 #include "biofm/infer/alphabet.h"
 #include "biofm/infer/embedder.h"
+#include "biofm/infer/npy_output.h"
 #include "biofm/infer/shards.h"
 #include "biofm/io/utf8.h"
 #include "biofm/models/registry.h"
@@ -26,7 +28,8 @@ const CommandSpec kEmbed{
     "embed",
     "--model DIR --input FILE --output OUT.safetensors|DIR [--layers -1] [--pooling mean|cls|last|none]\n"
     "       [--per-token] [--logits] [--device auto] [--precision bf16|fp32] [--max-tokens N]\n"
-    "       [--max-seq-length N | --window N --stride N] [--shard-size N] [--format auto] [--column sequence]",
+    "       [--max-seq-length N | --window N --stride N] [--shard-size N] [--output-format safetensors|npy]\n"
+    "       [--format auto] [--column sequence]",
     "Writes 'embeddings' [n, hidden]: per sequence, the mean of the final hidden states over its residues\n"
     "(<cls>/<BOS> and <eos>/<EOS> excluded; --pooling cls / last takes the first / last token instead).\n"
     "--layers 0,16,-1 picks layers as fair-esm's --repr_layers (0 = the embedding output, L = the final\n"
@@ -39,7 +42,9 @@ const CommandSpec kEmbed{
     "whose states are joined: each base from one window (causal models: the first window holding it;\n"
     "bidirectional: each overlap split at its middle). --output DIR writes shard-NNNNN.safetensors files of\n"
     "--shard-size records as they complete plus index.json; the same command after a kill skips the\n"
-    "complete shards. Sequences are batched longest first under --max-tokens; outputs keep input order.\n"
+    "complete shards. --output-format npy writes NumPy arrays instead: DIR/embeddings.npy [n, hidden]\n"
+    "(embeddings.K.npy per layer), names.tsv and index.json, filled --shard-size records at a time and\n"
+    "resumable the same way. Sequences are batched longest first under --max-tokens; outputs keep input order.\n"
     "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
     "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md). See docs/INFERENCE.md.",
     {
@@ -58,6 +63,7 @@ const CommandSpec kEmbed{
         {"--stride", "N", "with windows: bases shared by consecutive windows (default 200, or half the window if smaller)"},
         {"--no-window", "", "DNA models: truncate at --max-seq-length instead of windows"},
         {"--shard-size", "N", "records per shard with --output DIR (default 10000)"},
+        {"--output-format", "F", "safetensors (default) | npy: DIR/embeddings.npy [records, hidden] (one per --layers entry), names.tsv, index.json"},
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
@@ -144,7 +150,22 @@ int cmd_embed(int argc, char** argv) {
       << " pooling=" << infer::pooling_name(o.pooling) << " per_token=" << o.per_token << " logits=" << o.logits
       << " window=" << o.window_tokens << " windows=" << o.windows << " stride=" << o.stride
       << " precision=" << precision_name(precision) << " records=" << n;
-  infer::ShardedOutput out(out_path, key.str(), shard_size, n);
+  // Safetensors (one file, or shards in a directory) or NumPy arrays in a directory.
+  const std::string out_format = a.get("--output-format", "safetensors");
+  if (out_format != "safetensors" && out_format != "npy")
+    throw UsageError("--output-format must be safetensors or npy, got '" + out_format + "'");
+  const bool npy = out_format == "npy";
+  if (npy && out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0)
+    throw UsageError("--output-format npy writes a directory; --output " + out_path + " names a .safetensors file");
+  if (npy && o.per_token)
+    throw UsageError("--output-format npy holds one row per record; per-token outputs (--per-token, --pooling none) are ragged: use safetensors");
+  std::optional<infer::ShardedOutput> out;
+  std::optional<infer::NpyOutput> npy_out;
+  if (npy)
+    npy_out.emplace(out_path, key.str(), shard_size, n);
+  else
+    out.emplace(out_path, key.str(), shard_size, n);
+  const int64_t chunk = npy ? npy_out->chunk_records() : out->chunk_records();
   int64_t total_tokens = 0;
   for (int64_t i = 0; i < n; ++i) total_tokens += infer::record_tokens(data.length(uint64_t(i)), o);
   infer::Progress progress("embed", n, total_tokens, a.has("--progress") || infer::stderr_is_terminal());
@@ -161,9 +182,9 @@ int cmd_embed(int argc, char** argv) {
                                           : "none: per-token states only";
   uint64_t truncated = 0, unknown = 0, windows = 0, resumed = 0;
   int64_t computed_tokens = 0;
-  for (int64_t first = 0; first < n; first += out.chunk_records()) {
-    const int64_t count = std::min(out.chunk_records(), n - first);
-    if (out.have(first, count)) {
+  for (int64_t first = 0; first < n; first += chunk) {
+    const int64_t count = std::min(chunk, n - first);
+    if (npy ? npy_out->have(first, count) : out->have(first, count)) {
       int64_t t = 0;
       for (int64_t i = first; i < first + count; ++i) t += infer::record_tokens(data.length(uint64_t(i)), o);
       progress.skip(count, t);
@@ -186,9 +207,13 @@ int cmd_embed(int argc, char** argv) {
       for (size_t l = 0; l < r.token_states.size(); ++l) tensors[name_of("token_embeddings", l)] = r.token_states[l];
       if (o.logits) tensors["logits"] = r.logits;
     }
+    if (npy) {
+      npy_out->write(first, count, tensors);
+      continue;
+    }
     nlohmann::json names = nlohmann::json::array();
     for (int64_t i = first; i < first + count; ++i) names.push_back(clean_name(data.name(uint64_t(i))));
-    out.write(first, count, tensors, names.dump(), {{"pooling", pooling_text}, {"layers", layers_json}});
+    out->write(first, count, tensors, names.dump(), {{"pooling", pooling_text}, {"layers", layers_json}});
   }
   progress.finish();
   const double seconds = progress.seconds();
@@ -201,7 +226,15 @@ int cmd_embed(int argc, char** argv) {
                                   {"unknown_residues", unknown},
                                   {"windows", windows},
                                   {"resumed_records", resumed}};
-  out.finish(summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  const std::string summary_text = summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (npy) {
+    std::vector<std::string> all_names;
+    all_names.reserve(size_t(n));
+    for (int64_t i = 0; i < n; ++i) all_names.push_back(clean_name(data.name(uint64_t(i))));
+    npy_out->finish(all_names, summary_text);
+  } else {
+    out->finish(summary_text);
+  }
   std::printf("embedded %s (hidden %lld, %s, %s) -> %s", data.stats().summary().c_str(),
               (long long)model->dims().hidden, device_name(dev), precision_name(precision), out_path.c_str());
   if (o.windows)

@@ -1,0 +1,49 @@
+// Per-record results as NumPy arrays: DIR/<tensor>.npy, one array per tensor with the records
+// as its first axis ([total_records, ...] in input order), plus DIR/names.tsv (row, name) and
+// DIR/index.json. Each .npy file is created at its full size when the first piece arrives and
+// every piece is written at its rows' offset, so memory holds one piece and 10 million records
+// make one file a user loads with numpy.load(..., mmap_mode="r"). Resumable: DIR/progress.json
+// lists the pieces already on disk (rewritten atomically after their rows are flushed); the same
+// command after a kill skips them, and a directory written by a different command is refused.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "biofm/core/tensor.h"
+
+namespace biofm::infer {
+
+class NpyOutput {
+ public:
+  NpyOutput(std::string dir, std::string run_key, int64_t piece_records, int64_t total_records);
+  int64_t chunk_records() const { return chunk_; }
+  // Whether the piece holding records [first, first + n) is on disk from an earlier run.
+  bool have(int64_t first, int64_t n) const;
+  // Writes the piece: every tensor is [n, ...] (F32, I32 or I64; BF16 is widened to F32).
+  void write(int64_t first, int64_t n, const std::map<std::string, Tensor>& tensors);
+  // names.tsv (row, then name; tabs and newlines in names become spaces) and index.json.
+  void finish(const std::vector<std::string>& names, const std::string& summary_json) const;
+
+ private:
+  struct Array {
+    std::string descr;            // numpy dtype, e.g. "<f4"
+    std::vector<int64_t> shape;   // [total, ...]
+    int64_t row_bytes = 0;
+    int64_t data_offset = 0;      // header length
+  };
+  std::string file_of(const std::string& tensor) const;
+  void save_progress() const;
+
+  std::string dir_, run_key_;
+  int64_t chunk_, total_;
+  std::map<std::string, Array> arrays_;
+  std::vector<int64_t> done_;  // first record of each piece on disk
+};
+
+// The .npy (format 1.0) header for a C-order array of that dtype and shape, padded so that the
+// data starts on a 64-byte boundary.
+std::string npy_header(const std::string& descr, const std::vector<int64_t>& shape);
+
+}  // namespace biofm::infer
