@@ -3,7 +3,8 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ ccache libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev libzstd-dev libgtest-dev
       clang libclang-rt-dev libomp-dev  # clang: the libFuzzer targets (fuzz/, .ci/run)
-      libgloo-dev)  # Gloo: multi-process training on CPUs
+      libgloo-dev  # Gloo: multi-process training on CPUs
+      pybind11-dev python3-dev python3-numpy)  # the Python package (python/)
 # The tests render `biofm report` pages in a headless browser (tests/e2e/frontdoor_test.cpp).
 # BIOFM_NO_BROWSER=1 leaves it out (a build-only machine, e.g. the Dockerfile).
 [ "${BIOFM_NO_BROWSER:-0}" = 1 ] || pkgs+=(chromium)

@@ -69,29 +69,6 @@ const CommandSpec kEmbed{
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
     }};
 
-// --layers "33,-1" against L layers: each in [-(L+1), L], negatives from the end (-1 = L).
-std::vector<int> parse_layers(const std::string& s, int L) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    size_t used = 0;
-    long v = 0;
-    try {
-      v = std::stol(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size()) fail("--layers: '", part, "' is not an integer (in '", s, "')");
-    if (v < -(L + 1) || v > L)
-      fail("--layers: layer ", v, " does not exist; the model has layers 0 (embeddings) to ", L,
-           " (negative counts from the end: -1 = ", L, ")");
-    const int k = v < 0 ? int(L + 1 + v) : int(v);
-    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
-  }
-  if (out.empty()) fail("--layers is empty");
-  return out;
-}
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "biofm/cli/flags.h"
 #include "biofm/core/dtype.h"
@@ -27,6 +28,9 @@ FlagSpec precision_flag();  // --precision
 // limits but do not fit in memory) reported as a biofm::Error naming the directory.
 std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev,
                                           Precision precision = Precision::F32);
+// --layers "33,-1" against a model of L layers: 0 = the embedding output, L = the final states,
+// negatives from the end (-1 = L); duplicates dropped, order kept.
+std::vector<int> parse_layers(const std::string& s, int L);
 // --format and --column, for commands that read sequence files.
 ReaderOptions reader_options(const Flags& f);
 
