@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "biofm/cli/model_flags.h"
@@ -23,9 +24,9 @@ using namespace biofm;
 
 namespace {
 
-// Per requested layer, a float32 array [len(sequences), hidden] (rows in input order; empty
-// sequences are an error here, not a silent skip, so rows match the caller's list).
-std::vector<py::array_t<float>> embed(const std::string& model_dir, const std::vector<std::string>& sequences,
+// Per requested layer: (its resolved index 0..L, a float32 array [len(sequences), hidden]); rows
+// in input order (empty sequences are an error here, not a silent skip, so rows match the list).
+std::vector<std::pair<int, py::array_t<float>>> embed(const std::string& model_dir, const std::vector<std::string>& sequences,
                                       const std::string& layers, const std::string& pooling, const std::string& device,
                                       const std::string& precision, int64_t max_tokens, int64_t max_seq_length) {
   for (size_t i = 0; i < sequences.size(); ++i)
@@ -52,11 +53,12 @@ std::vector<py::array_t<float>> embed(const std::string& model_dir, const std::v
     infer::Embedder embedder(*model, family.tokenizer(), o, family.objective == Objective::CausalLM);
     r = embedder.run(data, 0, data.size());
   }
-  std::vector<py::array_t<float>> out;
-  for (const Tensor& t : r.pooled) {
+  std::vector<std::pair<int, py::array_t<float>>> out;
+  for (size_t l = 0; l < r.pooled.size(); ++l) {
+    const Tensor& t = r.pooled[l];
     py::array_t<float> a({t.size(0), t.size(1)});
     std::memcpy(a.mutable_data(), t.f32(), size_t(t.numel()) * sizeof(float));
-    out.push_back(std::move(a));
+    out.emplace_back(o.layers[l], std::move(a));
   }
   return out;
 }

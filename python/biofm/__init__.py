@@ -41,20 +41,8 @@ def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precis
     wanted = [layers] if single else list(layers)
     arrays = _core.embed(os.fspath(model_dir), list(sequences), ",".join(str(int(k)) for k in wanted), pooling,
                          device, precision or "", int(max_tokens or 0), int(max_seq_length or 0))
-    if single:
-        return arrays[0]
-    n_layers = _num_layers(model_dir)
-    resolved = []
-    for k in wanted:
-        r = k if k >= 0 else n_layers + 1 + k
-        if r not in resolved:
-            resolved.append(r)
-    return dict(zip(resolved, arrays))
-
-
-def _num_layers(model_dir):
-    with open(os.path.join(os.fspath(model_dir), "config.json"), encoding="utf-8") as f:
-        return int(json.load(f)["num_hidden_layers"])
+    # (layer indices as the engine resolved them: negatives counted from the end)
+    return arrays[0][1] if single else dict(arrays)
 
 
 def load_metrics(run_dir):
