@@ -61,6 +61,12 @@ CausalLmBatcher::CausalLmBatcher(const SequenceCorpus& dataset, const CausalLmOp
     : dataset_(dataset), opt_(options), tok_(tok) {
   validate(opt_);
   if (dataset_.empty()) fail("causal lm: the dataset holds no sequences");
+  if (dataset_.sequential()) {
+    // A stream comes cut into windows already (StreamingCorpus with the same window options):
+    // every record is one window, in training order.
+    order_ = SampleOrder(dataset_.size(), opt_.seed, false);
+    return;
+  }
   window_offsets_.resize(dataset_.size() + 1);
   window_offsets_[0] = 0;
   for (uint64_t r = 0; r < dataset_.size(); ++r)
@@ -70,6 +76,13 @@ CausalLmBatcher::CausalLmBatcher(const SequenceCorpus& dataset, const CausalLmOp
 
 std::pair<uint64_t, Window> CausalLmBatcher::window(uint64_t w) const {
   BIOFM_CHECK(w < num_samples(), "window ", w, " of ", num_samples());
+  if (dataset_.sequential()) {
+    const uint64_t len = dataset_.length(w);
+    if (len > uint64_t(opt_.max_seq_length - 2))
+      fail("causal lm: streamed record ", w, " holds ", len, " bases, more than a window of ", opt_.max_seq_length - 2,
+           " (the stream must be cut with the batcher's max_seq_length)");
+    return {w, Window{0, len}};
+  }
   auto it = std::upper_bound(window_offsets_.begin(), window_offsets_.end(), w);
   uint64_t r = uint64_t(it - window_offsets_.begin()) - 1;
   uint64_t j = w - window_offsets_[r];
@@ -133,6 +146,7 @@ CausalLmStats CausalLmBatcher::stats() const {
 }
 
 bool CausalLmBatcher::next_eval(Batch& batch) {
+  if (dataset_.sequential()) fail("causal lm: a streamed dataset cannot be an evaluation set (give a file or a prepared directory)");
   const uint64_t n = num_samples();
   if (eval_cursor_ >= n) {
     eval_cursor_ = 0;

@@ -77,7 +77,8 @@ class CausalLmBatcher {
   void skip();
   uint64_t cursor() const { return cursor_; }  // next window (sample) to be emitted
   void set_cursor(uint64_t cursor) { cursor_ = cursor; }
-  uint64_t num_samples() const { return window_offsets_.back(); }  // windows per epoch
+  // Windows per epoch (a stream: unbounded).
+  uint64_t num_samples() const { return dataset_.sequential() ? dataset_.size() : window_offsets_.back(); }
   uint64_t epoch() const { return cursor_ / num_samples(); }
   // Counters of what next() emitted since construction (set_cursor does not reset them).
   CausalLmStats stats() const;

@@ -1,7 +1,8 @@
 // SequenceCorpus: what the batchers (mlm.h, causal.h) draw samples from — records 0..size()-1
 // with their lengths and a way to get a record's token ids. Implemented by SequenceDataset
 // (text in memory, tokenized on the fly), PreparedCorpus (tokenized shards of `biofm prepare`,
-// memory-mapped) and BlendCorpus (several corpora sampled by weight).
+// memory-mapped), BlendCorpus (several corpora sampled by weight) and StreamingCorpus (raw
+// files streamed through a shuffle buffer).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -26,6 +27,10 @@ class SequenceCorpus {
   // "1234 sequences from 3 files", the part of the training banner naming what was read.
   virtual std::string summary() const = 0;
   bool empty() const { return size() == 0; }
+  // A stream (data/stream.h): records must be asked for in increasing index order (an earlier
+  // one costs a replay), size() is unbounded, and the records already come in training order,
+  // so the batchers read them as they come (no permutation, no evaluation pass).
+  virtual bool sequential() const { return false; }
 };
 
 }  // namespace biofm

@@ -9,4 +9,5 @@
 #include "biofm/data/pack.h"
 #include "biofm/data/reader.h"
 #include "biofm/data/sampler.h"
+#include "biofm/data/stream.h"
 #include "biofm/data/tokenizer.h"

@@ -53,7 +53,7 @@ MlmBatcher::MlmBatcher(const SequenceCorpus& dataset, const MlmOptions& options,
   if (tok_.mask_id() < 0) fail("masked-LM batches need a tokenizer with a mask token");
   validate(opt_);
   if (dataset_.empty()) fail("mlm: the dataset holds no sequences");
-  order_ = SampleOrder(dataset_.size(), opt_.seed, opt_.shuffle);
+  order_ = SampleOrder(dataset_.size(), opt_.seed, opt_.shuffle && !dataset_.sequential());
 }
 
 int64_t MlmBatcher::sample_tokens(uint64_t rec) const {
@@ -113,6 +113,7 @@ MlmStats MlmBatcher::stats() const {
 }
 
 bool MlmBatcher::next_eval(Batch& batch) {
+  if (dataset_.sequential()) fail("mlm: a streamed dataset cannot be an evaluation set (give a file or a prepared directory)");
   const uint64_t n = dataset_.size();
   if (eval_cursor_ >= n) {
     eval_cursor_ = 0;

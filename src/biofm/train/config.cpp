@@ -295,6 +295,10 @@ Registry build_registry() {
   BIND(dataset.verify_checksums, .help = "check the CRC32 of every prepared shard at start");
   BIND(dataset.on_error, .choices = {"fail", "skip"},
        .help = "malformed record or truncated file: fail naming it | skip and count");
+  BIND(dataset.streaming, .aliases = {"load_dataset_kwargs.streaming"},
+       .help = "read the raw files of dataset.path as a stream through a shuffle buffer, not into memory");
+  BIND(dataset.shuffle_buffer, .range = closed(1, 2147483647), .aliases = {"buffer_size", "shuffle_buffer_size"},
+       .help = "streaming: items in the shuffle buffer (records; windows for causal models)");
   BIND(dataset.weights, .range = ge(0),
        .help = "blend: one weight per entry of the dataset.path list; [] = concatenate");
 

@@ -60,6 +60,10 @@ struct TrainConfig {
     std::string val_split = "val";         // train | val | test
     bool verify_checksums = true;          // CRC32 of every prepared shard at start
     std::string on_error = "fail";         // fail | skip: malformed records and truncated files
+    // Streaming (data/stream.h): raw files of `path` read as a stream through a shuffle buffer
+    // instead of into memory. A prepared directory is memory-mapped either way.
+    bool streaming = false;
+    int64_t shuffle_buffer = 10000;        // items (records; Llama: windows) in the buffer
     // Blend: one weight per entry of the path list; each entry is then a source sampled in
     // that proportion (data/blend.h). [] = the entries are concatenated.
     std::vector<double> weights;

@@ -4,6 +4,7 @@
 #include "biofm/data/blend.h"
 #include "biofm/data/input_files.h"
 #include "biofm/data/prepared.h"
+#include "biofm/data/stream.h"
 
 namespace biofm {
 
@@ -155,8 +156,10 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device,
 
 namespace {
 
-// One entry of dataset.path / val_path: a prepared directory or files read into memory.
-std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::string& spec, const std::string& split) {
+// One entry of dataset.path / val_path: a prepared directory, files read into memory or, with
+// `stream`, files streamed.
+std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::string& spec, const std::string& split,
+                                         bool stream = false) {
   if (is_prepared_dir(spec)) {
     PreparedOpenOptions po;
     po.split = split;
@@ -173,6 +176,18 @@ std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::stri
   ro.format = cfg.dataset.format;
   ro.column = cfg.dataset.column;
   ro.skip_malformed = cfg.dataset.on_error == "skip";
+  if (stream) {
+    StreamOptions so;
+    so.reader = ro;
+    so.seed = uint64_t(cfg.seed);
+    so.shuffle = cfg.dataset.shuffle;
+    so.buffer = uint64_t(cfg.dataset.shuffle_buffer);
+    if (family_named(cfg.model.family).objective == Objective::CausalLM) {
+      so.window_max_seq_length = cfg.dataset.max_seq_length;
+      so.window_stride = cfg.dataset.stride;
+    }
+    return std::make_unique<StreamingCorpus>(spec, so);
+  }
   return std::make_unique<SequenceDataset>(SequenceDataset::load(spec, ro));
 }
 
@@ -182,6 +197,10 @@ std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val) {
   const std::string& spec = val ? cfg.dataset.val_path : cfg.dataset.path;
   const std::string& split = val ? cfg.dataset.val_split : cfg.dataset.split;
   const std::vector<std::string> entries = split_input_list(spec);
+  const bool stream = !val && cfg.dataset.streaming;
+  if (stream && !cfg.dataset.weights.empty())
+    fail("dataset.streaming does not take a blend (dataset.weights): blend sources are sampled at random, "
+         "so prepare them (biofm prepare) and blend the prepared directories");
   if (!val && !cfg.dataset.weights.empty()) {
     if (entries.size() != cfg.dataset.weights.size())
       fail("dataset.weights has ", cfg.dataset.weights.size(), " weights for ", entries.size(), " dataset.path entries");
@@ -194,7 +213,11 @@ std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val) {
       if (is_prepared_dir(e))
         fail("dataset path '", spec, "': the prepared dataset ", e,
              " can only be given alone, or blended with the others through dataset.weights");
-  return load_one(cfg, spec, split);
+  if (stream && entries.size() == 1 && is_prepared_dir(spec)) return load_one(cfg, spec, split);  // mapped: streams already
+  if (stream)
+    for (const auto& e : entries)
+      if (is_prepared_dir(e)) fail("dataset path '", spec, "': with dataset.streaming, list raw files only (", e, " is prepared)");
+  return load_one(cfg, spec, split, stream);
 }
 
 std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceCorpus& data) {

@@ -1,0 +1,129 @@
+#include "biofm/data/stream.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "biofm/core/error.h"
+#include "biofm/core/rng.h"
+#include "biofm/data/causal.h"
+#include "biofm/data/input_files.h"
+#include "biofm/data/sampler.h"
+
+namespace biofm {
+
+StreamingCorpus::StreamingCorpus(const std::string& spec, const StreamOptions& options)
+    : spec_(spec), opt_(options) {
+  if (opt_.buffer < 1) fail("dataset.shuffle_buffer must be at least 1, got ", opt_.buffer);
+  if (opt_.buffer > (uint64_t(1) << 31)) fail("dataset.shuffle_buffer must be below 2^31, got ", opt_.buffer);
+  if (opt_.window_max_seq_length) {
+    CausalLmOptions c;
+    c.max_seq_length = opt_.window_max_seq_length;
+    c.stride = opt_.window_stride;
+    c.max_tokens_per_batch = c.max_seq_length;
+    validate(c);
+  }
+  opt_.reader.max_records = 0;
+  InputFiles in = expand_inputs(spec);
+  files_ = std::move(in.files);
+  skipped_files_ = in.skipped;
+  // Missing or unreadable files fail now, not hours into the first pass.
+  for (const std::string& f : files_)
+    if (::access(f.c_str(), R_OK) != 0)
+      fail("cannot open ", f, ": ", errno == ENOENT ? "no such file" : std::strerror(errno));
+}
+
+StreamingCorpus::~StreamingCorpus() = default;
+
+void StreamingCorpus::restart() const {
+  reader_.reset();
+  file_ = records_in_pass_ = 0;
+  pass_ = records_read_ = skipped_ = 0;
+  pending_.clear();
+  buffer_.clear();
+  window_.clear();
+  base_ = 0;
+}
+
+void StreamingCorpus::open_next_file() const {
+  if (file_ == files_.size()) {  // a pass is over: the next one starts
+    if (records_in_pass_ == 0) fail("dataset ", spec_, ": no sequences to stream");
+    ++pass_;
+    file_ = 0;
+    records_in_pass_ = 0;
+  }
+  // With shuffle, each pass reads the files in its own seeded order (as the shards of a
+  // streamed Hugging Face dataset are); the permutation is computed per index.
+  const uint64_t n = files_.size();
+  const uint64_t f = opt_.shuffle ? permute_index(file_, n, opt_.seed, pass_.load()) : file_;
+  reader_ = std::make_unique<SequenceReader>(files_[size_t(f)], opt_.reader);
+  ++file_;
+}
+
+std::string StreamingCorpus::next_item() const {
+  while (pending_.empty()) {
+    if (!reader_) open_next_file();
+    if (!reader_->next(rec_)) {
+      skipped_ += reader_->skipped_empty() + reader_->skipped_malformed();
+      reader_.reset();
+      continue;
+    }
+    ++records_in_pass_;
+    ++records_read_;
+    if (!opt_.window_max_seq_length) {
+      pending_.push_back(std::move(rec_.sequence));
+    } else {
+      for (const Window& w : make_windows(rec_.sequence.size(), opt_.window_max_seq_length, opt_.window_stride))
+        pending_.push_back(rec_.sequence.substr(size_t(w.start), size_t(w.length)));
+    }
+  }
+  std::string s = std::move(pending_.front());
+  pending_.pop_front();
+  return s;
+}
+
+const std::string& StreamingCorpus::sample(uint64_t i) const {
+  if (i < base_) {  // an earlier sample: replay the stream from its start
+    restart();
+    ++replays_;
+  }
+  while (base_ + window_.size() <= i) {
+    const uint64_t k = base_ + window_.size();
+    if (!opt_.shuffle || opt_.buffer == 1) {
+      window_.push_back(next_item());
+    } else {
+      while (buffer_.size() < opt_.buffer) buffer_.push_back(next_item());
+      const uint32_t slot = rng_below(opt_.seed, RngStream::StreamBuffer, k, 0, uint32_t(opt_.buffer));
+      window_.push_back(std::move(buffer_[slot]));
+      buffer_[slot] = next_item();
+    }
+    // Samples before i are never asked for again (the cursor only moves forward).
+    while (base_ < i && !window_.empty()) {
+      window_.pop_front();
+      ++base_;
+    }
+  }
+  while (base_ < i) {
+    window_.pop_front();
+    ++base_;
+  }
+  return window_[size_t(i - base_)];
+}
+
+uint64_t StreamingCorpus::append_tokens(uint64_t i, uint64_t start, uint64_t n, const Tokenizer& tok,
+                                        std::vector<int32_t>& out) const {
+  const std::string& s = sample(i);
+  BIOFM_CHECK(start + n <= s.size(), "stream sample ", i, ": residues [", start, ", ", start + n, ") of ", s.size());
+  return tok.encode_residues(std::string_view(s).substr(size_t(start), size_t(n)), out);
+}
+
+std::string StreamingCorpus::summary() const {
+  std::string s = "streamed from " + std::to_string(files_.size()) + (files_.size() == 1 ? " file" : " files");
+  if (skipped_files_) s += " (" + std::to_string(skipped_files_) + " skipped: unknown extension)";
+  s += ", shuffle buffer " + (opt_.shuffle ? std::to_string(opt_.buffer) : std::string("off"));
+  s += "; " + std::to_string(records_read_.load()) + " records read, pass " + std::to_string(pass_.load() + 1);
+  return s;
+}
+
+}  // namespace biofm
