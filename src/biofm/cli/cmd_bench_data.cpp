@@ -12,6 +12,7 @@
 #include "biofm/cli/flags.h"
 #include "biofm/data/prepare.h"
 #include "biofm/data/prepared.h"
+#include "biofm/data/stream.h"
 #include "biofm/models/registry.h"
 
 namespace biofm {
@@ -19,7 +20,7 @@ namespace biofm {
 namespace {
 const CommandSpec kBenchData{
     "bench-data",
-    "--data DATA --family esm2|llama [--seconds 5] [--max-seq-length N] [--max-tokens N] [--json]\n"
+    "--data DATA --family esm2|llama [--seconds 5] [--max-seq-length N] [--max-tokens N] [--streaming] [--json]\n"
     "       biofm bench-data --synthetic N --output DIR [--length 12] [--files 16] [--threads N]",
     "Loader throughput: opens DATA (a `biofm prepare` directory or anything dataset.path takes) as\n"
     "training does, then builds packed, masked (esm2) or windowed (llama) batches on this one thread\n"
@@ -32,6 +33,8 @@ const CommandSpec kBenchData{
      {"--max-tokens", "N", "packed tokens per batch (default 16384)"},
      {"--no-verify", "", "skip the CRC32 check of prepared shards at open"},
      {"--split", "NAME", "split of a prepared dataset (default train)"},
+     {"--streaming", "", "stream the raw files through a shuffle buffer (dataset.streaming)"},
+     {"--shuffle-buffer", "N", "with --streaming: items in the buffer (default 10000)"},
      {"--json", "", "one JSON object instead of text"},
      {"--synthetic", "N", "write a synthetic prepared dataset of N records to --output"},
      {"--output", "DIR", "where --synthetic writes"},
@@ -127,6 +130,14 @@ int cmd_bench_data(int argc, char** argv) {
     po.split = f.get("--split", "train");
     po.verify_checksums = !f.has("--no-verify");
     corpus = std::make_unique<PreparedCorpus>(data, po);
+  } else if (f.has("--streaming")) {
+    StreamOptions so;
+    so.buffer = uint64_t(f.get_int("--shuffle-buffer", 10000, 1, 1LL << 31));
+    if (family.objective == Objective::CausalLM) {
+      so.window_max_seq_length = o.max_seq_length;
+      so.window_stride = o.stride;
+    }
+    corpus = std::make_unique<StreamingCorpus>(data, so);
   } else {
     corpus = std::make_unique<SequenceDataset>(SequenceDataset::load(data));
   }
@@ -144,9 +155,12 @@ int cmd_bench_data(int argc, char** argv) {
     ++batches;
     elapsed = now_s() - start;
   }
+  // (a stream has no size: what it read)
+  const auto* stream = dynamic_cast<const StreamingCorpus*>(corpus.get());
+  const uint64_t records = stream ? stream->records_read() : corpus->size();
   const double tps = elapsed > 0 ? double(tokens - uint64_t(first.num_real_tokens)) / elapsed : 0.0;
   if (f.has("--json")) {
-    nlohmann::json j = {{"data", data},          {"family", family.name},   {"records", corpus->size()},
+    nlohmann::json j = {{"data", data},          {"family", family.name},   {"records", records},
                         {"open_s", t_open},      {"first_batch_s", t_first}, {"batches", batches},
                         {"tokens", tokens},      {"label_tokens", labels},  {"tokens_per_s", tps},
                         {"peak_rss_mb", peak_rss_mb()},  {"rss_anon_mb", status_mb("RssAnon")},
@@ -157,7 +171,7 @@ int cmd_bench_data(int argc, char** argv) {
         "bench-data: %s (%s): %llu records; open %.3f s, first batch at %.3f s; %llu batches, %.3g tokens/s on one "
         "thread (%.0f tokens per batch); peak RSS %.0f MB, now %.0f MB own (RssAnon) + %.0f MB of mapped shards "
         "(RssFile)\n",
-        data.c_str(), corpus->summary().c_str(), (unsigned long long)corpus->size(), t_open, t_first,
+        data.c_str(), corpus->summary().c_str(), (unsigned long long)records, t_open, t_first,
         (unsigned long long)batches, tps, double(tokens) / double(batches), peak_rss_mb(), status_mb("RssAnon"),
         status_mb("RssFile"));
   }

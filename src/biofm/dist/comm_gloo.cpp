@@ -14,6 +14,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -60,6 +61,11 @@ float* f32_of(Tensor& t, const char* what) {
 class GlooCommunicator : public Communicator {
  public:
   GlooCommunicator(Coordinator& coord, bool single_host) {
+    // Gloo writes to its peers' sockets without MSG_NOSIGNAL: a peer that died would kill this
+    // rank with SIGPIPE (exit 141, no message) before the coordinator names the dead rank.
+    // Ignored, the write fails with EPIPE and the failure is reported (PyTorch runs Gloo in a
+    // Python process, which ignores SIGPIPE from the start).
+    std::signal(SIGPIPE, SIG_IGN);
     gloo::transport::tcp::attr attr;
     // GLOO_SOCKET_IFNAME as in PyTorch; one host: loopback; else this host's name.
     if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
