@@ -27,6 +27,8 @@ const CommandSpec kPrepare{
      {"--val-fraction", "F", "fraction of records for the val split (default 0)"},
      {"--test-fraction", "F", "fraction of records for the test split (default 0)"},
      {"--dedup", "", "keep only the first occurrence of identical sequences"},
+     {"--cluster-column", "NAME", "column naming each record's cluster (UniRef50 id): split by cluster, "
+                                  "and write a cluster index for cluster sampling"},
      {"--on-error", "fail|skip", "malformed records: stop with an error (default) or skip and count"},
      {"--threads", "N", "worker threads (default: all cores)"},
      {"--shard-mb", "MB", "shard size in MiB (default 256)"},
@@ -53,6 +55,7 @@ int cmd_prepare(int argc, char** argv) {
   o.val_fraction = f.get_double("--val-fraction", 0.0, 0.0, 1.0);
   o.test_fraction = f.get_double("--test-fraction", 0.0, 0.0, 1.0);
   o.dedup = f.has("--dedup");
+  o.cluster_column = f.get("--cluster-column", "");
   o.threads = int(f.get_int("--threads", 0, 0, 4096));
   o.shard_bytes = uint64_t(f.get_int("--shard-mb", 256, 1, 1 << 20)) << 20;
   o.progress = !f.has("--quiet");
@@ -66,6 +69,9 @@ int cmd_prepare(int argc, char** argv) {
       (unsigned long long)r.records[0], (unsigned long long)r.records[1], (unsigned long long)r.records[2],
       (unsigned long long)(r.tokens[0] + r.tokens[1] + r.tokens[2]), (unsigned long long)r.shards,
       (unsigned long long)r.duplicates, (unsigned long long)r.skipped_empty, (unsigned long long)r.skipped_malformed);
+  if (!o.cluster_column.empty())
+    std::printf("prepare: clusters (column %s): train %llu / val %llu / test %llu\n", o.cluster_column.c_str(),
+                (unsigned long long)r.clusters[0], (unsigned long long)r.clusters[1], (unsigned long long)r.clusters[2]);
   return 0;
 }
 

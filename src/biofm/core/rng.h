@@ -18,6 +18,7 @@ enum class RngStream : uint32_t {
   Sample = 4,  // generation
   Eval = 5,
   StreamBuffer = 6,  // shuffle buffer of a streamed dataset (data/stream.h)
+  Cluster = 7,       // member of a cluster drawn per epoch (data/prepared.h)
 };
 
 inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key) {

@@ -19,6 +19,9 @@ BlendCorpus::BlendCorpus(std::vector<std::unique_ptr<SequenceCorpus>> sources, s
   for (size_t s = 0; s < sources_.size(); ++s) {
     if (!(weights_[s] >= 0 && std::isfinite(weights_[s]))) fail("blend: weight ", weights_[s], " of ", names_[s]);
     if (weights_[s] > 0 && sources_[s]->empty()) fail("blend: source ", names_[s], " holds no records");
+    if (sources_[s]->clustered())
+      fail("blend: source ", names_[s], " samples by cluster, which a blend does not support (set "
+           "dataset.cluster_sampling=false)");
     total_w += weights_[s];
     total_n += sources_[s]->size();
   }

@@ -61,6 +61,9 @@ CausalLmBatcher::CausalLmBatcher(const SequenceCorpus& dataset, const CausalLmOp
     : dataset_(dataset), opt_(options), tok_(tok) {
   validate(opt_);
   if (dataset_.empty()) fail("causal lm: the dataset holds no sequences");
+  if (dataset_.clustered())
+    fail("causal lm: cluster sampling is for masked-LM (ESM-2) data; set dataset.cluster_sampling=false or prepare "
+         "without --cluster-column");
   if (dataset_.sequential()) {
     // A stream comes cut into windows already (StreamingCorpus with the same window options):
     // every record is one window, in training order.

@@ -31,6 +31,11 @@ class SequenceCorpus {
   // one costs a replay), size() is unbounded, and the records already come in training order,
   // so the batchers read them as they come (no permutation, no evaluation pass).
   virtual bool sequential() const { return false; }
+  // Cluster sampling (a prepared dataset with a cluster index, data/clusters.h): size() counts
+  // clusters, the samples of an epoch, and resolve(sample, epoch) is the record (a member of that
+  // cluster, drawn anew each epoch) that length() and append_tokens() then read. Others: itself.
+  virtual bool clustered() const { return false; }
+  virtual uint64_t resolve(uint64_t sample, uint64_t epoch) const { (void)epoch; return sample; }
 };
 
 }  // namespace biofm

@@ -56,6 +56,10 @@ MlmBatcher::MlmBatcher(const SequenceCorpus& dataset, const MlmOptions& options,
   order_ = SampleOrder(dataset_.size(), opt_.seed, opt_.shuffle && !dataset_.sequential());
 }
 
+uint64_t MlmBatcher::record_at(uint64_t cursor) const {
+  return dataset_.resolve(order_(cursor), order_.epoch_of(cursor));
+}
+
 int64_t MlmBatcher::sample_tokens(uint64_t rec) const {
   return std::min<int64_t>(int64_t(dataset_.length(rec)) + 2, opt_.max_seq_length);
 }
@@ -79,14 +83,14 @@ void MlmBatcher::add_sample(uint64_t rec, uint64_t seed, RngStream stream, uint6
 
 void MlmBatcher::skip() {
   cursor_ += samples_in_batch(opt_.mode, opt_.max_tokens_per_batch, opt_.micro_batch_size,
-                              [&](uint64_t k) { return sample_tokens(order_(cursor_ + k)); });
+                              [&](uint64_t k) { return sample_tokens(record_at(cursor_ + k)); });
 }
 
 Batch MlmBatcher::next() {
   builder_.clear();
   if (opt_.mode == BatchMode::Thd) {
     for (;;) {
-      uint64_t rec = order_(cursor_);
+      uint64_t rec = record_at(cursor_);
       int64_t n = sample_tokens(rec);
       if (builder_.num_sequences() > 0 && builder_.num_tokens() + n > opt_.max_tokens_per_batch) break;
       add_sample(rec, opt_.seed, RngStream::Mask, cursor_, &stats_);
@@ -95,7 +99,7 @@ Batch MlmBatcher::next() {
     }
   } else {
     for (int64_t s = 0; s < opt_.micro_batch_size; ++s) {
-      add_sample(order_(cursor_), opt_.seed, RngStream::Mask, cursor_, &stats_);
+      add_sample(record_at(cursor_), opt_.seed, RngStream::Mask, cursor_, &stats_);
       ++cursor_;
     }
   }
@@ -122,14 +126,15 @@ bool MlmBatcher::next_eval(Batch& batch) {
   builder_.clear();
   if (opt_.mode == BatchMode::Thd) {
     while (eval_cursor_ < n) {
-      int64_t t = sample_tokens(eval_cursor_);
+      const uint64_t rec = dataset_.resolve(eval_cursor_, 0);
+      int64_t t = sample_tokens(rec);
       if (builder_.num_sequences() > 0 && builder_.num_tokens() + t > opt_.max_tokens_per_batch) break;
-      add_sample(eval_cursor_, opt_.eval_seed, RngStream::Eval, eval_cursor_, nullptr);
+      add_sample(rec, opt_.eval_seed, RngStream::Eval, eval_cursor_, nullptr);
       ++eval_cursor_;
     }
   } else {
     for (int64_t s = 0; s < opt_.micro_batch_size && eval_cursor_ < n; ++s, ++eval_cursor_)
-      add_sample(eval_cursor_, opt_.eval_seed, RngStream::Eval, eval_cursor_, nullptr);
+      add_sample(dataset_.resolve(eval_cursor_, 0), opt_.eval_seed, RngStream::Eval, eval_cursor_, nullptr);
   }
   batch = builder_.build(opt_.mode, opt_.pad_to_multiple_of, tok_.pad_id());
   return true;

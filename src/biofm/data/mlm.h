@@ -99,6 +99,7 @@ class MlmBatcher {
   // Tokenizes and masks record `rec`; appends it to builder_. Returns its token count.
   void add_sample(uint64_t rec, uint64_t seed, RngStream stream, uint64_t index, MlmStats* stats);
   int64_t sample_tokens(uint64_t rec) const;
+  uint64_t record_at(uint64_t cursor) const;  // the record sample `cursor` reads (resolve())
 
   const SequenceCorpus& dataset_;
   MlmOptions opt_;

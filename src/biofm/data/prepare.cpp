@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "biofm/core/error.h"
+#include "biofm/data/clusters.h"
 #include "biofm/data/input_files.h"
 #include "biofm/data/prepared.h"
 #include "biofm/data/shard.h"
@@ -91,6 +93,7 @@ std::string fingerprint(const PrepareOptions& o, const std::vector<SourceInfo>& 
                       {"strip_stop", o.reader.strip_stop}, {"skip_malformed", o.reader.skip_malformed},
                       {"val_fraction", o.val_fraction}, {"test_fraction", o.test_fraction},
                       {"dedup", o.dedup},               {"shard_bytes", o.shard_bytes},
+                      {"cluster_column", o.cluster_column},
                       {"shard_version", kShardVersion}};
   if (o.dedup) {  // which copy is kept depends on every input file
     uint64_t h = 0;
@@ -112,6 +115,8 @@ class Preparer {
            o.test_fraction, ")");
     if (tok_.vocab_size() > 256) fail("prepare: tokenizer ", o.tokenizer, " has more than 256 ids");
     if (o.shard_bytes < 4096) fail("prepare: shard size must be at least 4 KiB");
+    if (!o.cluster_column.empty() && !o.reader.name_column.empty())
+      fail("prepare: give --cluster-column or --name-column, not both (with clusters, the split goes by cluster)");
   }
 
   PrepareResult run() {
@@ -202,6 +207,7 @@ class Preparer {
   ReaderOptions reader_options() const {
     ReaderOptions r = o_.reader;
     r.max_records = 0;
+    if (!o_.cluster_column.empty()) r.name_column = o_.cluster_column;  // the record's name is its cluster
     return r;
   }
 
@@ -229,6 +235,10 @@ class Preparer {
         const fs::path f = fs::path(o_.output) / sh.at("file").get<std::string>();
         if (!fs::exists(f, ec) || fs::file_size(f, ec) != sh.at("bytes").get<uint64_t>()) return false;
       }
+      for (const auto& kf : p.value("keys", nlohmann::json::array())) {
+        const fs::path f = fs::path(o_.output) / kf.at("file").get<std::string>();
+        if (!fs::exists(f, ec) || fs::file_size(f, ec) != kf.at("bytes").get<uint64_t>()) return false;
+      }
       return true;
     } catch (const std::exception&) {
       return false;  // unreadable: made again
@@ -240,6 +250,7 @@ class Preparer {
     SequenceReader reader(src.path, reader_options());
     ShardWriter writers[3];
     uint64_t parts[3] = {0, 0, 0}, duplicates = 0;
+    std::vector<uint64_t> keys[3];  // with clusters: each written record's cluster hash
     nlohmann::json shards = nlohmann::json::array();
     auto flush = [&](int s) {
       if (writers[s].records() == 0) return;
@@ -264,6 +275,11 @@ class Preparer {
       for (size_t t = 0; t < ids.size(); ++t) bytes[t] = uint8_t(ids[t]);  // ids < 256: checked in the constructor
       const int s = split_of(rec.name.empty() ? std::string_view(rec.sequence) : std::string_view(rec.name),
                              o_.val_fraction, o_.test_fraction);
+      if (!o_.cluster_column.empty()) {
+        if (rec.name.empty())
+          fail(src.path, ":", rec.line, ": no cluster id (column '", o_.cluster_column, "' is empty)");
+        keys[s].push_back(mix64(fnv1a(rec.name)));
+      }
       writers[s].add(bytes.data(), bytes.size());
       if (writers[s].file_bytes() >= o_.shard_bytes) flush(s);
       if (++pending_records == 4096) {
@@ -276,7 +292,17 @@ class Preparer {
     progress_.records += pending_records;
     progress_.residues += pending_residues;
     for (int s = 0; s < 3; ++s) flush(s);
+    nlohmann::json key_files = nlohmann::json::array();
+    for (int s = 0; s < 3; ++s) {
+      if (keys[s].empty()) continue;
+      const std::string file = std::string(kSplitNames[s]) + "-" + two_digits(k, 5) + ".keys";
+      AtomicFileWriter w((fs::path(o_.output) / file).string());
+      w.write(keys[s].data(), keys[s].size() * 8);
+      w.commit();
+      key_files.push_back({{"split", kSplitNames[s]}, {"file", file}, {"records", keys[s].size()}, {"bytes", w.bytes()}});
+    }
     const nlohmann::json part = {
+        {"keys", key_files},
         {"source", {{"path", src.path}, {"bytes", src.bytes}, {"mtime_ns", src.mtime_ns}}},
         {"fingerprint", fp_},
         {"format", format_name(reader.format())},
@@ -325,6 +351,7 @@ class Preparer {
       splits[kSplitNames[s]]["records"] = r.records[s];
       splits[kSplitNames[s]]["tokens"] = r.tokens[s];
     }
+    if (!o_.cluster_column.empty()) write_cluster_indexes(splits, r);
     r.files = sources_.size();
     const nlohmann::json m = {
         {"format", "biofm-prepared"},
@@ -346,6 +373,37 @@ class Preparer {
     write_file_atomic((fs::path(o_.output) / kPreparedManifest).string(), m.dump(1));
     fsync_dir(o_.output);
     return r;
+  }
+
+  // Each split's cluster index from the per-file key files, records numbered in the order the
+  // manifest lists the shards (input file order; a file's records of a split are consecutive).
+  void write_cluster_indexes(nlohmann::json& splits, PrepareResult& r) {
+    for (int s = 0; s < 3; ++s) {
+      if (r.records[s] == 0) continue;
+      std::vector<std::pair<uint64_t, uint64_t>> keyed;
+      keyed.reserve(size_t(r.records[s]));
+      for (size_t k = 0; k < sources_.size(); ++k) {
+        const nlohmann::json p = nlohmann::json::parse(read_file(part_path(k)));
+        for (const auto& kf : p.value("keys", nlohmann::json::array())) {
+          if (kf.at("split") != kSplitNames[s]) continue;
+          MappedFile keys((fs::path(o_.output) / kf.at("file").get<std::string>()).string());
+          const uint64_t n = kf.at("records").get<uint64_t>();
+          if (keys.size() != n * 8) fail("prepare: ", keys.path(), " holds ", keys.size(), " bytes, not ", n * 8);
+          for (uint64_t i = 0; i < n; ++i) {
+            uint64_t h;
+            std::memcpy(&h, keys.data() + i * 8, 8);
+            keyed.emplace_back(h, uint64_t(keyed.size()));
+          }
+        }
+      }
+      if (keyed.size() != r.records[s])
+        fail("prepare: the key files of split ", kSplitNames[s], " hold ", keyed.size(), " records, its shards ", r.records[s]);
+      const std::string file = std::string(kSplitNames[s]) + ".clusters";
+      const auto [digest, clusters] = write_cluster_index((fs::path(o_.output) / file).string(), std::move(keyed));
+      splits[kSplitNames[s]]["clusters"] = {{"file", file}, {"clusters", clusters}, {"bytes", digest.bytes},
+                                            {"crc32", digest.crc32}};
+      r.clusters[s] = clusters;
+    }
   }
 
   const PrepareOptions& o_;

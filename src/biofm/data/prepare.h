@@ -5,6 +5,8 @@
 //                                     sizes and CRC32s, source files with sizes and mtimes
 //   OUT/<split>-<file>-<part>.shard   train | val | test; <file> = input file index (5 digits)
 //   OUT/.parts/<file>.json            one per finished input file: its shards (restart state)
+//   OUT/<split>-<file>.keys           with --cluster-column: each record's cluster hash (u64)
+//   OUT/<split>.clusters              with --cluster-column: the split's cluster index (clusters.h)
 //
 // Input files are processed in parallel (one thread per file at a time). A record goes to
 // val / test / train by a hash of its name (FASTA header word, or the name column; the
@@ -27,6 +29,10 @@ struct PrepareOptions {
   std::string output;  // directory (created)
   std::string tokenizer = "esm";  // esm | nucleotide
   ReaderOptions reader;           // format, column, name_column, skip_malformed
+  // UniRef-style clusters: the CSV/TSV/JSONL/Parquet column naming each record's cluster (e.g.
+  // the UniRef50 id of a UniRef90 member). The split then goes by cluster (a cluster's members
+  // stay together), and each split gets a cluster index (clusters.h) for cluster sampling.
+  std::string cluster_column;
   double val_fraction = 0.0, test_fraction = 0.0;
   bool dedup = false;
   int threads = 0;                           // 0 = all cores
@@ -41,6 +47,7 @@ struct PrepareResult {
   uint64_t tokens[3] = {0, 0, 0};
   uint64_t shards = 0;
   uint64_t duplicates = 0, skipped_empty = 0, skipped_malformed = 0;
+  uint64_t clusters[3] = {0, 0, 0};          // with cluster_column
   double seconds = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "biofm/core/error.h"
+#include "biofm/core/rng.h"
 #include "biofm/io/atomic_file.h"
 
 namespace biofm {
@@ -66,10 +67,21 @@ PreparedCorpus::PreparedCorpus(const std::string& dir, const PreparedOpenOptions
     shards_.push_back(std::move(v));
   }
   if (records_ == 0) fail("prepared dataset ", dir, ": split '", split_, "' holds no records");
+  seed_ = o.seed;
+  uint32_t clusters_crc = 0;
+  if (o.cluster_sampling && split.contains("clusters")) {
+    const nlohmann::json& c = split["clusters"];
+    const std::string path = (std::filesystem::path(dir) / c.at("file").get<std::string>()).string();
+    if (!std::filesystem::exists(path)) fail("prepared dataset ", dir, ": cluster index ", c.at("file").get<std::string>(), " is missing");
+    clusters_ = std::make_unique<ClusterIndex>(path, records_);
+    if (clusters_->clusters() != c.at("clusters").get<uint64_t>())
+      fail("corrupt cluster index ", path, ": ", clusters_->clusters(), " clusters, the manifest says ", c.at("clusters"));
+    clusters_crc = c.at("crc32").get<uint32_t>();
+  }
   if (o.verify_checksums && o.verify_in_background)
-    verifier_ = std::thread([this, want = std::move(want_crc)]() mutable { verify(std::move(want)); });
+    verifier_ = std::thread([this, want = std::move(want_crc), clusters_crc]() mutable { verify(std::move(want), clusters_crc); });
   else if (o.verify_checksums)
-    verify(std::move(want_crc)), check_verified();
+    verify(std::move(want_crc), clusters_crc), check_verified();
 }
 
 PreparedCorpus::~PreparedCorpus() {
@@ -77,7 +89,11 @@ PreparedCorpus::~PreparedCorpus() {
   if (verifier_.joinable()) verifier_.join();
 }
 
-void PreparedCorpus::verify(std::vector<uint32_t> want) {
+void PreparedCorpus::verify(std::vector<uint32_t> want, uint32_t clusters_crc) {
+  if (clusters_ && clusters_->crc32() != clusters_crc) {
+    bad_shard_ = -2;
+    return;
+  }
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t s; !stop_ && (s = next++) < shards_.size();)
@@ -99,6 +115,7 @@ void PreparedCorpus::wait_verified() {
 }
 
 void PreparedCorpus::fail_corrupt() const {
+  if (bad_shard_.load() == -2) fail("corrupt cluster index ", clusters_->path(), ": CRC32 does not match the manifest");
   fail("corrupt shard ", shards_[size_t(bad_shard_.load())].path(), ": CRC32 does not match the manifest");
 }
 
@@ -132,9 +149,18 @@ uint64_t PreparedCorpus::append_tokens(uint64_t i, uint64_t start, uint64_t n, c
   return unknown;
 }
 
+uint64_t PreparedCorpus::resolve(uint64_t sample, uint64_t epoch) const {
+  if (!clusters_) return sample;
+  const uint64_t n = clusters_->cluster_size(sample);
+  const uint64_t j = n == 1 ? 0 : rng_below(seed_, RngStream::Cluster, sample, uint32_t(epoch), uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
+  return clusters_->member(sample, j);
+}
+
 std::string PreparedCorpus::summary() const {
-  return std::to_string(records_) + " sequences (" + std::to_string(tokens_) + " tokens) in " +
-         std::to_string(shards_.size()) + (shards_.size() == 1 ? " shard" : " shards") + ", split " + split_;
+  std::string s = std::to_string(records_) + " sequences (" + std::to_string(tokens_) + " tokens) in " +
+                  std::to_string(shards_.size()) + (shards_.size() == 1 ? " shard" : " shards") + ", split " + split_;
+  if (clusters_) s += "; " + std::to_string(clusters_->clusters()) + " clusters, one member each per epoch";
+  return s;
 }
 
 }  // namespace biofm

@@ -4,11 +4,13 @@
 // kernel's page cache. See docs/DATA.md ("Prepared datasets") for the layout.
 #pragma once
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <thread>
 #include <string>
 #include <vector>
 
+#include "biofm/data/clusters.h"
 #include "biofm/data/corpus.h"
 #include "biofm/data/shard.h"
 
@@ -31,6 +33,10 @@ struct PreparedOpenOptions {
   // The CRC32 check on a background thread: the constructor returns at once (a 10^8-record set
   // starts in milliseconds) and a mismatch, once found, fails the next read naming the shard.
   bool verify_in_background = false;
+  // A split with a cluster index (prepare --cluster-column): one sample per cluster per epoch,
+  // the member drawn from (seed, cluster, epoch). false: every record is a sample.
+  bool cluster_sampling = true;
+  uint64_t seed = 42;
 };
 
 class PreparedCorpus : public SequenceCorpus {
@@ -42,7 +48,10 @@ class PreparedCorpus : public SequenceCorpus {
   PreparedCorpus(const PreparedCorpus&) = delete;
   PreparedCorpus& operator=(const PreparedCorpus&) = delete;
 
-  uint64_t size() const override { return records_; }
+  uint64_t size() const override { return clusters_ ? clusters_->clusters() : records_; }
+  bool clustered() const override { return clusters_ != nullptr; }
+  uint64_t resolve(uint64_t sample, uint64_t epoch) const override;
+  uint64_t records() const { return records_; }
   uint64_t length(uint64_t i) const override;
   uint64_t append_tokens(uint64_t i, uint64_t start, uint64_t n, const Tokenizer& tok,
                          std::vector<int32_t>& out) const override;
@@ -58,9 +67,9 @@ class PreparedCorpus : public SequenceCorpus {
  private:
   std::pair<const ShardView*, uint64_t> locate(uint64_t i) const;
   // CRC32 of every shard on all cores; sets bad_shard_ to the first mismatch.
-  void verify(std::vector<uint32_t> want_crc);
+  void verify(std::vector<uint32_t> want_crc, uint32_t clusters_crc);
   void check_verified() const {
-    if (bad_shard_.load(std::memory_order_relaxed) >= 0) fail_corrupt();
+    if (bad_shard_.load(std::memory_order_relaxed) != -1) fail_corrupt();
   }
   [[noreturn]] void fail_corrupt() const;
 
@@ -68,7 +77,9 @@ class PreparedCorpus : public SequenceCorpus {
   std::vector<ShardView> shards_;
   std::vector<uint64_t> first_;  // first global record of each shard; size shards + 1
   uint64_t records_ = 0, tokens_ = 0, skipped_ = 0;
-  std::atomic<int64_t> bad_shard_{-1};
+  std::unique_ptr<ClusterIndex> clusters_;
+  uint64_t seed_ = 42;
+  std::atomic<int64_t> bad_shard_{-1};  // (-2: the cluster index)
   std::atomic<bool> stop_{false};
   std::thread verifier_;
 };

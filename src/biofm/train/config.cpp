@@ -299,6 +299,8 @@ Registry build_registry() {
        .help = "read the raw files of dataset.path as a stream through a shuffle buffer, not into memory");
   BIND(dataset.shuffle_buffer, .range = closed(1, 2147483647), .aliases = {"buffer_size", "shuffle_buffer_size"},
        .help = "streaming: items in the shuffle buffer (records; windows for causal models)");
+  BIND(dataset.cluster_sampling,
+       .help = "prepared data with clusters (prepare --cluster-column): sample a cluster, then one of its members");
   BIND(dataset.weights, .range = ge(0),
        .help = "blend: one weight per entry of the dataset.path list; [] = concatenate");
 

@@ -63,6 +63,9 @@ struct TrainConfig {
     // Streaming (data/stream.h): raw files of `path` read as a stream through a shuffle buffer
     // instead of into memory. A prepared directory is memory-mapped either way.
     bool streaming = false;
+    // A prepared directory with a cluster index (prepare --cluster-column): one sample per
+    // cluster per epoch, a member drawn anew each epoch (ESM-2's UniRef50/90 sampling).
+    bool cluster_sampling = true;
     int64_t shuffle_buffer = 10000;        // items (records; Llama: windows) in the buffer
     // Blend: one weight per entry of the path list; each entry is then a source sampled in
     // that proportion (data/blend.h). [] = the entries are concatenated.

@@ -165,6 +165,8 @@ std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::stri
     po.split = split;
     po.verify_checksums = cfg.dataset.verify_checksums;
     po.verify_in_background = true;  // training starts at once; a bad CRC fails the next read
+    po.cluster_sampling = cfg.dataset.cluster_sampling;
+    po.seed = uint64_t(cfg.seed);
     auto c = std::make_unique<PreparedCorpus>(spec, po);
     const std::string want = tokenizer_name(family_named(cfg.model.family).tokenizer());
     if (c->tokenizer() != want)
