@@ -106,3 +106,25 @@ TEST(E2ePrepare, BlendAndSkipFromTheCommandLine) {
   EXPECT_NE(bad.output.find("dataset.weights has 1 weights but dataset.path lists 2 entries"), std::string::npos)
       << bad.output;
 }
+
+TEST(E2ePrepare, ClusterSamplingFromTheCommandLine) {
+  // UniRef90 members named by their UniRef50 cluster: 60 clusters of 1 to 3 members.
+  const std::string dir = fresh_dir("prep_clusters"), prep = dir + "/prep", run = dir + "/run";
+  std::string tsv = "Entry\tCluster ID\tSequence\n";
+  const std::string aa = "ACDEFGHIKLMNPQRSTVWY";
+  for (int c = 0; c < 60; ++c)
+    for (int m = 0; m <= c % 3; ++m) {
+      std::string seq = "M";
+      for (int i = 0; i < 30 + c; ++i) seq += aa[size_t((c * 7 + m * 3 + i * i) % 20)];
+      tsv += "U90_" + std::to_string(c) + "_" + std::to_string(m) + "\tUniRef50_" + std::to_string(c) + "\t" + seq + "\n";
+    }
+  write(dir + "/members.tsv", tsv);
+  RunResult p = run_biofm("prepare --input " + dir + "/members.tsv --output " + prep +
+                          " --family esm2 --cluster-column 'Cluster ID' --val-fraction 0.2 --quiet");
+  ASSERT_EQ(p.code, 0) << p.output;
+  EXPECT_NE(p.output.find("prepare: clusters (column Cluster ID): train "), std::string::npos) << p.output;
+  RunResult t = run_biofm(tiny_esm(run, prep, 2) + " dataset.val_path=" + prep + " dataset.val_every_n_steps=2");
+  ASSERT_EQ(t.code, 0) << t.output;
+  EXPECT_NE(t.output.find("clusters, one member each per epoch"), std::string::npos) << t.output;
+  EXPECT_EQ(losses(run).size(), 2u);
+}
