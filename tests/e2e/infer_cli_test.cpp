@@ -243,3 +243,38 @@ TEST(InferCli, GenerateRefusesNonNucleotidePrompts) {
   EXPECT_EQ(f.code, 0) << f.output;
   EXPECT_NE(f.output.find("warning"), std::string::npos) << f.output;
 }
+
+TEST(InferCli, PreparedDirectoriesAsInput) {
+  // embed / eval of a `biofm prepare` directory read what embed / eval of its source file read.
+  const std::string d = dir("prepared");
+  const std::string input = head_fasta(src("data/proteins_val.fasta"), 12, d + "/in.fasta");
+  ASSERT_EQ(run("prepare --input " + input + " --output " + d + "/prep --family esm2 --quiet").code, 0);
+  const std::string embed = "embed --model " + kEsm + " --device cpu --output-format npy --input ";
+  RunResult a = run(embed + input + " --output " + d + "/from_file");
+  ASSERT_EQ(a.code, 0) << a.output;
+  RunResult b = run(embed + d + "/prep --split train --output " + d + "/from_prep");
+  ASSERT_EQ(b.code, 0) << b.output;
+  EXPECT_EQ(read_file(d + "/from_prep/embeddings.npy"), read_file(d + "/from_file/embeddings.npy"));
+  const auto rows = tsv(read_file(d + "/from_prep/names.tsv"));
+  ASSERT_EQ(rows.size(), 13u);
+  EXPECT_EQ(rows[1][1], "train:0");
+
+  const std::string eval = "eval --model " + kEsm + " --device cpu --input ";
+  RunResult e1 = run(eval + input), e2 = run(eval + d + "/prep");
+  ASSERT_EQ(e1.code, 0) << e1.output;
+  ASSERT_EQ(e2.code, 0) << e2.output;
+  const auto j1 = nlohmann::json::parse(e1.output.substr(e1.output.find('{'))),
+             j2 = nlohmann::json::parse(e2.output.substr(e2.output.find('{')));
+  EXPECT_EQ(j1.at("loss"), j2.at("loss"));
+
+  RunResult empty = run(eval + d + "/prep --split val");
+  EXPECT_EQ(empty.code, 1) << empty.output;
+  EXPECT_NE(empty.output.find("split 'val' holds no records"), std::string::npos) << empty.output;
+  RunResult wrong = run("eval --model " + kLlama + " --device cpu --input " + d + "/prep");
+  EXPECT_EQ(wrong.code, 1) << wrong.output;
+  EXPECT_NE(wrong.output.find("tokenized with the esm tokenizer, but the model uses nucleotide"), std::string::npos)
+      << wrong.output;
+  RunResult not_prep = run(eval + input + " --split val");
+  EXPECT_EQ(not_prep.code, 1) << not_prep.output;
+  EXPECT_NE(not_prep.output.find("--split applies to a prepared directory"), std::string::npos) << not_prep.output;
+}

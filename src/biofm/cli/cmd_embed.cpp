@@ -46,7 +46,7 @@ const CommandSpec kEmbed{
     "(embeddings.K.npy per layer), names.tsv and index.json, filled --shard-size records at a time and\n"
     "resumable the same way. Sequences are batched longest first under --max-tokens; outputs keep input order.\n"
     "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
-    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md). See docs/INFERENCE.md.",
+    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst, or a biofm prepare directory (--split) (docs/DATA.md). See docs/INFERENCE.md.",
     {
         {"--model", "DIR", "model directory (config.json + weights)"},
         {"--input", "FILE", "sequences to embed (see above)"},
@@ -67,6 +67,7 @@ const CommandSpec kEmbed{
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
+        split_flag(),
     }};
 
 
@@ -114,7 +115,7 @@ int cmd_embed(int argc, char** argv) {
   o.max_tokens = std::max<int64_t>(a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens),
                                    o.window_tokens);
 
-  SequenceDataset data = SequenceDataset::load(input, reader_options(a));
+  SequenceDataset data = load_sequences(a, input, family.tokenizer());
   const std::string alpha = infer::check_alphabet(tok, data).warning();
   if (!alpha.empty()) std::fprintf(stderr, "%s\n", alpha.c_str());
   const int64_t n = int64_t(data.size());

@@ -56,7 +56,7 @@ const CommandSpec kEval{
     "and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
     "The JSON goes to stdout and, with --output, to a file.\n"
     "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
-    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst (docs/DATA.md).",
+    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst, or a biofm prepare directory (--split) (docs/DATA.md).",
     {
         {"--model", "DIR", "model directory (config.json + weights)"},
         {"--input", "FILE", "sequences to evaluate (see above)"},
@@ -70,6 +70,7 @@ const CommandSpec kEval{
         {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or half the window if smaller)"},
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
+        split_flag(),
         {"--dump-logits", "OUT", "llama: every window's logits as safetensors", /*hidden=*/true},
     }};
 
@@ -92,7 +93,7 @@ int64_t default_max_tokens(Device dev) { return dev == Device::CUDA ? 16384 : 81
 
 int eval_masked_lm(const Flags& a, Device dev, Precision precision, const ModelFamily& family) {
   std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev, precision);
-  SequenceDataset data = SequenceDataset::load(a.require("--input"), reader_options(a));
+  SequenceDataset data = load_sequences(a, a.require("--input"), family.tokenizer());
   MlmOptions o;
   o.max_seq_length =
       a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions), 3, kMaxFlagTokens);
@@ -151,7 +152,7 @@ int eval_masked_lm(const Flags& a, Device dev, Precision precision, const ModelF
 int eval_causal_lm(const Flags& a, Device dev, Precision precision, const ModelFamily& family) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
-  SequenceDataset data = SequenceDataset::load(input, reader_options(a));
+  SequenceDataset data = load_sequences(a, input, family.tokenizer());
   // Windows as long as the model's context unless asked otherwise (longer ones warn).
   const int64_t max_len = a.get_int("--max-seq-length", model->dims().max_positions, 1, kMaxFlagTokens);
   // Default stride 200 bases, smaller for short windows (half the window).

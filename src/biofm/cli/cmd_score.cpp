@@ -56,6 +56,7 @@ const CommandSpec kScore{
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
+        split_flag(),
     }};
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -122,7 +123,7 @@ int cmd_score(int argc, char** argv) {
   const Tokenizer& tok = family.tokenizer();
   const int64_t max_pos = model->dims().max_positions;
   const int64_t max_tokens = a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens);
-  SequenceDataset data = SequenceDataset::load(input, reader_options(a));
+  SequenceDataset data = load_sequences(a, input, family.tokenizer());
   const std::string alpha = infer::check_alphabet(tok, data).warning();
   if (!alpha.empty()) std::fprintf(stderr, "%s\n", alpha.c_str());
   const uint64_t n = data.size();

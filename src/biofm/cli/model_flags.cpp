@@ -7,6 +7,7 @@
 
 #include "biofm/core/device_memory.h"
 #include "biofm/core/error.h"
+#include "biofm/data/prepared.h"
 
 namespace biofm {
 
@@ -61,6 +62,26 @@ std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::
   } catch (const std::bad_alloc&) {
     fail(dir, ": not enough memory for this model (check the sizes in its config.json)");
   }
+}
+
+FlagSpec split_flag() {
+  return {"--split", "NAME", "when --input is a biofm prepare directory: its split, train | val | test (default train)"};
+}
+
+SequenceDataset load_sequences(const Flags& f, const std::string& input, const Tokenizer& tok) {
+  if (!is_prepared_dir(input)) {
+    if (f.has("--split")) fail("--split applies to a prepared directory (biofm prepare); ", input, " is not one");
+    return SequenceDataset::load(input, reader_options(f));
+  }
+  const std::string split = f.get("--split", "train");
+  if (split != "train" && split != "val" && split != "test") fail("--split must be train, val or test, got '", split, "'");
+  PreparedOpenOptions o;
+  o.split = split;
+  o.verify_checksums = false;
+  const std::string held = PreparedCorpus(input, o).tokenizer();
+  if (held != tokenizer_name(tok))
+    fail("prepared dataset ", input, " was tokenized with the ", held, " tokenizer, but the model uses ", tokenizer_name(tok));
+  return read_prepared_split(input, split);
 }
 
 ReaderOptions reader_options(const Flags& f) {

@@ -8,7 +8,9 @@
 #include "biofm/cli/flags.h"
 #include "biofm/core/dtype.h"
 #include "biofm/core/precision.h"
+#include "biofm/data/dataset.h"
 #include "biofm/data/reader.h"
+#include "biofm/data/tokenizer.h"
 #include "biofm/models/registry.h"
 
 namespace biofm {
@@ -33,5 +35,9 @@ std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::
 std::vector<int> parse_layers(const std::string& s, int L);
 // --format and --column, for commands that read sequence files.
 ReaderOptions reader_options(const Flags& f);
+FlagSpec split_flag();  // --split, of a prepared --input
+// --input as those commands read it: files (reader_options), or a `biofm prepare` directory
+// (its --split, default train), whose tokenizer must be `tok`'s.
+SequenceDataset load_sequences(const Flags& f, const std::string& input, const Tokenizer& tok);
 
 }  // namespace biofm

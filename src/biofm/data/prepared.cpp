@@ -8,6 +8,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/core/rng.h"
+#include "biofm/data/dataset.h"
 #include "biofm/io/atomic_file.h"
 
 namespace biofm {
@@ -147,6 +148,41 @@ uint64_t PreparedCorpus::append_tokens(uint64_t i, uint64_t start, uint64_t n, c
     out[base + t] = id;
   }
   return unknown;
+}
+
+SequenceDataset read_prepared_split(const std::string& dir, const std::string& split) {
+  PreparedOpenOptions o;
+  o.split = split;
+  o.cluster_sampling = false;
+  PreparedCorpus c(dir, o);
+  const Tokenizer& tok = tokenizer_named(c.tokenizer());
+  // One character per id: the residue's, or for <unk> one that encodes back to <unk>.
+  std::string text_of(size_t(tok.vocab_size()), '\0');
+  char unk = 0;
+  for (char cand : {'?', '\x03'}) {
+    std::vector<int32_t> ids;
+    tok.encode_residues(std::string_view(&cand, 1), ids);
+    if (ids.size() == 1 && ids[0] == tok.unk_id()) {
+      unk = cand;
+      break;
+    }
+  }
+  BIOFM_CHECK(unk != 0, "no character maps to <unk>");
+  for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+    const std::string t = tok.decode({id});
+    text_of[size_t(id)] = id == tok.unk_id() || t.size() != 1 ? unk : t[0];
+  }
+  SequenceDataset ds;
+  std::vector<int32_t> ids;
+  std::string seq;
+  for (uint64_t i = 0; i < c.records(); ++i) {
+    ids.clear();
+    c.append_tokens(i, 0, c.length(i), tok, ids);
+    seq.resize(ids.size());
+    for (size_t t = 0; t < ids.size(); ++t) seq[t] = text_of[size_t(ids[t])];
+    ds.add(seq, split + ":" + std::to_string(i));
+  }
+  return ds;
 }
 
 uint64_t PreparedCorpus::resolve(uint64_t sample, uint64_t epoch) const {

@@ -39,6 +39,13 @@ struct PreparedOpenOptions {
   uint64_t seed = 42;
 };
 
+class SequenceDataset;
+// The records of a prepared split as a SequenceDataset (residue text decoded from the token
+// ids; an <unk> comes back as a character the tokenizer maps to <unk> again), named
+// "<split>:<index>": what embed / eval / score read when --input is a prepared directory.
+// Memory holds the split's text, as reading a file would. Checks the CRC32s first.
+SequenceDataset read_prepared_split(const std::string& dir, const std::string& split);
+
 class PreparedCorpus : public SequenceCorpus {
  public:
   // Opens DIR/manifest.json and the split's shards; any mismatch with the manifest (missing
