@@ -148,6 +148,24 @@ TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
   expect_same_curve(train_records(sharded_back + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
 }
 
+TEST(Distributed, StreamedDataResumesOnAnotherNumberOfRanks) {
+  // dataset.streaming: every rank streams the files and skips the others' batches, so two ranks
+  // × one micro batch train as one process × two, and the cursor resumes on either count.
+  const auto tiny_args = [](const std::string& out, int steps, int grad_acc) {
+    return ::tiny_args(out, steps, grad_acc) + " scheduler.type=constant dataset.streaming=true dataset.shuffle_buffer=100";
+  };
+  const std::string straight = fresh_dir("dist_stream_straight"), moved = fresh_dir("dist_stream_moved");
+  RunResult a = run_biofm(tiny_args(straight, 6, 2));
+  ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_NE(a.output.find("streamed from 1 file, shuffle buffer 100"), std::string::npos) << a.output;
+  RunResult b = run_biofm(launch(2) + tiny_args(moved, 3, 1));
+  ASSERT_EQ(b.code, 0) << b.output;
+  RunResult c = run_biofm(tiny_args(moved, 6, 2));
+  ASSERT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
+  expect_same_curve(train_records(moved + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
+}
+
 TEST(Distributed, ARankThatDiesIsNamedAndTheOthersStop) {
   const std::string dir = fresh_dir("dist_death");
   const int port = next_port();
