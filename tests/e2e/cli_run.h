@@ -5,7 +5,10 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace biofm::testkit {
 
@@ -37,6 +40,24 @@ inline std::string fresh_dir(const std::string& name) {
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
+}
+
+// Every record of a metrics.jsonl.
+inline std::vector<nlohmann::json> read_metrics(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+// The training losses of a run directory, one per logged step.
+inline std::vector<double> losses(const std::string& run_dir) {
+  std::vector<double> out;
+  for (const auto& r : read_metrics(run_dir + "/metrics.jsonl"))
+    if (r.contains("loss")) out.push_back(r["loss"].get<double>());
+  return out;
 }
 
 }  // namespace biofm::testkit

@@ -8,29 +8,18 @@
 #include <sstream>
 
 #include "biofm/io/atomic_file.h"
+#include "e2e/cli_run.h"
 #include "biofm/io/safetensors.h"
 
 namespace fs = std::filesystem;
 using namespace biofm;
+using biofm::testkit::read_metrics;
 
 namespace {
 
-struct RunResult {
-  int code;
-  std::string output;
-};
-
-RunResult run(const std::string& args) {
-  std::string cmd = std::string(BIOFM_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
+using biofm::testkit::RunResult;
+using biofm::testkit::src;
+RunResult run(const std::string& args) { return biofm::testkit::run_biofm(args); }
 
 std::string fresh_dir(const std::string& name) {
   std::string d = testing::TempDir() + "/biofm_e2e_" + name;
@@ -47,15 +36,6 @@ std::string tiny_train_args(const std::string& out, int steps) {
          " model.config.intermediate_size=64 dataset.max_seq_length=128 dataset.max_tokens_per_batch=512"
          " logger.frequency=1 checkpoint.save_every_n_steps=3 checkpoint.max_checkpoints=5"
          " scheduler.warmup_steps=2 num_train_steps=" + std::to_string(steps);
-}
-
-std::vector<nlohmann::json> read_metrics(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
 }
 
 }  // namespace

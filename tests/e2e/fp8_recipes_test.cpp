@@ -10,40 +10,21 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "e2e/cli_run.h"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct RunResult {
-  int code;
-  std::string output;
-};
-
-RunResult run(const std::string& args) {
-  const std::string cmd = std::string(BIOFM_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
+using biofm::testkit::read_metrics;
+using biofm::testkit::RunResult;
+using biofm::testkit::src;
+RunResult run(const std::string& args) { return biofm::testkit::run_biofm(args); }
 
 std::string fresh_dir(const std::string& name) {
   const std::string d = testing::TempDir() + "/biofm_fp8r_" + name;
   fs::remove_all(d);
   return d;
-}
-
-std::vector<nlohmann::json> read_metrics(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
 }
 
 std::string train_args(int layers, int steps) {

@@ -11,42 +11,26 @@
 
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
+#include "e2e/cli_run.h"
 
 namespace fs = std::filesystem;
 using namespace biofm;
 
 namespace {
 
-struct RunResult {
-  int code;
-  std::string output;
-};
-
+using biofm::testkit::read_metrics;
+using biofm::testkit::RunResult;
+using biofm::testkit::src;
+// (stdout alone, without stderr, when merge_stderr is false)
 RunResult run(const std::string& args, bool merge_stderr = true) {
-  std::string cmd = std::string(BIOFM_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  if (merge_stderr) return biofm::testkit::run_biofm(args);
+  return biofm::testkit::sh("{ " + std::string(BIOFM_BINARY) + " " + args + " 2>/dev/null; }");
 }
-
-std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
 
 std::string fresh_dir(const std::string& name) {
   std::string d = testing::TempDir() + "/biofm_e2e_" + name;
   fs::remove_all(d);
   return d;
-}
-
-std::vector<nlohmann::json> read_metrics(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
 }
 
 // FASTA records of a generate run: (header, sequence).

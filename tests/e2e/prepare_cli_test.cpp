@@ -24,18 +24,6 @@ std::string tiny_esm(const std::string& out, const std::string& data, int steps)
          std::to_string(steps);
 }
 
-std::vector<double> losses(const std::string& run_dir) {
-  std::vector<double> out;
-  std::ifstream in(run_dir + "/metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line);
-    if (j.contains("loss")) out.push_back(j["loss"].get<double>());
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST(E2ePrepare, TrainingFromPreparedShardsEqualsTrainingFromTheFileAndResumes) {
