@@ -122,7 +122,8 @@ std::string StreamingCorpus::summary() const {
   std::string s = "streamed from " + std::to_string(files_.size()) + (files_.size() == 1 ? " file" : " files");
   if (skipped_files_) s += " (" + std::to_string(skipped_files_) + " skipped: unknown extension)";
   s += ", shuffle buffer " + (opt_.shuffle ? std::to_string(opt_.buffer) : std::string("off"));
-  s += "; " + std::to_string(records_read_.load()) + " records read, pass " + std::to_string(pass_.load() + 1);
+  if (records_read_.load() > 0)  // (not at start: the banner is printed before the first read)
+    s += "; " + std::to_string(records_read_.load()) + " records read, pass " + std::to_string(pass_.load() + 1);
   return s;
 }
 
