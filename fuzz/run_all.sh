@@ -16,7 +16,7 @@ set -uo pipefail
 secs=${1:?usage: fuzz/run_all.sh SECONDS [BUILD_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${2:-$root/build-fuzz}" && pwd)
-targets=${FUZZ_TARGETS:-fuzz_reader fuzz_yaml_config fuzz_hf_config fuzz_safetensors fuzz_checkpoint_manifest fuzz_tokenizer fuzz_prepared_shard}
+targets=${FUZZ_TARGETS:-fuzz_reader fuzz_yaml_config fuzz_hf_config fuzz_safetensors fuzz_checkpoint_manifest fuzz_tokenizer fuzz_prepared_shard fuzz_cluster_index}
 runs=${FUZZ_RUNS:--1} fork=${FUZZ_FORK:-0} parallel=${FUZZ_PARALLEL:-0}
 corpus=$build/fuzz-corpus seeds=$build/fuzz-seeds logs=$build/fuzz-logs crashes=$build/fuzz-crashes
 mkdir -p "$corpus" "$logs" "$crashes"
@@ -67,6 +67,9 @@ while IFS= read -r f; do seed fuzz_safetensors "$(basename "$(dirname "$f")")_$(
   head -c 16 /dev/zero
   for v in 0 3 5; do printf "\\$(printf '%03o' $v)\000\000\000\000\000\000\000"; done
   printf '\005\006\007\010\011'; } | seed fuzz_prepared_shard two_records
+# A cluster index (data/clusters.h): 2 clusters, 3 members; offsets [0, 2, 3], members [0, 1, 2].
+u64() { for v in "$@"; do printf "\\$(printf '%03o' $v)\000\000\000\000\000\000\000"; done; }
+{ printf 'BIOFMCL1'; u64 2 3 0 2 3 0 1 2; } | seed fuzz_cluster_index two_clusters
 
 # Inputs that once crashed a target (fuzz/regression/<target>/) stay in its seeds.
 for d in "$root"/fuzz/regression/*/; do
