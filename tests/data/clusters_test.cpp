@@ -158,6 +158,8 @@ TEST(DataClusters, BadInputIsNamed) {
   TempDir d;
   const std::string no_id = d.write("x.tsv", "Cluster\tSequence\nU50_1\tMKV\n\tMKT\n");
   EXPECT_TRUE(contains(error_of([&] { prepare_dataset(cluster_options(no_id, d.file("n"))); }), "x.tsv:3: no cluster id"));
+  const std::string fa = d.write("x.fasta", ">a\nMKV\n");
+  EXPECT_TRUE(contains(error_of([&] { prepare_dataset(cluster_options(fa, d.file("f"))); }), "x.fasta is fasta, which has no column"));
   PrepareOptions both = cluster_options(no_id, d.file("n"));
   both.reader.name_column = "Entry";
   EXPECT_TRUE(contains(error_of([&] { prepare_dataset(both); }), "not both"));

@@ -248,6 +248,11 @@ class Preparer {
   void write_file(size_t k) {
     const SourceInfo& src = sources_[k];
     SequenceReader reader(src.path, reader_options());
+    // FASTA and text have no columns: their "name" would make every record its own cluster.
+    if (!o_.cluster_column.empty() &&
+        (reader.format() == SequenceFormat::Fasta || reader.format() == SequenceFormat::Text))
+      fail("prepare: ", src.path, " is ", format_name(reader.format()), ", which has no column '", o_.cluster_column,
+           "' (--cluster-column needs CSV, TSV, JSONL or Parquet input)");
     ShardWriter writers[3];
     uint64_t parts[3] = {0, 0, 0}, duplicates = 0;
     std::vector<uint64_t> keys[3];  // with clusters: each written record's cluster hash
