@@ -1,4 +1,5 @@
-// biofm launch: option parsing, ranks set for each process, a failing rank stops the run.
+// biofm launch: ranks set for each process, a failing rank stops the run (its flags:
+// tests/cli/launch_flags_test.cpp).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -26,23 +27,6 @@ CliRun run(const std::string& args) {
 }
 
 }  // namespace
-
-TEST(Launcher, ParsesOptionsAndTheCommand) {
-  std::vector<std::string> cmd;
-  LaunchOptions o = parse_launch_args({"--nproc-per-node", "4", "--nnodes", "2", "--node-rank", "1", "--master",
-                                       "10.0.0.1:6000", "train", "--config-name", "x", "seed=3"},
-                                      cmd);
-  EXPECT_EQ(o.nproc_per_node, 4);
-  EXPECT_EQ(o.nnodes, 2);
-  EXPECT_EQ(o.node_rank, 1);
-  EXPECT_EQ(o.master_addr, "10.0.0.1");
-  EXPECT_EQ(o.master_port, 6000);
-  EXPECT_EQ(cmd, (std::vector<std::string>{"train", "--config-name", "x", "seed=3"}));
-  EXPECT_THROW(parse_launch_args({"--nproc-per-node", "0", "info"}, cmd), Error);
-  EXPECT_THROW(parse_launch_args({"--nproc-per-node", "2"}, cmd), Error);
-  EXPECT_THROW(parse_launch_args({"--nnodes", "2", "--node-rank", "2", "info"}, cmd), Error);
-  EXPECT_THROW(parse_launch_args({"--bogus", "info"}, cmd), Error);
-}
 
 TEST(Launcher, EachProcessSeesItsRank) {
   CliRun r = run("launch --nproc-per-node 3 --master 127.0.0.1:" + std::to_string(biofm::testkit::free_port()) + " info");

@@ -1,28 +1,65 @@
 // biofm launch: start this node's processes of a multi-process run (dist/launcher.h).
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "biofm/cli/commands.h"
-#include "biofm/dist/launcher.h"
+#include "biofm/cli/launch_flags.h"
 
 namespace biofm {
 
-int cmd_launch(int argc, char** argv) {
-  std::vector<std::string> args(argv + 2, argv + argc);
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::puts(
-        "usage: biofm launch --nproc-per-node N [--nnodes M --node-rank R --master ADDR:PORT] [--grace-seconds 30]\n"
-        "                    COMMAND [ARGS...]\n"
-        "Starts N processes of `biofm COMMAND ARGS...` on this node with RANK, WORLD_SIZE (M*N), LOCAL_RANK,\n"
-        "LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (as torchrun does; default master 127.0.0.1:29500).\n"
-        "Run it once per node with its --node-rank. When a process fails, the others are stopped and the\n"
-        "launcher exits with the failed rank's code; SIGTERM / SIGINT are passed on to every process.");
-    return args.empty() ? 2 : 0;
+const CommandSpec kLaunchSpec{
+    "launch",
+    "--nproc-per-node N [--nnodes M --node-rank R --master ADDR:PORT] [--grace-seconds 30] COMMAND [ARGS...]",
+    "Starts N processes of `biofm COMMAND ARGS...` on this node with RANK, WORLD_SIZE (M*N), LOCAL_RANK,\n"
+    "LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (as torchrun does). Run it once per node with its\n"
+    "--node-rank. When a process fails, the others are stopped and the launcher exits with the failed\n"
+    "rank's code; SIGTERM / SIGINT are passed on to every process. Options end at the command (or at --).",
+    {{"--nproc-per-node", "N", "processes on this node, one per GPU (default 1)"},
+     {"--nnodes", "M", "nodes of the run (default 1)"},
+     {"--node-rank", "R", "this node's rank, 0 .. M-1 (default 0)"},
+     {"--master", "ADDR:PORT", "where rank 0 listens for the rendezvous (default 127.0.0.1:29500)"},
+     {"--grace-seconds", "S", "after a process failed, how long the others get to stop (default 30)"},
+     {"--nproc_per_node", "N", "", true},  // torchrun's spellings
+     {"--node_rank", "R", "", true}},
+    /*flags_end_at_positional=*/true};
+
+LaunchOptions parse_launch_flags(int argc, char** argv, std::vector<std::string>& command, int first) {
+  const Flags f = parse_flags(kLaunchSpec, argc, argv, first);
+  command.clear();
+  if (f.help()) return {};  // (the caller prints the help: no command)
+  const auto either = [&](const char* a, const char* b) { return f.has(b) ? b : a; };
+  LaunchOptions o;
+  o.nproc_per_node = int(f.get_int(either("--nproc-per-node", "--nproc_per_node"), 1, 1, 4096));
+  o.nnodes = int(f.get_int("--nnodes", 1, 1, 65535));
+  o.node_rank = int(f.get_int(either("--node-rank", "--node_rank"), 0, 0, 65534));
+  o.grace_seconds = int(f.get_int("--grace-seconds", 30, 0, 86400));
+  if (f.has("--master")) {
+    const std::string m = f.get("--master");
+    const size_t colon = m.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == m.size())
+      usage_fail("biofm launch: --master expects ADDR:PORT, got '", m, "'");
+    o.master_addr = m.substr(0, colon);
+    const std::string port = m.substr(colon + 1);
+    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) < 1 ||
+        std::stoi(port) > 65535)
+      usage_fail("biofm launch: --master's port must be 1..65535, got '", port, "'");
+    o.master_port = std::stoi(port);
   }
+  if (o.node_rank >= o.nnodes) usage_fail("biofm launch: --node-rank ", o.node_rank, " must be below --nnodes ", o.nnodes);
+  command = f.positional();
+  if (command.empty())
+    usage_fail("biofm launch: no command given (e.g. biofm launch --nproc-per-node 2 train --config-name NAME)");
+  return o;
+}
+
+int cmd_launch(int argc, char** argv) {
   std::vector<std::string> command;
-  const LaunchOptions o = parse_launch_args(args, command);
+  const LaunchOptions o = parse_launch_flags(argc, argv, command);
+  if (command.empty()) {  // --help
+    print_help(kLaunchSpec);
+    return 0;
+  }
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
   return launch_local(o, exe, command);
 }

@@ -26,6 +26,10 @@ Flags parse_flags(const CommandSpec& spec, int argc, char** argv, int first) {
   out.command_ = spec.name;
   for (int i = first; i < argc; ++i) {
     const std::string a = argv[i];
+    if (spec.flags_end_at_positional && (a == "--" || a.rfind("-", 0) != 0)) {
+      out.positional_.assign(argv + i + (a == "--"), argv + argc);
+      break;
+    }
     if (a.rfind("-", 0) != 0 || a == "-") {
       out.positional_.push_back(a);
       continue;

@@ -48,6 +48,9 @@ struct CommandSpec {
   std::string synopsis;  // shown after "usage: biofm NAME "
   std::string summary;   // one or more lines under the usage line
   std::vector<FlagSpec> flags;
+  // The first positional argument (or whatever follows "--") and everything after it are
+  // positional, unparsed: `biofm launch ... COMMAND ARGS` passes the command's own flags on.
+  bool flags_end_at_positional = false;
 };
 
 class Flags {

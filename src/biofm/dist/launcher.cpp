@@ -16,61 +16,10 @@ namespace biofm {
 
 namespace {
 
-int to_int(const std::string& flag, const std::string& v, int lo) {
-  size_t pos = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(v, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos == 0 || pos != v.size() || x < lo || x > 65535) fail(flag, " expects an integer >= ", lo, ", got '", v, "'");
-  return int(x);
-}
-
 volatile sig_atomic_t g_forward_signal = 0;
 void on_signal(int sig) { g_forward_signal = sig; }
 
 }  // namespace
-
-LaunchOptions parse_launch_args(const std::vector<std::string>& args, std::vector<std::string>& command) {
-  LaunchOptions o;
-  size_t i = 0;
-  auto value = [&](const std::string& flag) {
-    if (i + 1 >= args.size()) fail(flag, " needs a value");
-    return args[++i];
-  };
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a.rfind("--", 0) != 0) break;  // the command starts here
-    if (a == "--nproc-per-node" || a == "--nproc_per_node") {
-      o.nproc_per_node = to_int(a, value(a), 1);
-    } else if (a == "--nnodes") {
-      o.nnodes = to_int(a, value(a), 1);
-    } else if (a == "--node-rank" || a == "--node_rank") {
-      o.node_rank = to_int(a, value(a), 0);
-    } else if (a == "--master") {
-      const std::string m = value(a);
-      const size_t colon = m.rfind(':');
-      if (colon == std::string::npos || colon == 0) fail("--master expects ADDR:PORT, got '", m, "'");
-      o.master_addr = m.substr(0, colon);
-      o.master_port = to_int("--master's port", m.substr(colon + 1), 1);
-    } else if (a == "--grace-seconds") {
-      o.grace_seconds = to_int(a, value(a), 0);
-    } else {
-      fail("launch: unknown option '", a, "' (options: --nproc-per-node N, --nnodes M, --node-rank R, "
-           "--master ADDR:PORT, --grace-seconds S; then the command)");
-    }
-  }
-  command.assign(args.begin() + std::ptrdiff_t(std::min(i, args.size())), args.end());
-  if (command.empty()) fail("launch: no command given (e.g. biofm launch --nproc-per-node 2 train --config-name NAME)");
-  if (o.node_rank >= o.nnodes) fail("--node-rank ", o.node_rank, " must be below --nnodes ", o.nnodes);
-  return o;
-}
 
 int launch_local(const LaunchOptions& o, const std::string& exe, const std::vector<std::string>& command) {
   const int world = o.nnodes * o.nproc_per_node;

@@ -19,9 +19,7 @@ struct LaunchOptions {
   int grace_seconds = 30;  // after one process failed, how long the others get to stop
 };
 
-// Parses `--nproc-per-node N [--nnodes M --node-rank R --master ADDR:PORT] COMMAND ARGS...`
-// (args without the leading "biofm launch"); the command and its arguments go to `command`.
-LaunchOptions parse_launch_args(const std::vector<std::string>& args, std::vector<std::string>& command);
+// (`biofm launch`'s flags are parsed in cli/cmd_launch.cpp, parse_launch_flags)
 
 // Runs `exe command...` nproc_per_node times with the rank variables set; returns the exit
 // code (0 when every process succeeded).
