@@ -177,6 +177,8 @@ TEST(DataStream, BadInputIsNamedOrCounted) {
     StreamingCorpus st(bad, o);
     EXPECT_EQ(first_samples(st, 4), (std::vector<std::string>{"MKT", "MKV", "MKT", "MKV"}));
     EXPECT_EQ(st.skipped_records(), 1u);
+    first_samples(st, 9);  // four passes over the file: the bad line is still one skipped record
+    EXPECT_EQ(st.skipped_records(), 1u);
   }
   // A streamed set cannot be evaluated (it has no end).
   StreamingCorpus st(source_path("data/proteins_sample.fasta"), stream_options(8));

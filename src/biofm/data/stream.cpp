@@ -16,7 +16,7 @@ namespace biofm {
 StreamingCorpus::StreamingCorpus(const std::string& spec, const StreamOptions& options)
     : spec_(spec), opt_(options) {
   if (opt_.buffer < 1) fail("dataset.shuffle_buffer must be at least 1, got ", opt_.buffer);
-  if (opt_.buffer > (uint64_t(1) << 31)) fail("dataset.shuffle_buffer must be below 2^31, got ", opt_.buffer);
+  if (opt_.buffer > (uint64_t(1) << 31)) fail("dataset.shuffle_buffer must be at most 2^31, got ", opt_.buffer);
   if (opt_.window_max_seq_length) {
     CausalLmOptions c;
     c.max_seq_length = opt_.window_max_seq_length;
@@ -65,7 +65,8 @@ std::string StreamingCorpus::next_item() const {
   while (pending_.empty()) {
     if (!reader_) open_next_file();
     if (!reader_->next(rec_)) {
-      skipped_ += reader_->skipped_empty() + reader_->skipped_malformed();
+      // (counted in the first pass only: later passes skip the same records again)
+      if (pass_.load() == 0) skipped_ += reader_->skipped_empty() + reader_->skipped_malformed();
       reader_.reset();
       continue;
     }
