@@ -131,13 +131,8 @@ int cmd_bench_data(int argc, char** argv) {
     po.verify_checksums = !f.has("--no-verify");
     corpus = std::make_unique<PreparedCorpus>(data, po);
   } else if (f.has("--streaming")) {
-    StreamOptions so;
-    so.buffer = uint64_t(f.get_int("--shuffle-buffer", 10000, 1, 1LL << 31));
-    if (family.objective == Objective::CausalLM) {
-      so.window_max_seq_length = o.max_seq_length;
-      so.window_stride = o.stride;
-    }
-    corpus = std::make_unique<StreamingCorpus>(data, so);
+    const uint64_t buffer = uint64_t(f.get_int("--shuffle-buffer", 10000, 1, 1LL << 31));
+    corpus = std::make_unique<StreamingCorpus>(data, stream_options(o, family.objective == Objective::CausalLM, buffer));
   } else {
     corpus = std::make_unique<SequenceDataset>(SequenceDataset::load(data));
   }

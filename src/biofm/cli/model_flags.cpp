@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <new>
 #include <sstream>
 
@@ -70,18 +71,15 @@ FlagSpec split_flag() {
 
 SequenceDataset load_sequences(const Flags& f, const std::string& input, const Tokenizer& tok) {
   if (!is_prepared_dir(input)) {
-    if (f.has("--split")) fail("--split applies to a prepared directory (biofm prepare); ", input, " is not one");
-    return SequenceDataset::load(input, reader_options(f));
+    const auto no_split = [&] {
+      if (f.has("--split")) fail("--split applies to a prepared directory (biofm prepare); ", input, " is not one");
+    };
+    if (std::filesystem::exists(input)) no_split();  // before reading it (a missing input is the reader's to name)
+    SequenceDataset data = SequenceDataset::load(input, reader_options(f));
+    no_split();  // a glob or a list
+    return data;
   }
-  const std::string split = f.get("--split", "train");
-  if (split != "train" && split != "val" && split != "test") fail("--split must be train, val or test, got '", split, "'");
-  PreparedOpenOptions o;
-  o.split = split;
-  o.verify_checksums = false;
-  const std::string held = PreparedCorpus(input, o).tokenizer();
-  if (held != tokenizer_name(tok))
-    fail("prepared dataset ", input, " was tokenized with the ", held, " tokenizer, but the model uses ", tokenizer_name(tok));
-  return read_prepared_split(input, split);
+  return read_prepared_split(input, f.get("--split", "train"), tok);
 }
 
 ReaderOptions reader_options(const Flags& f) {

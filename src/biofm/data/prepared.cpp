@@ -150,12 +150,15 @@ uint64_t PreparedCorpus::append_tokens(uint64_t i, uint64_t start, uint64_t n, c
   return unknown;
 }
 
-SequenceDataset read_prepared_split(const std::string& dir, const std::string& split) {
+SequenceDataset read_prepared_split(const std::string& dir, const std::string& split, const Tokenizer& expected) {
   PreparedOpenOptions o;
   o.split = split;
   o.cluster_sampling = false;
   PreparedCorpus c(dir, o);
-  const Tokenizer& tok = tokenizer_named(c.tokenizer());
+  if (c.tokenizer() != tokenizer_name(expected))
+    fail("prepared dataset ", dir, " was tokenized with the ", c.tokenizer(), " tokenizer, but the model uses ",
+         tokenizer_name(expected));
+  const Tokenizer& tok = expected;
   // One character per id: the residue's, or for <unk> one that encodes back to <unk>.
   std::string text_of(size_t(tok.vocab_size()), '\0');
   char unk = 0;

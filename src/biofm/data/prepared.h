@@ -43,8 +43,9 @@ class SequenceDataset;
 // The records of a prepared split as a SequenceDataset (residue text decoded from the token
 // ids; an <unk> comes back as a character the tokenizer maps to <unk> again), named
 // "<split>:<index>": what embed / eval / score read when --input is a prepared directory.
-// Memory holds the split's text, as reading a file would. Checks the CRC32s first.
-SequenceDataset read_prepared_split(const std::string& dir, const std::string& split);
+// Memory holds the split's text, as reading a file would. Checks the CRC32s first, and that the
+// directory was tokenized with `expected` (the model's tokenizer).
+SequenceDataset read_prepared_split(const std::string& dir, const std::string& split, const Tokenizer& expected);
 
 class PreparedCorpus : public SequenceCorpus {
  public:

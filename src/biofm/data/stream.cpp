@@ -7,11 +7,25 @@
 
 #include "biofm/core/error.h"
 #include "biofm/core/rng.h"
+#include "biofm/data/batch_source.h"
 #include "biofm/data/causal.h"
 #include "biofm/data/input_files.h"
 #include "biofm/data/sampler.h"
 
 namespace biofm {
+
+StreamOptions stream_options(const DataOptions& d, bool causal, uint64_t buffer, const ReaderOptions& reader) {
+  StreamOptions so;
+  so.reader = reader;
+  so.seed = d.seed;
+  so.shuffle = d.shuffle;
+  so.buffer = buffer;
+  if (causal) {
+    so.window_max_seq_length = d.max_seq_length;
+    so.window_stride = d.stride;
+  }
+  return so;
+}
 
 StreamingCorpus::StreamingCorpus(const std::string& spec, const StreamOptions& options)
     : spec_(spec), opt_(options) {
@@ -84,32 +98,30 @@ std::string StreamingCorpus::next_item() const {
   return s;
 }
 
+std::string StreamingCorpus::next_sample(uint64_t k) const {
+  if (!opt_.shuffle || opt_.buffer == 1) return next_item();
+  while (buffer_.size() < opt_.buffer) buffer_.push_back(next_item());
+  const uint32_t slot = rng_below(opt_.seed, RngStream::StreamBuffer, k, 0, uint32_t(opt_.buffer));
+  std::string s = std::move(buffer_[slot]);
+  buffer_[slot] = next_item();
+  return s;
+}
+
 const std::string& StreamingCorpus::sample(uint64_t i) const {
   if (i < base_) {  // an earlier sample: replay the stream from its start
     restart();
     ++replays_;
   }
-  while (base_ + window_.size() <= i) {
-    const uint64_t k = base_ + window_.size();
-    if (!opt_.shuffle || opt_.buffer == 1) {
-      window_.push_back(next_item());
-    } else {
-      while (buffer_.size() < opt_.buffer) buffer_.push_back(next_item());
-      const uint32_t slot = rng_below(opt_.seed, RngStream::StreamBuffer, k, 0, uint32_t(opt_.buffer));
-      window_.push_back(std::move(buffer_[slot]));
-      buffer_[slot] = next_item();
-    }
-    // Samples before i are never asked for again (the cursor only moves forward).
+  for (;;) {
+    // Samples before i are never asked for again (the cursor only moves forward): dropped as
+    // they are passed, so a jump far ahead (a resume) holds no more than the buffer.
     while (base_ < i && !window_.empty()) {
       window_.pop_front();
       ++base_;
     }
+    if (i < base_ + window_.size()) return window_[size_t(i - base_)];
+    window_.push_back(next_sample(base_ + window_.size()));
   }
-  while (base_ < i) {
-    window_.pop_front();
-    ++base_;
-  }
-  return window_[size_t(i - base_)];
 }
 
 uint64_t StreamingCorpus::append_tokens(uint64_t i, uint64_t start, uint64_t n, const Tokenizer& tok,

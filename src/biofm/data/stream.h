@@ -36,6 +36,11 @@ struct StreamOptions {
   int64_t window_stride = 0;
 };
 
+struct DataOptions;
+// The stream a batcher with options `d` reads: seed and shuffle from `d`; for a causal model
+// (`causal`) records cut into d's windows.
+StreamOptions stream_options(const DataOptions& d, bool causal, uint64_t buffer, const ReaderOptions& reader = {});
+
 class StreamingCorpus : public SequenceCorpus {
  public:
   // Checks that every file of `spec` exists (expand_inputs); reading starts at the first sample.
@@ -59,6 +64,7 @@ class StreamingCorpus : public SequenceCorpus {
  private:
   const std::string& sample(uint64_t i) const;  // advances the stream to sample i
   std::string next_item() const;               // the next record (or window) read
+  std::string next_sample(uint64_t k) const;   // sample k, through the shuffle buffer
   void open_next_file() const;
   void restart() const;
 

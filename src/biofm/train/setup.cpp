@@ -179,16 +179,9 @@ std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::stri
   ro.column = cfg.dataset.column;
   ro.skip_malformed = cfg.dataset.on_error == "skip";
   if (stream) {
-    StreamOptions so;
-    so.reader = ro;
-    so.seed = uint64_t(cfg.seed);
-    so.shuffle = cfg.dataset.shuffle;
-    so.buffer = uint64_t(cfg.dataset.shuffle_buffer);
-    if (family_named(cfg.model.family).objective == Objective::CausalLM) {
-      so.window_max_seq_length = cfg.dataset.max_seq_length;
-      so.window_stride = cfg.dataset.stride;
-    }
-    return std::make_unique<StreamingCorpus>(spec, so);
+    const bool causal = family_named(cfg.model.family).objective == Objective::CausalLM;
+    return std::make_unique<StreamingCorpus>(
+        spec, stream_options(data_options(cfg), causal, uint64_t(cfg.dataset.shuffle_buffer), ro));
   }
   return std::make_unique<SequenceDataset>(SequenceDataset::load(spec, ro));
 }
@@ -215,11 +208,7 @@ std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val) {
       if (is_prepared_dir(e))
         fail("dataset path '", spec, "': the prepared dataset ", e,
              " can only be given alone, or blended with the others through dataset.weights");
-  if (stream && entries.size() == 1 && is_prepared_dir(spec)) return load_one(cfg, spec, split);  // mapped: streams already
-  if (stream)
-    for (const auto& e : entries)
-      if (is_prepared_dir(e)) fail("dataset path '", spec, "': with dataset.streaming, list raw files only (", e, " is prepared)");
-  return load_one(cfg, spec, split, stream);
+  return load_one(cfg, spec, split, stream);  // (a prepared directory is mapped, streaming or not)
 }
 
 std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceCorpus& data) {
