@@ -1,6 +1,6 @@
-// Block-scaled numerics on the GPU (Hopper's emulated Float8BlockScaling / MXFP8 / NVFP4) bit for
-// bit against the CPU reference (ops/blockscale/op.h), and emulated training on CUDA against
-// bf16 within the recipes' tolerance.
+// Block-scaled numerics on the GPU bit for bit against the CPU reference (ops/blockscale/op.h):
+// Hopper's emulated MXFP8 / NVFP4, the native Float8BlockScaling codes and layers; training on
+// CUDA with each recipe against bf16 within the recipes' tolerance.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "biofm/data/dataset.h"
 #include "biofm/models/llama/model.h"
 #include "biofm/ops/blockscale/op.h"
+#include "biofm/ops/gemm/op.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
 #include "cuda_test_util.h"
@@ -124,8 +125,10 @@ std::vector<double> llama_curve(const std::vector<ops::LayerQuant>& layers) {
 
 }  // namespace
 
-// Emulated on Hopper: each block-scaled recipe tracks bf16 within 5% per 20-step window.
-TEST(CudaBlockScale, EmulatedTrainingTracksBf16) {
+// Each block-scaled recipe tracks bf16 within 5% per 20-step window: Float8BlockScaling on the
+// native block-scaled GEMMs (every projection of this model is a multiple of 128: nothing runs
+// emulated), MXFP8 and NVFP4 emulated.
+TEST(CudaBlockScale, TrainingTracksBf16) {
   BIOFM_REQUIRE_GPU();
   const std::vector<double> bf16 = llama_curve({});
   ops::LayerQuant block, mx, fp4;
@@ -135,13 +138,121 @@ TEST(CudaBlockScale, EmulatedTrainingTracksBf16) {
   fp4.format = ops::LayerFormat::Fp4;
   for (const auto& [name, q] : {std::pair<const char*, ops::LayerQuant>{"Float8BlockScaling", block},
                                 {"MXFP8BlockScaling", mx}, {"NVFP4BlockScaling", fp4}}) {
+    const int64_t emulated_before = ops::cuda::fp8_block_emulated_calls();
     const std::vector<double> curve = llama_curve(std::vector<ops::LayerQuant>(4, q));
+    if (q.scaling == ops::Fp8Scaling::Block)
+      EXPECT_EQ(ops::cuda::fp8_block_emulated_calls(), emulated_before) << "Float8BlockScaling ran emulated";
     for (size_t w = 0; w < bf16.size(); ++w) {
       const double rel = std::fabs(curve[w] - bf16[w]) / bf16[w];
-      std::printf("[%s emulated] steps %3zu-%3zu  bf16 %.4f  quantized %.4f  rel %.4f\n", name, w * 20 + 1,
+      std::printf("[%s] steps %3zu-%3zu  bf16 %.4f  quantized %.4f  rel %.4f\n", name, w * 20 + 1,
                   w * 20 + 20, bf16[w], curve[w], rel);
       EXPECT_LT(rel, 0.05) << name << " window " << w;
     }
     EXPECT_LT(curve.back(), curve.front() - 0.2) << name;
   }
+}
+
+// ---- Native Float8BlockScaling (cuBLASLt's block-scaled FP8 GEMMs).
+
+namespace {
+
+std::vector<uint8_t> bytes_of(const Tensor& t) {
+  cuda_ctx::synchronize();
+  Tensor h = t.device() == Device::CPU ? t : t.to(Device::CPU);
+  std::vector<uint8_t> b(size_t(h.numel()));
+  std::memcpy(b.data(), h.raw(), b.size());
+  return b;
+}
+
+}  // namespace
+
+// The codes and scales the native GEMMs read: every form, bit for bit the CPU's, and decoding
+// them gives block_fake_quantize's values (checked on the CPU in tests/ops).
+TEST(CudaBlockScale, BlockCodesMatchCpuBitForBit) {
+  BIOFM_REQUIRE_GPU();
+  for (const bool weight_2d : {false, true}) {
+    const int64_t R = weight_2d ? 256 : 300;  // 300: the last 128-row tile is partial
+    Tensor x = randn({R, 384}, 61, 2.0f);
+    x.f32()[5] = 3000.0f;  // an outlier in one tile
+    for (int64_t c = 0; c < 384; ++c) x.f32()[2 * 384 + c] = 0.0f;  // an all-zero row
+    for (const DType dt : {DType::F32, DType::BF16})
+      for (const Fp8Type t : {Fp8Type::E4M3, Fp8Type::E5M2})
+        for (const bool pow2 : {true, false}) {
+          const std::string name = std::string(weight_2d ? "128x128 " : "tiles ") + dtname(dt) + " " +
+                                   ops::fp8_type_name(t) + (pow2 ? " pow2" : " f32");
+          Tensor xd = to_device(x, dt);
+          ops::Fp8BlockCodes gr, gc, wr, wc;
+          ops::fp8_block_quantize(&gr, &gc, xd, t, pow2, weight_2d);
+          ops::fp8_block_quantize(&wr, &wc, to_host_f32(xd), t, pow2, weight_2d);
+          EXPECT_EQ(bytes_of(gr.codes), bytes_of(wr.codes)) << name << " row codes";
+          EXPECT_EQ(bits_of(gr.scale_inv), bits_of(wr.scale_inv)) << name << " row scales";
+          EXPECT_EQ(bytes_of(gc.codes), bytes_of(wc.codes)) << name << " column codes";
+          EXPECT_EQ(bits_of(gc.scale_inv), bits_of(wc.scale_inv)) << name << " column scales";
+        }
+  }
+}
+
+// The native layer against the CPU reference (the emulation in fp32) on the same bf16 values:
+// both sides see the same quantized operands, so what differs is the order of fp32 sums and the
+// bf16 rounding of out and dx. All three GEMMs ran natively (nothing emulated); the codes kept
+// by forward serve backward.
+TEST(CudaBlockScale, NativeLinearMatchesCpuReference) {
+  BIOFM_REQUIRE_GPU();
+  const int64_t N = 300, I = 256, O = 384;  // N: a partial token tile in the weight gradient
+  const DType bf = DType::BF16;
+  Tensor x = round_to(randn({N, I}, 71), bf), w = round_to(randn({O, I}, 72, 0.1f), bf);
+  Tensor b = round_to(randn({O}, 73), bf), res = round_to(randn({N, O}, 74), bf);
+  Tensor dout = round_to(randn({N, O}, 75, 1e-3f), bf), dw0 = randn({O, I}, 76, 1e-3f), db0 = randn({O}, 77, 1e-3f);
+  for (const bool f32_scales : {false, true}) {
+    const std::string name = f32_scales ? "f32 scales" : "pow2 scales";
+    const ops::Fp8BlockRecipe recipe{Fp8Type::E4M3, Fp8Type::E5M2, f32_scales};
+    const int64_t emulated_before = ops::cuda::fp8_block_emulated_calls();
+
+    Tensor out = Tensor::empty({N, O}, DType::F32);
+    ops::linear_forward_fp8_block(out, x, w, b, res, recipe);
+    Tensor d_out = Tensor::empty({N, O}, bf, Device::CUDA);
+    poison(d_out);
+    ops::Fp8SavedInput saved;
+    ops::Fp8WeightCodes w_codes;
+    Tensor dx_dev = to_device(x, bf), dw_dev = to_device(w, bf);
+    ops::linear_forward_fp8_block(d_out, dx_dev, dw_dev, to_device(b, bf), to_device(res, bf), recipe, &saved,
+                                  &w_codes);
+    EXPECT_TRUE(close(name + " out", to_host_f32(d_out), out, tol(bf)));
+    EXPECT_TRUE(saved.codes_t.defined()) << name;
+    EXPECT_TRUE(w_codes.scale_inv_t.defined()) << name;
+
+    Tensor dx = Tensor::empty({N, I}, DType::F32), dw = dw0.clone(), db = db0.clone();
+    ops::linear_backward_fp8_block(dx, dw, db, dout, x, w, recipe);
+    Tensor d_dx = Tensor::empty({N, I}, bf, Device::CUDA);
+    poison(d_dx);
+    Tensor d_dw = dw0.to(Device::CUDA), d_db = db0.to(Device::CUDA);
+    ops::linear_backward_fp8_block(d_dx, d_dw, d_db, to_device(dout, bf), dx_dev, dw_dev, recipe, &saved, &w_codes);
+    EXPECT_TRUE(close(name + " dx", to_host_f32(d_dx), dx, tol(bf)));
+    EXPECT_TRUE(close(name + " dw", minus(to_host_f32(d_dw), dw0), minus(dw, dw0), 1e-4));
+    EXPECT_TRUE(close(name + " dbias", minus(to_host_f32(d_db), db0), minus(db, db0), 1e-5));
+    EXPECT_EQ(ops::cuda::fp8_block_emulated_calls(), emulated_before) << name << ": a GEMM ran emulated";
+
+    // Without the kept codes, backward quantizes again: the same gradients bit for bit.
+    Tensor d_dx2 = Tensor::empty({N, I}, bf, Device::CUDA), d_dw2 = dw0.to(Device::CUDA), none;
+    ops::linear_backward_fp8_block(d_dx2, d_dw2, none, to_device(dout, bf), dx_dev, dw_dev, recipe);
+    EXPECT_EQ(bytes_of(d_dx2), bytes_of(d_dx)) << name;
+    EXPECT_EQ(bits_of(d_dw2), bits_of(d_dw)) << name;
+  }
+}
+
+// Shapes the native GEMMs do not take (features not multiples of 128) run emulated, with the
+// same numerics as the CPU reference.
+TEST(CudaBlockScale, OtherShapesRunEmulated) {
+  BIOFM_REQUIRE_GPU();
+  const int64_t N = 64, I = 192, O = 320;
+  const DType bf = DType::BF16;
+  Tensor x = round_to(randn({N, I}, 81), bf), w = round_to(randn({O, I}, 82, 0.1f), bf), none;
+  const ops::Fp8BlockRecipe recipe;
+  Tensor out = Tensor::empty({N, O}, DType::F32);
+  ops::linear_forward_fp8_block(out, x, w, none, none, recipe);
+  const int64_t before = ops::cuda::fp8_block_emulated_calls();
+  Tensor d_out = Tensor::empty({N, O}, bf, Device::CUDA);
+  ops::linear_forward_fp8_block(d_out, to_device(x, bf), to_device(w, bf), none, none, recipe);
+  EXPECT_EQ(ops::cuda::fp8_block_emulated_calls(), before + 1);
+  EXPECT_TRUE(close("out", to_host_f32(d_out), out, tol(bf)));
 }

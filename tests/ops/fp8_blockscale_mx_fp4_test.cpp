@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "biofm/ops/blockscale/op.h"
+#include "biofm/ops/gemm/op.h"
 #include "testing.h"
 
 using namespace biofm;
@@ -197,4 +198,80 @@ TEST(OpsNvfp4, HadamardTransformKeepsTheProduct) {
   for (int r = 0; r < 16; ++r) EXPECT_EQ(std::fabs(he.f32()[r]), 0.25f);
   Tensor odd = Tensor::zeros({10, 2}, DType::F32);
   EXPECT_THROW(cpu::hadamard16_rows(odd, odd, 1), Error);
+}
+
+// Float8BlockScaling codes for the native GEMMs (fp8_block_quantize): decoded, each form gives
+// block_fake_quantize's values for its tiling (1×128 along C; 128×1 along R, transposed; 128×128
+// for weights), the scales sit k-block-major, and padding rows are zero codes.
+TEST(OpsFloat8BlockScaling, CodesDecodeToTheFakeQuantizedValues) {
+  const int64_t R = 200, C = 256;  // R: one full and one partial tile of 128 rows
+  Tensor x = randn({R, C}, 91, 3.0f);
+  x.f32()[C + 7] = 1e4f;  // an outlier: only its own tiles get a small scale
+  for (const Fp8Type t : {Fp8Type::E4M3, Fp8Type::E5M2})
+    for (const bool pow2 : {true, false}) {
+      const BlockScaleKind kind = pow2 ? BlockScaleKind::F32Pow2 : BlockScaleKind::F32;
+      Fp8BlockCodes rows, cols;
+      cpu::fp8_block_quantize(&rows, &cols, x, t, pow2, false);
+      ASSERT_EQ(rows.codes.shape(), (Shape{R, C}));
+      ASSERT_EQ(rows.scale_inv.shape(), (Shape{C / 128, R}));
+      ASSERT_EQ(cols.codes.shape(), (Shape{C, 256}));
+      ASSERT_EQ(cols.scale_inv.shape(), (Shape{2, C}));
+      const Tensor want_rows = fq(x, {kind, t, 1, 128}), want_cols = fq(x, {kind, t, 128, 1});
+      const uint8_t* rq = static_cast<const uint8_t*>(rows.codes.raw());
+      const uint8_t* cq = static_cast<const uint8_t*>(cols.codes.raw());
+      int64_t mismatches = 0;
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t c = 0; c < C; ++c) {
+          const float vr = fp8_decode(rq[r * C + c], t) * rows.scale_inv.f32()[(c / 128) * R + r];
+          const float vc = fp8_decode(cq[c * 256 + r], t) * cols.scale_inv.f32()[(r / 128) * C + c];
+          mismatches += vr != want_rows.f32()[r * C + c];
+          mismatches += vc != want_cols.f32()[r * C + c];
+        }
+      EXPECT_EQ(mismatches, 0) << fp8_type_name(t) << (pow2 ? " pow2" : " f32");
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t r = R; r < 256; ++r) ASSERT_EQ(cq[c * 256 + r], 0) << "padding row " << r;
+      // The outlier's row tile has a much smaller scale than its neighbour row's.
+      EXPECT_GT(rows.scale_inv.f32()[1], 100.0f * rows.scale_inv.f32()[0]);
+    }
+  // Weights: one scale per 128×128 block, repeated per row in both forms.
+  Tensor w = randn({256, 384}, 92, 0.05f);
+  w.f32()[130 * 384 + 300] = 4.0f;  // block (1, 2)
+  Fp8BlockCodes rows, cols;
+  cpu::fp8_block_quantize(&rows, &cols, w, Fp8Type::E4M3, true, true);
+  const Tensor want = fq(w, {BlockScaleKind::F32Pow2, Fp8Type::E4M3, 128, 128});
+  const uint8_t* rq = static_cast<const uint8_t*>(rows.codes.raw());
+  const uint8_t* cq = static_cast<const uint8_t*>(cols.codes.raw());
+  int64_t mismatches = 0;
+  for (int64_t r = 0; r < 256; ++r)
+    for (int64_t c = 0; c < 384; ++c) {
+      const float block_scale = rows.scale_inv.f32()[(c / 128) * 256 + (r / 128) * 128];
+      mismatches += rows.scale_inv.f32()[(c / 128) * 256 + r] != block_scale;
+      mismatches += cols.scale_inv.f32()[(r / 128) * 384 + c] != block_scale;
+      mismatches += fp8_decode(rq[r * 384 + c], Fp8Type::E4M3) * block_scale != want.f32()[r * 384 + c];
+      mismatches += fp8_decode(cq[c * 256 + r], Fp8Type::E4M3) * block_scale != want.f32()[r * 384 + c];
+    }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(rows.scale_inv.f32()[2 * 256 + 128], 10.0f * rows.scale_inv.f32()[2 * 256]);
+  // Shapes the GEMMs cannot take are refused.
+  Fp8BlockCodes bad;
+  EXPECT_THROW(cpu::fp8_block_quantize(&bad, nullptr, randn({4, 100}, 1), Fp8Type::E4M3, true, false), Error);
+  EXPECT_THROW(cpu::fp8_block_quantize(&bad, nullptr, randn({100, 128}, 1), Fp8Type::E4M3, true, true), Error);
+}
+
+// The Float8BlockScaling layer's reference: the emulation, exactly (the model's CPU path).
+TEST(OpsFloat8BlockScaling, LinearReferenceIsTheEmulation) {
+  const int64_t N = 10, I = 128, O = 256;
+  Tensor x = randn({N, I}, 93), w = randn({O, I}, 94, 0.1f), b = randn({O}, 95), none;
+  Fp8BlockRecipe r;
+  Tensor out = Tensor::empty({N, O}, DType::F32), want = Tensor::empty({N, O}, DType::F32);
+  linear_forward_fp8_block(out, x, w, b, none, r);
+  linear_forward(want, fq(x, {BlockScaleKind::F32Pow2, Fp8Type::E4M3, 1, 128}),
+                 fq(w, {BlockScaleKind::F32Pow2, Fp8Type::E4M3, 128, 128}), b, none);
+  for (int64_t i = 0; i < out.numel(); ++i) ASSERT_EQ(out.f32()[i], want.f32()[i]) << i;
+  // and it is not the unquantized layer
+  Tensor plain = Tensor::empty({N, O}, DType::F32);
+  linear_forward(plain, x, w, b, none);
+  double diff = 0;
+  for (int64_t i = 0; i < out.numel(); ++i) diff = std::max(diff, double(std::fabs(out.f32()[i] - plain.f32()[i])));
+  EXPECT_GT(diff, 1e-3);
 }

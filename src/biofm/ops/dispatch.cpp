@@ -34,6 +34,16 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
                          const Tensor& dout_amax, const Fp8WeightCodes* w_codes) {
   BIOFM_DISPATCH(x.device(), linear_backward_fp8, dx, dw, dbias, dout, x, w, recipe, saved, dout_amax, w_codes);
 }
+void linear_forward_fp8_block(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                              const Tensor& residual, const Fp8BlockRecipe& recipe, Fp8SavedInput* save,
+                              Fp8WeightCodes* w_codes) {
+  BIOFM_DISPATCH(x.device(), linear_forward_fp8_block, out, x, w, bias, residual, recipe, save, w_codes);
+}
+void linear_backward_fp8_block(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
+                               const Tensor& w, const Fp8BlockRecipe& recipe, const Fp8SavedInput* saved,
+                               const Fp8WeightCodes* w_codes) {
+  BIOFM_DISPATCH(x.device(), linear_backward_fp8_block, dx, dw, dbias, dout, x, w, recipe, saved, w_codes);
+}
 
 // ---- norm
 

@@ -17,6 +17,10 @@ ParamRef::ParamRef(const ParamStore& store, const std::vector<std::string>& name
   count_ = names.size();
 }
 
+namespace {
+ops::Fp8BlockRecipe block_recipe(const ops::LayerQuant& q) { return {q.fwd, q.bwd, q.block_f32_scales}; }
+}  // namespace
+
 bool Linear::fp8() const {
   const ops::LayerQuant* q = ctx_ ? ctx_->quant_of(layer_) : nullptr;
   return q && q->format == LayerFormat::Fp8 && (q->scaling == Fp8Scaling::Current || q->scaling == Fp8Scaling::Delayed);
@@ -56,6 +60,8 @@ void Linear::forward(Tensor& out, const Tensor& x, const Tensor& residual, ops::
     return ops::linear_forward_fp8(out, x, w, b, residual, {q->fwd, q->bwd}, save, x_amax, codes(w));
   if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Delayed)
     return forward_delayed(out, x, w, b, residual, *q, save, x_amax);
+  if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Block)
+    return ops::linear_forward_fp8_block(out, x, w, b, residual, block_recipe(*q), save, codes(w));
   forward_emulated(out, x, w, b, residual, *q);
 }
 
@@ -71,6 +77,8 @@ void Linear::backward(Tensor& dx, const Tensor& dout, const Tensor& x, const ops
     return ops::linear_backward_fp8(dx, dw, db, dout, x, w, {q->fwd, q->bwd}, saved, dout_amax, codes(w));
   if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Delayed)
     return backward_delayed(dx, dw, db, dout, x, w, *q, saved, dout_amax);
+  if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Block)
+    return ops::linear_backward_fp8_block(dx, dw, db, dout, x, w, block_recipe(*q), saved, codes(w));
   backward_emulated(dx, dw, db, dout, x, w, *q);
 }
 
@@ -135,8 +143,10 @@ void Linear::backward_delayed(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& 
                            codes(w));
 }
 
-// ---- Block-scaled recipes, emulated: each GEMM operand quantized and dequantized with blocks
-// along that GEMM's contraction dimension (the weight's 2D blocks serve both of its GEMMs).
+// ---- MXFP8 and NVFP4, emulated (no Hopper tensor-core path): each GEMM operand quantized and
+// dequantized with blocks along that GEMM's contraction dimension (a weight's 2D blocks serve
+// both of its GEMMs). Float8BlockScaling runs through ops::linear_*_fp8_block instead; its CPU
+// version is the same emulation.
 
 namespace {
 

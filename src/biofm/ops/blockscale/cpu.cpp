@@ -109,16 +109,9 @@ float e2m1_stochastic(float v, float u) {
   return u < p_hi ? hi : lo;
 }
 
-}  // namespace
-
-void block_fake_quantize(Tensor& out, const Tensor& x, const BlockQuant& q) {
-  const char* op = "block_fake_quantize";
+// x (F32 or BF16, CPU) as floats.
+std::vector<float> float_values(const Tensor& x, const char* op) {
   if (!x.defined() || x.device() != Device::CPU) fail(op, ": x must be a CPU tensor");
-  require_f32(out, op, "out");
-  if (out.numel() != x.numel()) fail(op, ": out ", out.describe(), " must match x ", x.describe());
-  if (q.block_rows < 1 || q.block_cols < 1) fail(op, ": block sizes must be positive");
-  const int64_t C = x.dim() ? x.size(-1) : 1;
-  const int64_t R = C ? x.numel() / C : 0;
   std::vector<float> v(size_t(x.numel()));
   if (x.dtype() == DType::F32)
     std::copy(x.f32(), x.f32() + x.numel(), v.begin());
@@ -126,7 +119,19 @@ void block_fake_quantize(Tensor& out, const Tensor& x, const BlockQuant& q) {
     for (int64_t i = 0; i < x.numel(); ++i) v[size_t(i)] = bf16_to_f32(x.bf()[i]);
   else
     fail(op, ": x must be F32 or BF16, got ", x.describe());
+  return v;
+}
 
+}  // namespace
+
+void block_fake_quantize(Tensor& out, const Tensor& x, const BlockQuant& q) {
+  const char* op = "block_fake_quantize";
+  require_f32(out, op, "out");
+  if (out.numel() != x.numel()) fail(op, ": out ", out.describe(), " must match x ", x.describe());
+  if (q.block_rows < 1 || q.block_cols < 1) fail(op, ": block sizes must be positive");
+  const int64_t C = x.dim() ? x.size(-1) : 1;
+  const int64_t R = C ? x.numel() / C : 0;
+  const std::vector<float> v = float_values(x, op);
   float tensor_enc = 1.0f;  // NVFP4's S_enc
   if (q.kind == BlockScaleKind::Nvfp4) {
     float amax = 0.0f;
@@ -175,6 +180,54 @@ void block_fake_quantize(Tensor& out, const Tensor& x, const BlockQuant& q) {
           o[i] = e * dec;
         }
     }
+}
+
+void fp8_block_quantize(Fp8BlockCodes* rows, Fp8BlockCodes* cols, const Tensor& x, Fp8Type t, bool pow2_scales,
+                        bool weight_2d) {
+  const char* op = "fp8_block_quantize";
+  const std::vector<float> v = float_values(x, op);
+  const int64_t C = x.dim() ? x.size(-1) : 1;
+  const int64_t R = C ? x.numel() / C : 0;
+  if (C % 128) fail(op, ": x needs a multiple of 128 columns, got ", x.describe());
+  if (weight_2d && R % 128) fail(op, ": 128x128 blocks need a multiple of 128 rows, got ", x.describe());
+  const int64_t Rp = (R + 127) / 128 * 128, KB = C / 128, RB = Rp / 128;
+  const float elem_max = fp8_max(t);
+  auto enc_of = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {  // of the block [r0, r1) x [c0, c1)
+    float m = 0.0f;
+    for (int64_t r = r0; r < std::min(r1, R); ++r)
+      for (int64_t c = c0; c < c1; ++c) m = std::max(m, std::fabs(v[size_t(r * C + c)]));
+    return scale_f32(m, elem_max, pow2_scales);
+  };
+  std::vector<float> enc2d;  // weight_2d: enc of block (rb, kb) at rb * KB + kb
+  if (weight_2d)
+    for (int64_t rb = 0; rb < RB; ++rb)
+      for (int64_t kb = 0; kb < KB; ++kb) enc2d.push_back(enc_of(rb * 128, rb * 128 + 128, kb * 128, kb * 128 + 128));
+  if (rows) {  // 1x128 tiles along C (or the 128x128 block's scale)
+    rows->codes = Tensor::empty({R, C}, DType::U8, Device::CPU);
+    rows->scale_inv = Tensor::empty({KB, R}, DType::F32, Device::CPU);
+    uint8_t* q = static_cast<uint8_t*>(rows->codes.raw());
+    float* s = rows->scale_inv.f32();
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t kb = 0; kb < KB; ++kb) {
+        const int64_t c0 = kb * 128;
+        const float enc = weight_2d ? enc2d[size_t(r / 128 * KB + kb)] : enc_of(r, r + 1, c0, c0 + 128);
+        s[kb * R + r] = 1.0f / enc;
+        for (int64_t c = c0; c < c0 + 128; ++c) q[r * C + c] = fp8_encode(v[size_t(r * C + c)] * enc, t);
+      }
+  }
+  if (cols) {  // 128x1 tiles along R, transposed (or the 128x128 block's scale)
+    cols->codes = Tensor::empty({C, Rp}, DType::U8, Device::CPU);
+    cols->scale_inv = Tensor::empty({RB, C}, DType::F32, Device::CPU);
+    uint8_t* q = static_cast<uint8_t*>(cols->codes.raw());
+    float* s = cols->scale_inv.f32();
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t rb = 0; rb < RB; ++rb) {
+        const int64_t r0 = rb * 128;
+        const float enc = weight_2d ? enc2d[size_t(rb * KB + c / 128)] : enc_of(r0, r0 + 128, c, c + 1);
+        s[rb * C + c] = 1.0f / enc;
+        for (int64_t r = r0; r < r0 + 128; ++r) q[c * Rp + r] = r < R ? fp8_encode(v[size_t(r * C + c)] * enc, t) : 0;
+      }
+  }
 }
 
 void hadamard16_rows(Tensor& out, const Tensor& x, uint64_t seed) {

@@ -181,6 +181,88 @@ __global__ void hadamard16_kernel(const T* x, T* out, int64_t R, int64_t C, Sign
   }
 }
 
+
+// ---- Float8BlockScaling codes for the native block-scaled GEMMs (op.h: fp8_block_quantize).
+// One thread block per 128x128 tile of x, staged in shared memory (fp32, rows padded to 129 so
+// that a warp reading a column hits 32 banks); one warp per row of the tile for the row-wise
+// codes, one warp per column for the transposed ones. Same arithmetic as the CPU's.
+
+constexpr int kTile = 128, kTileThreads = 256, kTilePitch = kTile + 1;
+constexpr size_t kTileBytes = size_t(kTile) * kTilePitch * sizeof(float);
+
+struct BlockCodesArgs {
+  int64_t R, C, Rp;
+  Fp8Type type;
+  bool pow2, weight_2d;
+  uint8_t *row_codes, *col_codes;  // [R, C], [C, Rp] (either may be null)
+  float *row_scale_inv, *col_scale_inv;  // [C/128, R], [Rp/128, C]
+};
+
+__device__ __forceinline__ uint8_t fp8_code_dev(float v, Fp8Type t) {
+  if (!isfinite(v)) return 0x7f;  // fp8_encode's NaN code
+  return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, t == Fp8Type::E4M3 ? __NV_E4M3 : __NV_E5M2);
+}
+
+template <class T>
+__global__ void __launch_bounds__(kTileThreads) fp8_block_codes_kernel(const T* x, BlockCodesArgs a) {
+  extern __shared__ float tile[];  // [kTile][kTilePitch]
+  __shared__ float warp_amax[kTileThreads / 32];
+  const int64_t kb = blockIdx.x, rb = blockIdx.y, r0 = rb * kTile, c0 = kb * kTile;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const float elem_max = a.type == Fp8Type::E4M3 ? 448.0f : 57344.0f;
+  // Load: 16 threads per row, 8 consecutive elements each; rows past R read as zeros.
+  float m = 0.0f;
+  for (int i = threadIdx.x; i < kTile * kTile / 8; i += kTileThreads) {
+    const int r = i / (kTile / 8), c = (i % (kTile / 8)) * 8;
+    float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (r0 + r < a.R) load_vec<8>(v, x + (r0 + r) * a.C + c0 + c);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      tile[r * kTilePitch + c + j] = v[j];
+      m = fmaxf(m, fabsf(v[j]));
+    }
+  }
+  m = warp_max(m);
+  if (lane == 0) warp_amax[warp] = m;
+  __syncthreads();
+  float enc2d = 1.0f;  // weight_2d: the scale of the whole block
+  if (a.weight_2d) {
+    float bm = 0.0f;
+    for (int w = 0; w < kTileThreads / 32; ++w) bm = fmaxf(bm, warp_amax[w]);
+    enc2d = scale_f32_dev(bm, elem_max, a.pow2);
+  }
+  if (a.row_codes) {
+    for (int r = warp; r < kTile && r0 + r < a.R; r += kTileThreads / 32) {
+      float v[4], rm = 0.0f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        v[j] = tile[r * kTilePitch + lane + 32 * j];
+        rm = fmaxf(rm, fabsf(v[j]));
+      }
+      const float enc = a.weight_2d ? enc2d : scale_f32_dev(warp_max(rm), elem_max, a.pow2);
+      uint8_t* q = a.row_codes + (r0 + r) * a.C + c0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) q[lane + 32 * j] = fp8_code_dev(v[j] * enc, a.type);
+      if (lane == 0) a.row_scale_inv[kb * a.R + r0 + r] = 1.0f / enc;
+    }
+  }
+  if (a.col_codes) {
+    for (int c = warp; c < kTile; c += kTileThreads / 32) {
+      float v[4], cm = 0.0f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        v[j] = tile[(lane + 32 * j) * kTilePitch + c];
+        cm = fmaxf(cm, fabsf(v[j]));
+      }
+      const float enc = a.weight_2d ? enc2d : scale_f32_dev(warp_max(cm), elem_max, a.pow2);
+      uint8_t* q = a.col_codes + (c0 + c) * a.Rp + r0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) q[lane + 32 * j] = r0 + lane + 32 * j < a.R ? fp8_code_dev(v[j] * enc, a.type) : 0;
+      if (lane == 0) a.col_scale_inv[rb * a.C + c0 + c] = 1.0f / enc;
+    }
+  }
+}
+
 }  // namespace
 
 void block_fake_quantize(Tensor& out, const Tensor& x, const BlockQuant& q) {
@@ -231,6 +313,45 @@ void hadamard16_rows(Tensor& out, const Tensor& x, uint64_t seed) {
     using T = typename decltype(tag)::type;
     hadamard16_kernel<T><<<unsigned((n + 255) / 256), 256, 0, cuda_ctx::stream()>>>(
         static_cast<const T*>(x.raw()), static_cast<T*>(out.raw()), R, C, s);
+  });
+  BIOFM_CUDA_LAUNCH_CHECK();
+}
+
+void fp8_block_quantize(Fp8BlockCodes* rows, Fp8BlockCodes* cols, const Tensor& x, Fp8Type t, bool pow2_scales,
+                        bool weight_2d) {
+  const char* op = "fp8_block_quantize";
+  require_float(x, op, "x");
+  const int64_t C = x.dim() ? x.size(-1) : 1;
+  const int64_t R = C ? x.numel() / C : 0;
+  if (C % kTile) fail(op, ": x needs a multiple of 128 columns, got ", x.describe());
+  if (weight_2d && R % kTile) fail(op, ": 128x128 blocks need a multiple of 128 rows, got ", x.describe());
+  if (!aligned16(x.raw())) fail(op, ": x must be 16-byte aligned");
+  const int64_t Rp = ceil_div(R, kTile) * kTile;
+  if (Rp / kTile > 65535) fail(op, ": too many rows (", R, ")");
+  BlockCodesArgs a{R, C, Rp, t, pow2_scales, weight_2d, nullptr, nullptr, nullptr, nullptr};
+  if (rows) {
+    rows->codes = Tensor::empty({R, C}, DType::U8, Device::CUDA);
+    rows->scale_inv = Tensor::empty({C / kTile, R}, DType::F32, Device::CUDA);
+    a.row_codes = static_cast<uint8_t*>(rows->codes.raw());
+    a.row_scale_inv = rows->scale_inv.f32();
+  }
+  if (cols) {
+    cols->codes = Tensor::empty({C, Rp}, DType::U8, Device::CUDA);
+    cols->scale_inv = Tensor::empty({Rp / kTile, C}, DType::F32, Device::CUDA);
+    a.col_codes = static_cast<uint8_t*>(cols->codes.raw());
+    a.col_scale_inv = cols->scale_inv.f32();
+  }
+  if (R == 0 || (!rows && !cols)) return;
+  dispatch_float(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    static const bool smem_raised = [] {  // more than 48 KB of dynamic shared memory, once per type
+      BIOFM_CUDA_CHECK(cudaFuncSetAttribute(fp8_block_codes_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            int(kTileBytes)));
+      return true;
+    }();
+    (void)smem_raised;
+    const dim3 grid(unsigned(C / kTile), unsigned(Rp / kTile));
+    fp8_block_codes_kernel<T><<<grid, kTileThreads, kTileBytes, cuda_ctx::stream()>>>(static_cast<const T*>(x.raw()), a);
   });
   BIOFM_CUDA_LAUNCH_CHECK();
 }

@@ -67,7 +67,26 @@ void block_fake_quantize(Tensor& out, const Tensor& x, const BlockQuant& q);
 // dtype (F32 on the CPU).
 void hadamard16_rows(Tensor& out, const Tensor& x, uint64_t seed);
 
-BIOFM_BACKENDS(block_fake_quantize, hadamard16_rows)
+// Float8BlockScaling codes for Hopper's native block-scaled FP8 GEMMs (cuBLASLt's VEC128 scale
+// mode: one fp32 dequantisation scale per 128 consecutive elements along the GEMM's contraction
+// dimension, K, of each row of an operand, stored k-block-major: scale_inv[kb · rows + r]).
+// From x [R, C] (F32 or BF16; C a multiple of 128), in one pass over x:
+//   rows (if given): codes [R, C] with scale_inv [C/128, R]: 1×128 tiles along C, the operand of
+//                    a GEMM that contracts over C;
+//   cols (if given): codes [C, Rp], xᵀ, with scale_inv [Rp/128, C]: 128×1 tiles along R, the
+//                    operand of a GEMM that contracts over R (Rp = R rounded up to 128; the rows
+//                    R..Rp read as zeros, so the last tile's scale is that of its real rows).
+// weight_2d: 128×128 blocks instead (R a multiple of 128 too): one scale per block, written
+// into both forms' per-row scales. Element codes = fp8_encode(x · enc), scale_inv = 1 / enc, enc
+// as block_fake_quantize's F32 / F32Pow2 (pow2_scales), so decoding the codes gives that
+// function's values.
+struct Fp8BlockCodes {
+  Tensor codes, scale_inv;  // U8, F32, on x's device
+};
+void fp8_block_quantize(Fp8BlockCodes* rows, Fp8BlockCodes* cols, const Tensor& x, Fp8Type t, bool pow2_scales,
+                        bool weight_2d);
+
+BIOFM_BACKENDS(block_fake_quantize, hadamard16_rows, fp8_block_quantize)
 
 // The ±1 signs hadamard16_rows applies before H16 (host; both backends use them).
 void hadamard16_signs(uint64_t seed, float signs[16]);

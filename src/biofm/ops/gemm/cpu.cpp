@@ -133,5 +133,17 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
   if (dbias.defined()) linear_backward(none, none, dbias, dout, x, w);  // from the unquantized gradient
 }
 
+void linear_forward_fp8_block(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                              const Tensor& residual, const Fp8BlockRecipe& recipe, Fp8SavedInput* /*save*/,
+                              Fp8WeightCodes* /*w_codes*/) {
+  linear_forward_fp8_block_emulated(out, x, w, bias, residual, recipe);
+}
+
+void linear_backward_fp8_block(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
+                               const Tensor& w, const Fp8BlockRecipe& recipe, const Fp8SavedInput* /*saved*/,
+                               const Fp8WeightCodes* /*w_codes*/) {
+  linear_backward_fp8_block_emulated(dx, dw, dbias, dout, x, w, recipe);
+}
+
 }  // namespace cpu
 }  // namespace biofm::ops

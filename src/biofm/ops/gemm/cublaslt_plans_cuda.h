@@ -19,10 +19,11 @@ struct GemmKey {
   int64_t a_type, b_type, cd_type, bias_type;  // cudaDataType_t
   int64_t epilogue;                            // cublasLtEpilogue_t
   int64_t fast_accum;                          // FP8 only: accumulate without periodic fp32 promotion
+  int64_t block_scaled;  // FP8 only: a_scale / b_scale are VEC128 tensors (one per 128 of K per row), not scalars
   int64_t align_a, align_b, align_c;           // bytes
   bool operator==(const GemmKey& o) const { return std::memcmp(this, &o, sizeof(GemmKey)) == 0; }
 };
-static_assert(sizeof(GemmKey) == 17 * sizeof(int64_t), "GemmKey must have no padding");
+static_assert(sizeof(GemmKey) == 18 * sizeof(int64_t), "GemmKey must have no padding");
 
 // Largest power of two (up to 256) that divides the address: cuBLASLt picks kernels that
 // assume at most this alignment.

@@ -103,7 +103,7 @@ class PlanCache {
            const void* bias, bool optional = false, const void* C = nullptr, const float* a_scale = nullptr,
            const float* b_scale = nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
-    GemmPlan& plan = get(key, bias, optional);
+    GemmPlan& plan = get(key, bias, optional, a_scale, b_scale);
     if (!plan.found) return false;
     if (a_scale)
       GEMM_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
@@ -130,19 +130,34 @@ class PlanCache {
   }
 
  private:
-  GemmPlan& get(const GemmKey& key, const void* bias, bool optional) {
+  GemmPlan& get(const GemmKey& key, const void* bias, bool optional, const float* a_scale, const float* b_scale) {
     auto it = plans_.find(key);
     if (it != plans_.end()) return *it->second;
     auto plan = std::make_unique<GemmPlan>();
-    build(*plan, key, bias, optional);
+    build(*plan, key, bias, optional, a_scale, b_scale);
     return *plans_.emplace(key, std::move(plan)).first->second;
   }
 
-  static void build(GemmPlan& p, const GemmKey& key, const void* bias, bool optional) {
+  static void build(GemmPlan& p, const GemmKey& key, const void* bias, bool optional, const float* a_scale,
+                    const float* b_scale) {
     GEMM_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), key);
     const cublasOperation_t ta_op = cublasOperation_t(key.ta), tb_op = cublasOperation_t(key.tb);
     GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta_op, sizeof(ta_op)), key);
     GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb_op, sizeof(tb_op)), key);
+    if (key.block_scaled) {
+      // cuBLASLt 13.1 offers VEC128 algorithms only when the scale pointers are already set at
+      // the heuristic query (without them: INVALID_VALUE; docs/evidence/session11): the first
+      // call's pointers go in here, every call sets its own below.
+      const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)), key);
+      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)), key);
+      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
+                                                sizeof(a_scale)),
+                 key);
+      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
+                                                sizeof(b_scale)),
+                 key);
+    }
     if (key.fast_accum) {
       const int8_t on = 1;
       GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof(on)), key);
@@ -439,7 +454,7 @@ std::string describe(const GemmKey& k) {
   os << "GEMM m=" << k.m << " n=" << k.n << " k=" << k.k << " op(A)=" << (k.ta == CUBLAS_OP_T ? "T" : "N")
      << " op(B)=" << (k.tb == CUBLAS_OP_T ? "T" : "N") << " lda=" << k.lda << " ldb=" << k.ldb
      << " ldc=" << k.ldc << " A " << type_name(k.a_type) << " B " << type_name(k.b_type) << " C/D "
-     << type_name(k.cd_type) << " epilogue " << int(k.epilogue)
+     << type_name(k.cd_type) << " epilogue " << int(k.epilogue) << (k.block_scaled ? " VEC128 scales" : "")
      << " alignments " << k.align_a << "/" << k.align_b << "/" << k.align_c;
   return os.str();
 }

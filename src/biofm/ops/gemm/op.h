@@ -40,6 +40,7 @@ struct Fp8SavedInput {
 // empties it when w changes. Without it, backward quantizes w again.
 struct Fp8WeightCodes {
   Tensor codes, codes_t, scale_inv;  // w [O, I], wᵀ [I, O]
+  Tensor scale_inv_t;                // block scaling: the scales of codes_t (per tensor: scale_inv serves both)
 };
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
                         const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),
@@ -48,6 +49,39 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
                          const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr,
                          const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr);
 
-BIOFM_BACKENDS(linear_forward, linear_backward, linear_forward_fp8, linear_backward_fp8)
+// Float8BlockScaling linear layers (Transformer Engine's DeepSeek-style recipe): x and dout in
+// 1×128 tiles along each GEMM's contraction dimension, w in 128×128 blocks, one fp32 scale per
+// tile (a power of two unless f32_scales), ops/blockscale/op.h. On Hopper the three GEMMs run on
+// cuBLASLt's block-scaled FP8 path (VEC128 scales; a weight block's scale is repeated for each of
+// its rows, which is the same arithmetic as one scale per 128×128 block). Where cuBLASLt cannot
+// (in or out features not multiples of 128, or no algorithm), the same numerics run emulated:
+// quantize-dequantize, then the bf16/fp32 GEMMs. The CPU version is that emulation in fp32, the
+// reference. dbias sums the unquantized dout. save / saved and w_codes as for linear_*_fp8.
+struct Fp8BlockRecipe {
+  Fp8Type fwd = Fp8Type::E4M3;
+  Fp8Type bwd = Fp8Type::E5M2;
+  bool f32_scales = false;
+};
+void linear_forward_fp8_block(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                              const Tensor& residual, const Fp8BlockRecipe& recipe, Fp8SavedInput* save = nullptr,
+                              Fp8WeightCodes* w_codes = nullptr);
+void linear_backward_fp8_block(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
+                               const Tensor& w, const Fp8BlockRecipe& recipe, const Fp8SavedInput* saved = nullptr,
+                               const Fp8WeightCodes* w_codes = nullptr);
+
+BIOFM_BACKENDS(linear_forward, linear_backward, linear_forward_fp8, linear_backward_fp8, linear_forward_fp8_block,
+               linear_backward_fp8_block)
+
+namespace cuda {
+// How many Float8BlockScaling GEMMs have run emulated on CUDA in this process (tests, reports).
+int64_t fp8_block_emulated_calls();
+}  // namespace cuda
+
+// The emulated Float8BlockScaling linear layers on either device (what cpu:: runs, and cuda::
+// where the native path cannot).
+void linear_forward_fp8_block_emulated(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                       const Tensor& residual, const Fp8BlockRecipe& recipe);
+void linear_backward_fp8_block_emulated(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
+                                        const Tensor& w, const Fp8BlockRecipe& recipe);
 
 }  // namespace biofm::ops
