@@ -170,15 +170,15 @@ std::vector<uint8_t> bytes_of(const Tensor& t) {
 // them gives block_fake_quantize's values (checked on the CPU in tests/ops).
 TEST(CudaBlockScale, BlockCodesMatchCpuBitForBit) {
   BIOFM_REQUIRE_GPU();
-  for (const bool weight_2d : {false, true}) {
-    const int64_t R = weight_2d ? 256 : 300;  // 300: the last 128-row tile is partial
+  for (const int64_t R : {300, 301, 256}) {  // partial last 128-row tiles; 301: a 4-row tail; 256: weights
+    const bool weight_2d = R == 256;
     Tensor x = randn({R, 384}, 61, 2.0f);
     x.f32()[5] = 3000.0f;  // an outlier in one tile
     for (int64_t c = 0; c < 384; ++c) x.f32()[2 * 384 + c] = 0.0f;  // an all-zero row
     for (const DType dt : {DType::F32, DType::BF16})
       for (const Fp8Type t : {Fp8Type::E4M3, Fp8Type::E5M2})
         for (const bool pow2 : {true, false}) {
-          const std::string name = std::string(weight_2d ? "128x128 " : "tiles ") + dtname(dt) + " " +
+          const std::string name = std::string(weight_2d ? "128x128 " : "tiles ") + std::to_string(R) + " " + dtname(dt) + " " +
                                    ops::fp8_type_name(t) + (pow2 ? " pow2" : " f32");
           Tensor xd = to_device(x, dt);
           ops::Fp8BlockCodes gr, gc, wr, wc;
@@ -186,6 +186,8 @@ TEST(CudaBlockScale, BlockCodesMatchCpuBitForBit) {
           ops::fp8_block_quantize(&wr, &wc, to_host_f32(xd), t, pow2, weight_2d);
           EXPECT_EQ(bytes_of(gr.codes), bytes_of(wr.codes)) << name << " row codes";
           EXPECT_EQ(bits_of(gr.scale_inv), bits_of(wr.scale_inv)) << name << " row scales";
+          ASSERT_EQ(gr.tail_scale_inv.defined(), R % 4 != 0) << name;
+          if (R % 4) EXPECT_EQ(bits_of(gr.tail_scale_inv), bits_of(wr.tail_scale_inv)) << name << " tail scales";
           EXPECT_EQ(bytes_of(gc.codes), bytes_of(wc.codes)) << name << " column codes";
           EXPECT_EQ(bits_of(gc.scale_inv), bits_of(wc.scale_inv)) << name << " column scales";
         }
@@ -194,17 +196,20 @@ TEST(CudaBlockScale, BlockCodesMatchCpuBitForBit) {
 
 // The native layer against the CPU reference (the emulation in fp32) on the same bf16 values:
 // both sides see the same quantized operands, so what differs is the order of fp32 sums and the
-// bf16 rounding of out and dx. All three GEMMs ran natively (nothing emulated); the codes kept
-// by forward serve backward.
+// bf16 rounding of out and dx. All three GEMMs ran natively (nothing emulated), also with a
+// token count that is not a multiple of 4 (cuBLASLt's limit: run as N - N % 4 rows plus a
+// 4-row tail); the codes kept by forward serve backward.
 TEST(CudaBlockScale, NativeLinearMatchesCpuReference) {
   BIOFM_REQUIRE_GPU();
-  const int64_t N = 300, I = 256, O = 384;  // N: a partial token tile in the weight gradient
+  const int64_t I = 256, O = 384;
   const DType bf = DType::BF16;
+  // 300 tokens: a partial token tile in the weight gradient; 301: also a 4-row tail (below)
+  for (const auto& [N, f32_scales] : {std::pair<int64_t, bool>{300, false}, {300, true}, {301, false}}) {
   Tensor x = round_to(randn({N, I}, 71), bf), w = round_to(randn({O, I}, 72, 0.1f), bf);
   Tensor b = round_to(randn({O}, 73), bf), res = round_to(randn({N, O}, 74), bf);
   Tensor dout = round_to(randn({N, O}, 75, 1e-3f), bf), dw0 = randn({O, I}, 76, 1e-3f), db0 = randn({O}, 77, 1e-3f);
-  for (const bool f32_scales : {false, true}) {
-    const std::string name = f32_scales ? "f32 scales" : "pow2 scales";
+  {
+    const std::string name = std::to_string(N) + (f32_scales ? " tokens, f32 scales" : " tokens, pow2 scales");
     const ops::Fp8BlockRecipe recipe{Fp8Type::E4M3, Fp8Type::E5M2, f32_scales};
     const int64_t emulated_before = ops::cuda::fp8_block_emulated_calls();
 
@@ -237,6 +242,7 @@ TEST(CudaBlockScale, NativeLinearMatchesCpuReference) {
     ops::linear_backward_fp8_block(d_dx2, d_dw2, none, to_device(dout, bf), dx_dev, dw_dev, recipe);
     EXPECT_EQ(bytes_of(d_dx2), bytes_of(d_dx)) << name;
     EXPECT_EQ(bits_of(d_dw2), bits_of(d_dw)) << name;
+  }
   }
 }
 

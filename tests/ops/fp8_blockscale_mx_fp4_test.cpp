@@ -233,6 +233,25 @@ TEST(OpsFloat8BlockScaling, CodesDecodeToTheFakeQuantizedValues) {
       // The outlier's row tile has a much smaller scale than its neighbour row's.
       EXPECT_GT(rows.scale_inv.f32()[1], 100.0f * rows.scale_inv.f32()[0]);
     }
+  // A row count that is not a multiple of 4: the first R4 rows' scales, then the last four's.
+  {
+    Tensor y = randn({203, 128}, 96, 3.0f);
+    Fp8BlockCodes rows, cols;
+    cpu::fp8_block_quantize(&rows, &cols, y, Fp8Type::E4M3, true, false);
+    ASSERT_EQ(rows.scale_inv.shape(), (Shape{1, 200}));
+    ASSERT_EQ(rows.tail_scale_inv.shape(), (Shape{1, 4}));
+    const Tensor want = fq(y, {BlockScaleKind::F32Pow2, Fp8Type::E4M3, 1, 128});
+    const uint8_t* q = static_cast<const uint8_t*>(rows.codes.raw());
+    int64_t mismatches = 0;
+    for (int64_t r = 0; r < 203; ++r) {
+      const float s = r < 200 ? rows.scale_inv.f32()[r] : rows.tail_scale_inv.f32()[r - 199];
+      if (r >= 199) mismatches += rows.tail_scale_inv.f32()[r - 199] != (r < 200 ? rows.scale_inv.f32()[r] : s);
+      for (int64_t c = 0; c < 128; ++c) mismatches += fp8_decode(q[r * 128 + c], Fp8Type::E4M3) * s != want.f32()[r * 128 + c];
+    }
+    EXPECT_EQ(mismatches, 0);
+    Fp8BlockCodes few;
+    EXPECT_THROW(cpu::fp8_block_quantize(&few, nullptr, randn({3, 128}, 1), Fp8Type::E4M3, true, false), Error);
+  }
   // Weights: one scale per 128×128 block, repeated per row in both forms.
   Tensor w = randn({256, 384}, 92, 0.05f);
   w.f32()[130 * 384 + 300] = 4.0f;  // block (1, 2)

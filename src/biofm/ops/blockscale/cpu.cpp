@@ -203,15 +203,19 @@ void fp8_block_quantize(Fp8BlockCodes* rows, Fp8BlockCodes* cols, const Tensor& 
     for (int64_t rb = 0; rb < RB; ++rb)
       for (int64_t kb = 0; kb < KB; ++kb) enc2d.push_back(enc_of(rb * 128, rb * 128 + 128, kb * 128, kb * 128 + 128));
   if (rows) {  // 1x128 tiles along C (or the 128x128 block's scale)
+    const int64_t R4 = R - R % 4;
+    if (R % 4 && R < 4) fail(op, ": ", R, " rows: a row count that is not a multiple of 4 must be at least 4");
     rows->codes = Tensor::empty({R, C}, DType::U8, Device::CPU);
-    rows->scale_inv = Tensor::empty({KB, R}, DType::F32, Device::CPU);
+    rows->scale_inv = Tensor::empty({KB, R4}, DType::F32, Device::CPU);
+    if (R4 != R) rows->tail_scale_inv = Tensor::empty({KB, 4}, DType::F32, Device::CPU);
     uint8_t* q = static_cast<uint8_t*>(rows->codes.raw());
     float* s = rows->scale_inv.f32();
     for (int64_t r = 0; r < R; ++r)
       for (int64_t kb = 0; kb < KB; ++kb) {
         const int64_t c0 = kb * 128;
         const float enc = weight_2d ? enc2d[size_t(r / 128 * KB + kb)] : enc_of(r, r + 1, c0, c0 + 128);
-        s[kb * R + r] = 1.0f / enc;
+        if (r < R4) s[kb * R4 + r] = 1.0f / enc;
+        if (R4 != R && r >= R - 4) rows->tail_scale_inv.f32()[kb * 4 + r - (R - 4)] = 1.0f / enc;
         for (int64_t c = c0; c < c0 + 128; ++c) q[r * C + c] = fp8_encode(v[size_t(r * C + c)] * enc, t);
       }
   }

@@ -76,12 +76,17 @@ void hadamard16_rows(Tensor& out, const Tensor& x, uint64_t seed);
 //   cols (if given): codes [C, Rp], xᵀ, with scale_inv [Rp/128, C]: 128×1 tiles along R, the
 //                    operand of a GEMM that contracts over R (Rp = R rounded up to 128; the rows
 //                    R..Rp read as zeros, so the last tile's scale is that of its real rows).
+// cuBLASLt's block-scaled GEMMs take a multiple of 4 rows only; when R is not one, the row
+// form's scale_inv covers the first R4 = R - R % 4 rows ([C/128, R4]) and tail_scale_inv
+// ([C/128, 4]) the last four (R >= 4), so that a GEMM can run as R4 rows plus 4 (see
+// gemm/fp8_block_cuda.cu).
 // weight_2d: 128×128 blocks instead (R a multiple of 128 too): one scale per block, written
 // into both forms' per-row scales. Element codes = fp8_encode(x · enc), scale_inv = 1 / enc, enc
 // as block_fake_quantize's F32 / F32Pow2 (pow2_scales), so decoding the codes gives that
 // function's values.
 struct Fp8BlockCodes {
   Tensor codes, scale_inv;  // U8, F32, on x's device
+  Tensor tail_scale_inv;    // row form with R % 4 != 0: the last four rows' scales
 };
 void fp8_block_quantize(Fp8BlockCodes* rows, Fp8BlockCodes* cols, const Tensor& x, Fp8Type t, bool pow2_scales,
                         bool weight_2d);

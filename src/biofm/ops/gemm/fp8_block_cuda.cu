@@ -7,8 +7,11 @@
 // with Np the tokens rounded up to 128 (zero codes beyond N). x and dout are tiled 1×128 along
 // K of their GEMM (fp8_block_quantize's row form, or its transposed column form for the
 // weight gradient); the weight's 128×128 block scales are written per row into both of its
-// forms. The GEMMs accumulate in fp32 without fast accumulation. Where the native path
-// cannot run (shapes, alignment, no algorithm) the emulated layer runs instead (noted once).
+// forms. The GEMMs accumulate in fp32 without fast accumulation. cuBLASLt 13.1 takes these
+// GEMMs only with M and N multiples of 4 (run_over_tokens splits the tokens) and with the scale
+// pointers set when the algorithm is chosen (cuda.cu). Where the native path cannot run
+// (shapes, alignment, no algorithm) the emulated layer runs instead (noted once).
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -60,6 +63,36 @@ void weight_codes(const Tensor& w, Fp8Type t, bool f32_scales, const Fp8WeightCo
   cuda::fp8_block_quantize(&rows, &cols, w, t, !f32_scales, /*weight_2d=*/true);
 }
 
+// D [N, m] (row-major; column-major m x N, ldc = m) = op_T(A)·B (+ bias) + beta·C over the N
+// token rows of B (b's row form, the key made for all N rows). cuBLASLt's block-scaled GEMMs
+// take a multiple of 4 token rows, so with N % 4 = t != 0 this runs the first N - t rows in
+// place and the last four into a scratch [4, m] (b.tail_scale_inv holds their scales), of which
+// the last t rows are copied into D. False (D partly written) when cuBLASLt has no algorithm.
+bool run_over_tokens(GemmKey key, const void* A, const float* a_scale, const Fp8BlockCodes& b, void* D, DType dt,
+                     float beta, const void* C, const void* bias) {
+  const int64_t N = key.n, m = key.m, k = key.k, t = N % 4, esz = int64_t(dtype_size(dt));
+  if (t && N < 4) return false;
+  if (N - t > 0) {
+    key.n = N - t;
+    if (!run_plan(key, A, b.codes.raw(), D, 1.0f, beta, bias, /*optional=*/true, C, a_scale, b.scale_inv.f32()))
+      return false;
+  }
+  if (!t) return true;
+  const Tensor tail = Tensor::empty({4, m}, dt, Device::CUDA);
+  const uint8_t* b_tail = static_cast<const uint8_t*>(b.codes.raw()) + (N - 4) * k;
+  const char* c_tail = C ? static_cast<const char*>(C) + (N - 4) * m * esz : nullptr;
+  key.n = 4;
+  key.align_b = alignment_of(b_tail);
+  key.align_c = std::min(alignment_of(tail.raw()), c_tail ? alignment_of(c_tail) : 256u);
+  if (!run_plan(key, A, b_tail, tail.raw(), 1.0f, beta, bias, /*optional=*/true, c_tail, a_scale,
+                b.tail_scale_inv.f32()))
+    return false;
+  BIOFM_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(D) + (N - t) * m * esz,
+                                   static_cast<const char*>(tail.raw()) + (4 - t) * m * esz, size_t(t * m * esz),
+                                   cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
+  return true;
+}
+
 }  // namespace
 
 int64_t fp8_block_emulated_calls() { return g_emulated_calls.load(std::memory_order_relaxed); }
@@ -69,8 +102,8 @@ void linear_forward_fp8_block(Tensor& out, const Tensor& x, const Tensor& w, con
                               Fp8WeightCodes* w_codes) {
   const auto [N, I, O] = check_linear_forward("linear_forward_fp8_block", out, x, w, bias_in, residual);
   if (save) *save = Fp8SavedInput{};
-  if (N == 0 || !native_shape(O, I, x, w)) {
-    if (N > 0) note_emulated("in / out features not multiples of 128, or unaligned tensors");
+  if (N == 0 || !native_shape(O, I, x, w) || (N % 4 && N < 4)) {
+    if (N > 0) note_emulated("in / out features not multiples of 128, fewer than 4 tokens, or unaligned tensors");
     return linear_forward_fp8_block_emulated(out, x, w, bias_in, residual, recipe);
   }
   const DType dt = x.dtype();
@@ -88,9 +121,8 @@ void linear_forward_fp8_block(Tensor& out, const Tensor& x, const Tensor& w, con
                           recipe.fwd, recipe.fwd);
   const bool residual_as_c = residual.defined() && alignment_of(residual.raw()) >= key.align_c;
   if (bias.defined()) key.epilogue = CUBLASLT_EPILOGUE_BIAS;
-  if (run_plan(key, wr.codes.raw(), xr.codes.raw(), out.raw(), 1.0f, residual_as_c ? 1.0f : 0.0f,
-               bias.defined() ? bias.raw() : nullptr, /*optional=*/true, residual_as_c ? residual.raw() : nullptr,
-               wr.scale_inv.f32(), xr.scale_inv.f32())) {
+  if (run_over_tokens(key, wr.codes.raw(), wr.scale_inv.f32(), xr, out.raw(), dt, residual_as_c ? 1.0f : 0.0f,
+                      residual_as_c ? residual.raw() : nullptr, bias.defined() ? bias.raw() : nullptr)) {
     if (residual.defined() && !residual_as_c) add_inplace(out, residual);
     if (save) *save = Fp8SavedInput{xc.codes, xc.scale_inv};
     return;
@@ -103,8 +135,8 @@ void linear_backward_fp8_block(Tensor& dx, Tensor& dw, Tensor& dbias, const Tens
                                const Tensor& w, const Fp8BlockRecipe& recipe, const Fp8SavedInput* saved,
                                const Fp8WeightCodes* w_codes) {
   const auto [N, I, O] = check_linear_backward("linear_backward_fp8_block", dx, dw, dbias, dout, x, w);
-  if (N == 0 || !native_shape(O, I, x, w) || !aligned(dout.raw(), 16)) {
-    if (N > 0) note_emulated("in / out features not multiples of 128, or unaligned tensors");
+  if (N == 0 || !native_shape(O, I, x, w) || !aligned(dout.raw(), 16) || (N % 4 && N < 4)) {
+    if (N > 0) note_emulated("in / out features not multiples of 128, fewer than 4 tokens, or unaligned tensors");
     return linear_backward_fp8_block_emulated(dx, dw, dbias, dout, x, w, recipe);
   }
   const DType dt = x.dtype();
@@ -119,8 +151,7 @@ void linear_backward_fp8_block(Tensor& dx, Tensor& dw, Tensor& dbias, const Tens
     const GemmKey key = block_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, I, N, O, O, O, I, dt, dt, wc.codes.raw(),
                                            dr.codes.raw(), dx.raw()),
                                   recipe.fwd, recipe.bwd);
-    if (!run_plan(key, wc.codes.raw(), dr.codes.raw(), dx.raw(), 1.0f, 0.0f, nullptr, /*optional=*/true, nullptr,
-                  wc.scale_inv.f32(), dr.scale_inv.f32())) {
+    if (!run_over_tokens(key, wc.codes.raw(), wc.scale_inv.f32(), dr, dx.raw(), dt, 0.0f, nullptr, nullptr)) {
       note_emulated(("no cuBLASLt algorithm for the input gradient " + describe(key)).c_str());
       linear_backward_fp8_block_emulated(dx, none, none, dout, x, w, recipe);
     }
