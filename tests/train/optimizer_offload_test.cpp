@@ -1,0 +1,152 @@
+// AdamW with its state offloaded to host memory (AdamWConfig::offload). On the CPU backend the
+// same code runs with plain host buffers, so these tests check the data flow: what goes to the
+// host, the update there, what comes back, the skip on non-finite gradients, grad_divisor and
+// clipping, a sharded optimizer, and checkpoints written with offload resuming without it and
+// the other way round. (tests/cuda/optim_offload_test.cpp runs the same on a GPU.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "biofm/models/esm2/model.h"
+#include "biofm/train/checkpoint.h"
+#include "biofm/train/optimizer.h"
+#include "train/recording_comm.h"
+
+using namespace biofm;
+
+namespace {
+
+std::string fresh_dir(const std::string& name) {
+  std::string d = testing::TempDir() + "/biofm_offload_" + name;
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+std::vector<ParamSpec> specs() {
+  std::vector<ParamSpec> s(3);
+  s[0] = {"w", {40, 30}};
+  s[1] = {"b", {30}, Init::Zeros};
+  s[1].decay = false;
+  s[2] = {"v", {1000}};
+  return s;
+}
+
+// Deterministic gradients for step t (some large, so clipping engages).
+void fill_grads(ParamStore& ps, int t) {
+  Tensor g = ps.grad_flat();
+  for (int64_t i = 0; i < g.numel(); ++i) g.f32()[i] = float(std::sin(0.37 * double(i) + t)) * (i % 7 == 0 ? 40.f : 1.f);
+}
+
+void expect_equal(const Tensor& a, const Tensor& b, const char* what) {
+  ASSERT_EQ(a.numel(), b.numel()) << what;
+  const Tensor x = a.to(DType::F32), y = b.to(DType::F32);
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.f32()[i], y.f32()[i]) << what << " [" << i << "]";
+}
+
+// Trains two stores from the same start, one optimizer offloaded: steps with clipping and a
+// grad_divisor, one with a NaN gradient (skipped), and checks that parameters, compute copy,
+// moments and norms agree exactly after every step.
+void train_both(bool compute_copy, Communicator* comm) {
+  ParamStore on(specs(), Device::CPU), off(specs(), Device::CPU);
+  for (ParamStore* ps : {&on, &off}) {
+    ps->init(5);
+    if (compute_copy) ps->enable_compute_copy();
+  }
+  AdamWConfig cfg;
+  cfg.max_grad_norm = 0.5f;
+  AdamWConfig offload_cfg = cfg;
+  offload_cfg.offload = true;
+  AdamW ref(off, cfg, comm), host(on, offload_cfg, comm);
+  ASSERT_TRUE(host.offloaded());
+  ASSERT_FALSE(ref.offloaded());
+  const int64_t n = host.shard().second - host.shard().first;
+  const int64_t master = compute_copy ? on.numel() * 4 : 0;  // (the whole store's masters move)
+  EXPECT_EQ(host.offloaded_bytes(), n * 8 + master);
+  if (compute_copy) EXPECT_NE(on.flat().raw(), off.flat().raw());
+  const Tensor divisor = Tensor::from_f32({1}, {3.0f});
+  for (int t = 1; t <= 5; ++t) {
+    fill_grads(on, t);
+    fill_grads(off, t);
+    const int64_t first = host.shard().first;  // (sharded: only this rank's shard changes)
+    if (t == 3) on.grad_flat().f32()[first + 17] = off.grad_flat().f32()[first + 17] = std::numeric_limits<float>::quiet_NaN();
+    const Tensor before = on.flat().clone();
+    ref.step(1e-2f, divisor);
+    host.step(1e-2f, divisor);
+    EXPECT_EQ(host.read_grad_norm(), ref.read_grad_norm()) << "step " << t;
+    expect_equal(on.flat(), off.flat(), "masters");
+    if (compute_copy) expect_equal(on.compute_flat(), off.compute_flat(), "compute copy");
+    for (const char* k : {"exp_avg", "exp_avg_sq"}) expect_equal(host.moment(k), ref.moment(k), k);
+    if (t == 3) {
+      EXPECT_FALSE(std::isfinite(host.read_grad_norm()));
+      expect_equal(on.flat(), before, "parameters after a skipped step");
+    } else {
+      EXPECT_NE(on.flat().f32()[first], before.f32()[first]) << "step " << t << " changed nothing";
+    }
+  }
+}
+
+}  // namespace
+
+TEST(OffloadedAdamW, UpdatesExactlyAsTheDeviceStateDoes) {
+  train_both(/*compute_copy=*/false, nullptr);
+}
+
+TEST(OffloadedAdamW, MovesTheMastersOfAMixedPrecisionStore) {
+  train_both(/*compute_copy=*/true, nullptr);
+}
+
+TEST(OffloadedAdamW, ShardedHoldsOnlyItsShardOfTheMoments) {
+  for (int rank : {0, 1}) {
+    testkit::RecordingComm comm(rank, 2);
+    train_both(/*compute_copy=*/true, &comm);
+  }
+}
+
+namespace {
+
+Esm2Config small_esm() {
+  Esm2Config c;
+  c.hidden_size = 32;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.intermediate_size = 64;
+  return c;
+}
+
+}  // namespace
+
+TEST(OffloadedAdamW, CheckpointsResumeWithOrWithoutOffload) {
+  for (bool save_offloaded : {true, false}) {
+    const std::string dir = fresh_dir(save_offloaded ? "offload_ckpt_on" : "offload_ckpt_off");
+    Esm2Model model(small_esm(), Device::CPU);
+    model.params().init(11);
+    model.params().enable_compute_copy();
+    AdamWConfig cfg;
+    cfg.offload = save_offloaded;
+    AdamW opt(model.params(), cfg);
+    for (int t = 1; t <= 2; ++t) {
+      fill_grads(model.params(), t);
+      opt.step(1e-3f);
+    }
+    save_training_checkpoint(dir, TrainerState{2, 20, "{}", "seed: 1\n"}, model, opt, 2);
+
+    Esm2Model fresh(small_esm(), Device::CPU);
+    fresh.params().enable_compute_copy();
+    AdamWConfig fresh_cfg;
+    fresh_cfg.offload = !save_offloaded;
+    AdamW fresh_opt(fresh.params(), fresh_cfg);
+    ASSERT_TRUE(resume_training_checkpoint(dir, fresh, fresh_opt).has_value());
+    EXPECT_EQ(fresh_opt.steps_taken(), 2);
+    expect_equal(fresh.params().flat(), model.params().flat(), "masters");
+    expect_equal(fresh.params().compute_flat(), model.params().compute_flat(), "compute copy");
+    for (const char* k : {"exp_avg", "exp_avg_sq"}) expect_equal(fresh_opt.moment(k), opt.moment(k), k);
+    // And the next step agrees.
+    fill_grads(model.params(), 3);
+    fill_grads(fresh.params(), 3);
+    opt.step(1e-3f);
+    fresh_opt.step(1e-3f);
+    expect_equal(fresh.params().flat(), model.params().flat(), "masters after the next step");
+  }
+}
