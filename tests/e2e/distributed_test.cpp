@@ -166,8 +166,9 @@ TEST_P(DistributedBf16Reduce, FollowsTheFp32CurveWithinBf16Rounding) {
   for (size_t i = 0; i < ra.size(); ++i) {
     for (const char* k : {"loss", "grad_norm"}) {
       const double x = rb[i][k].get<double>(), y = ra[i][k].get<double>();
-      // bf16 keeps 8 significant bits (relative rounding 2^-9 ≈ 2e-3 per element)
-      EXPECT_LE(std::abs(x - y), 1e-2 * std::abs(y)) << k << " at step " << ra[i]["step"] << ": " << x << " vs " << y;
+      // Half a bf16 ulp (2^-9 ≈ 2e-3 relative) bounds each gradient element's rounding; the
+      // norms and losses average it out (measured here: ~1e-4 and ~1e-6 over 12 steps).
+      EXPECT_LE(std::abs(x - y), 2e-3 * std::abs(y)) << k << " at step " << ra[i]["step"] << ": " << x << " vs " << y;
       if (x != y) ++differing;
     }
   }
