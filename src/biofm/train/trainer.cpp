@@ -359,11 +359,11 @@ class TrainingRun {
                              : "");
     }
     if (opt_->offloaded())
-      std::printf("optimizer state offloaded to host memory: %.2f GiB per rank (%s AdamW moments), updated by the "
+      std::printf("optimizer state offloaded to host memory: %lld bytes on rank 0 (%.2f GiB: %s), updated by the "
                   "CPU%s\n",
-                  double(opt_->offloaded_bytes()) / double(1 << 30),
-                  model_->params().has_compute_copy() ? "fp32 master weights and" : "",
-                  device_ == Device::CPU ? " (device=cpu: where it was already)" : "");
+                  (long long)opt_->offloaded_bytes(), double(opt_->offloaded_bytes()) / double(1 << 30),
+                  model_->params().has_compute_copy() ? "fp32 master weights and AdamW moments" : "AdamW moments",
+                  device_ == Device::CPU ? " (device=cpu: the state was in host memory already)" : "");
     std::fflush(stdout);
   }
 
