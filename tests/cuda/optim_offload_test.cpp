@@ -1,10 +1,15 @@
 // Optimizer-state offload on the GPU (optimizer.offload): a tiny ESM-2 trained with its AdamW
 // state in pinned host memory, updated by the CPU, follows the run whose state stays on the
-// device — the CPU AdamW does the CUDA kernel's arithmetic, so they differ by fp32 rounding at
-// most: losses within 1e-4 relative per step, master weights within 1e-5 of the largest weight
-// after every step — for bf16-mixed (masters moved to the host), fp32 and pure bf16 parameters
-// (parameters copied down and back each step); and a checkpoint written with offload resumes
-// without it (and the other way round) on the same curve.
+// device, for bf16-mixed (masters moved to the host), fp32 and pure bf16 parameters (parameters
+// copied down and back each step); and a checkpoint written with offload resumes without it (and
+// the other way round) on the same curve.
+//
+// Tolerances: the CPU AdamW does the CUDA kernel's fp32 operations (tests/cuda/optim_test.cpp: at
+// most 1 in 1000 elements not bit-identical), and the GPU run itself varies at fp32 rounding level
+// (embedding gradients are summed with atomics); a master that moves by one fp32 ulp can change
+// its bf16 compute copy by one bf16 ulp. So: losses within 1e-4 relative per step, masters within
+// 1e-4 of the largest weight after 6 steps. A wrong, missing or doubled update moves weights by
+// about lr = 2e-3, some 3e-2 of the largest weight.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,7 +31,7 @@ namespace {
 std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
 
 constexpr double kLossTol = 1e-4;    // relative, per step
-constexpr double kMasterTol = 1e-5;  // relative to the largest master weight
+constexpr double kMasterTol = 1e-4;  // relative to the largest master weight
 
 Esm2Config tiny_esm() {
   Esm2Config c;
