@@ -5,10 +5,14 @@
 // the other way round. (tests/cuda/optim_offload_test.cpp runs the same on a GPU.)
 #include <gtest/gtest.h>
 
+#include <array>
+#include <barrier>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <thread>
 
+#include "biofm/dist/comm.h"
 #include "biofm/models/esm2/model.h"
 #include "biofm/train/checkpoint.h"
 #include "biofm/train/optimizer.h"
@@ -158,4 +162,85 @@ TEST(OffloadedAdamW, CheckpointsResumeWithOrWithoutOffload) {
     fresh_opt.step(1e-3f);
     expect_equal_params(fresh.params(), model.params(), "after the next step");
   }
+}
+
+namespace {
+
+// Two ranks as two threads of this process: all-reduce and broadcast through shared memory.
+struct ThreadHub {
+  std::barrier<> meet{2};
+  std::array<Tensor*, 2> posted{};
+};
+
+class ThreadComm : public Communicator {
+ public:
+  ThreadComm(ThreadHub& hub, int rank) : hub_(hub), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return 2; }
+  std::string name() const override { return "threads"; }
+  void all_reduce_sum(Tensor& t) override {
+    post(t);
+    Tensor sum = hub_.posted[0]->clone();
+    for (int64_t i = 0; i < sum.numel(); ++i) sum.f32()[i] += hub_.posted[1]->f32()[i];
+    hub_.meet.arrive_and_wait();  // (both have read before either writes)
+    t.copy_from(sum);
+    hub_.meet.arrive_and_wait();
+  }
+  void broadcast(Tensor& t, int root) override {
+    post(t);
+    if (rank_ != root) t.copy_from(*hub_.posted[size_t(root)]);
+    hub_.meet.arrive_and_wait();
+  }
+  void reduce_sum(Tensor&, int) override { fail("ThreadComm: reduce_sum is not used here"); }
+  void broadcast_from(const Tensor&, Tensor&, int) override { fail("ThreadComm: broadcast_from is not used here"); }
+  void reduce_sum_to(const Tensor&, Tensor&, int) override { fail("ThreadComm: reduce_sum_to is not used here"); }
+
+ private:
+  void post(Tensor& t) {
+    hub_.posted[size_t(rank_)] = &t;
+    hub_.meet.arrive_and_wait();
+  }
+  ThreadHub& hub_;
+  int rank_;
+};
+
+// zero1 on two ranks, bf16-mixed store: each rank's masters after 3 steps and gather_params.
+std::array<Tensor, 2> zero_masters(bool offload, bool gather) {
+  ThreadHub hub;
+  std::array<Tensor, 2> out;
+  auto rank_main = [&](int rank) {
+    ThreadComm comm(hub, rank);
+    ParamStore ps(specs(), Device::CPU);
+    ps.init(5);
+    ps.enable_compute_copy();
+    AdamWConfig cfg;
+    cfg.offload = offload;
+    AdamW opt(ps, cfg, &comm);
+    for (int t = 1; t <= 3; ++t) {
+      fill_grads(ps, t);
+      opt.step(1e-2f);
+    }
+    if (gather) opt.gather_params();
+    out[size_t(rank)] = ps.flat().clone();
+  };
+  std::thread other(rank_main, 1);
+  rank_main(0);
+  other.join();
+  return out;
+}
+
+}  // namespace
+
+// Offloaded zero1/zero2 masters live on the host, every rank's whole copy: a checkpoint's
+// gather_params must bring each rank the others' updated shards (through device staging on GPUs).
+TEST(OffloadedAdamW, ZeroGathersEveryRanksHostMasters) {
+  const std::array<Tensor, 2> want = zero_masters(false, true), got = zero_masters(true, true);
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    expect_equal(got[size_t(r)], want[0], "gathered masters");
+  }
+  // Without the gather, rank 0's copy of rank 1's shard is still the initial one.
+  const std::array<Tensor, 2> stale = zero_masters(true, false);
+  const int64_t last = stale[0].numel() - 1;  // (in rank 1's shard, a weight of "v")
+  EXPECT_NE(stale[0].f32()[last - 20], want[0].f32()[last - 20]);
 }
