@@ -15,7 +15,8 @@
 // the moments, and in mixed precision the store's fp32 masters themselves (ParamStore::
 // move_master), live in host memory (pinned on CUDA). Each step the gradient norm and clip
 // coefficient are still computed on the device; the gradient shard and the coefficient go to
-// the host, the CPU AdamW (the same arithmetic as the CUDA kernel) updates the shard there, and
+// the host (asynchronous copies on the compute stream into pinned buffers, then the step's one
+// host synchronisation), the CPU AdamW (the CUDA kernel's arithmetic) updates the shard there, and
 // what forward reads goes back: the bf16 compute copy, or the parameters themselves when the
 // store has no separate master (fp32, pure bf16). Checkpoints see the same state either way.
 #pragma once
@@ -75,9 +76,10 @@ class AdamW {
   void update_on_host(Tensor& p, Tensor& c, const Tensor& grad, const ops::AdamWHyper& h);
   void gather_host_masters();
 
-  // Host buffers of an offloaded optimizer, [shard size] each. param: staging for the store's own
-  // parameters when they are what forward reads (no separate master); compute: the updated
-  // compute copy on its way back; clip: the clip coefficient.
+  // Host buffers of an offloaded optimizer. grad: the shard's gradients; param: the shard's
+  // parameters when the store has no separate master (they are what forward reads; undefined
+  // otherwise); compute: the shard's updated compute copy on its way back (undefined without one);
+  // clip: the clip coefficient [1]; decay_ranges: decay_ranges_ on the host.
   struct HostState {
     Tensor grad, param, compute, clip, decay_ranges;
     bool moved_master = false;
