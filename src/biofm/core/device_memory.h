@@ -16,4 +16,13 @@ void* device_alloc(size_t bytes);
 void device_free(void* ptr, size_t bytes);
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
 void device_memset_zero(void* ptr, size_t bytes);
+// Page-locked host memory: copies between it and the GPU run asynchronously, in stream order.
+void* host_alloc_pinned(size_t bytes);
+void host_free_pinned(void* ptr);
+// device_copy without waiting for a copy to the host: its bytes may be read only after
+// device_synchronize(). Host memory involved should be pinned (pageable memory makes the copy
+// synchronous). Host to host: a plain memcpy.
+void device_copy_async(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
+// Waits until everything queued on the compute stream has run.
+void device_synchronize();
 }  // namespace biofm

@@ -245,6 +245,25 @@ void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, siz
   if (dst_dev == Device::CPU) BIOFM_CUDA_CHECK(cudaStreamSynchronize(s));  // the host reads it next
 }
 
+void* host_alloc_pinned(size_t bytes) {
+  void* p = nullptr;
+  BIOFM_CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 1));
+  return p;
+}
+
+void host_free_pinned(void* ptr) { (void)cudaFreeHost(ptr); }
+
+void device_copy_async(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_dev == Device::CPU && src_dev == Device::CPU) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  BIOFM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, copy_kind(dst_dev, src_dev), cuda_ctx::stream()));
+}
+
+void device_synchronize() { cuda_ctx::synchronize(); }
+
 void device_memset_zero(void* ptr, size_t bytes) {
   if (bytes == 0) return;
   BIOFM_CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, cuda_ctx::stream()));

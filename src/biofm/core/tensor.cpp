@@ -22,9 +22,12 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
-Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
+Storage::Storage(size_t nbytes, Device dev, bool pin) : bytes(nbytes), device(dev), pinned(pin) {
   size_t alloc = nbytes ? nbytes : 1;
-  if (dev == Device::CPU) {
+  if (pinned) {
+    if (dev != Device::CPU) fail("pinned memory is host memory");
+    ptr = host_alloc_pinned(alloc);
+  } else if (dev == Device::CPU) {
     ptr = std::aligned_alloc(64, (alloc + 63) / 64 * 64);
     if (!ptr) fail("out of host memory allocating ", nbytes, " bytes");
   } else {
@@ -33,7 +36,9 @@ Storage::Storage(size_t nbytes, Device dev) : bytes(nbytes), device(dev) {
 }
 
 Storage::~Storage() {
-  if (device == Device::CPU)
+  if (pinned)
+    host_free_pinned(ptr);
+  else if (device == Device::CPU)
     std::free(ptr);
   else
     device_free(ptr, bytes ? bytes : 1);
@@ -47,6 +52,16 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   t.dtype_ = dtype;
   t.device_ = device;
   t.storage_ = std::make_shared<Storage>(t.nbytes(), device);
+  return t;
+}
+
+Tensor Tensor::pinned(const Shape& shape, DType dtype) {
+  for (int64_t d : shape)
+    if (d < 0) fail("negative dimension in shape ", shape_str(shape));
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = std::make_shared<Storage>(t.nbytes(), Device::CPU, /*pinned=*/true);
   return t;
 }
 
@@ -166,6 +181,12 @@ void Tensor::copy_from(const Tensor& src) {
     std::memcpy(raw(), src.raw(), nbytes());
   else
     device_copy(raw(), device_, src.raw(), src.device_, nbytes());
+}
+
+void Tensor::copy_from_async(const Tensor& src) {
+  if (src.numel() != numel() || src.dtype() != dtype_)
+    fail("copy_from_async: ", src.describe(), " into ", describe());
+  device_copy_async(raw(), device_, src.raw(), src.device_, nbytes());
 }
 
 void Tensor::zero_() {

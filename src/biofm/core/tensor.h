@@ -24,7 +24,8 @@ struct Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
   Device device = Device::CPU;
-  Storage(size_t bytes, Device device);
+  bool pinned = false;  // page-locked host memory (Tensor::pinned)
+  Storage(size_t bytes, Device device, bool pinned = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -35,6 +36,9 @@ class Tensor {
   Tensor() = default;
   static Tensor empty(const Shape& shape, DType dtype, Device device = Device::CPU);
   static Tensor zeros(const Shape& shape, DType dtype, Device device = Device::CPU);
+  // A CPU tensor in page-locked host memory, for asynchronous copies to and from the GPU
+  // (copy_from_async). Needs the CUDA backend.
+  static Tensor pinned(const Shape& shape, DType dtype);
   // Copies host data into a new CPU tensor.
   static Tensor from_f32(const Shape& shape, const std::vector<float>& values);
   static Tensor from_i32(const Shape& shape, const std::vector<int32_t>& values);
@@ -70,6 +74,9 @@ class Tensor {
   Tensor to(DType dtype) const;    // CPU conversion between F32 and BF16 (or self)
   Tensor clone() const;
   void copy_from(const Tensor& src);  // same numel and dtype; any devices
+  // The same queued on the compute stream without waiting: a copy to the host is complete only
+  // after device_synchronize() (core/device_memory.h). For pinned host memory.
+  void copy_from_async(const Tensor& src);
   void zero_();
   void fill_(float value);  // F32 only
 

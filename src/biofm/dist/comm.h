@@ -25,7 +25,7 @@ class Communicator {
   virtual int world_size() const = 0;
   virtual std::string name() const = 0;  // "nccl 2.28.9", "gloo (tcp)"
 
-  // t = Σ over ranks of t (F32; BF16 too on GPUs).
+  // t = Σ over ranks of t (F32 or BF16; a BF16 sum rounds to bf16 after each addition).
   virtual void all_reduce_sum(Tensor& t) = 0;
   // On `root`: t = Σ over ranks of t; elsewhere t is left as it was (or used as scratch).
   virtual void reduce_sum(Tensor& t, int root) = 0;

@@ -52,10 +52,29 @@ void sum_f32(void* out, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
 }
 
-float* f32_of(Tensor& t, const char* what) {
-  if (t.device() != Device::CPU || t.dtype() != DType::F32)
-    fail("gloo ", what, ": needs an F32 CPU tensor, got ", t.describe());
-  return t.f32();
+// BF16 (bf16_reduce): each addition in fp32, rounded to bf16, as NCCL's bf16 sum does.
+void sum_bf16(void* out, const void* a, const void* b, size_t n) {
+  bf16* o = static_cast<bf16*>(out);
+  const bf16* x = static_cast<const bf16*>(a);
+  const bf16* y = static_cast<const bf16*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = f32_to_bf16(bf16_to_f32(x[i]) + bf16_to_f32(y[i]));
+}
+
+// Points options o (Gloo's all-reduce or reduce) in place at t, F32 or BF16, summed.
+template <class Options>
+void set_sum(Options& o, Tensor& t, const char* what) {
+  if (t.device() != Device::CPU || (t.dtype() != DType::F32 && t.dtype() != DType::BF16))
+    fail("gloo ", what, ": needs an F32 or BF16 CPU tensor, got ", t.describe());
+  const size_t n = size_t(t.numel());
+  if (t.dtype() == DType::F32) {
+    o.setInput(t.f32(), n);
+    o.setOutput(t.f32(), n);
+    o.setReduceFunction(sum_f32);
+  } else {
+    o.setInput(t.bf(), n);
+    o.setOutput(t.bf(), n);
+    o.setReduceFunction(sum_bf16);
+  }
 }
 
 class GlooCommunicator : public Communicator {
@@ -96,20 +115,14 @@ class GlooCommunicator : public Communicator {
   std::string name() const override { return "gloo (tcp)"; }
 
   void all_reduce_sum(Tensor& t) override {
-    float* p = f32_of(t, "all_reduce");
     gloo::AllreduceOptions o(ctx_);
-    o.setInput(p, size_t(t.numel()));
-    o.setOutput(p, size_t(t.numel()));
-    o.setReduceFunction(sum_f32);
+    set_sum(o, t, "all_reduce");
     run([&] { gloo::allreduce(o); }, "all_reduce");
   }
   void reduce_sum(Tensor& t, int root) override {
-    float* p = f32_of(t, "reduce");
     gloo::ReduceOptions o(ctx_);
-    o.setInput(p, size_t(t.numel()));
-    o.setOutput(p, size_t(t.numel()));
+    set_sum(o, t, "reduce");
     o.setRoot(root);
-    o.setReduceFunction(sum_f32);
     run([&] { gloo::reduce(o); }, "reduce");
   }
   void broadcast_from(const Tensor& src, Tensor& dst, int root) override {

@@ -8,7 +8,7 @@
 namespace biofm {
 
 ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype, ParamShard shard)
-    : specs_(std::move(specs)) {
+    : specs_(std::move(specs)), device_(device) {
   if (dtype != DType::F32 && dtype != DType::BF16)
     fail("parameter store dtype must be F32 or BF16, got ", dtype_name(dtype));
   for (size_t i = 0; i < specs_.size(); ++i) {
@@ -152,13 +152,35 @@ void ParamStore::set_from_host_f32(const Tensor& host) {
 void ParamStore::enable_compute_copy() {
   if (flat_.dtype() != DType::F32)
     fail("a bf16 compute copy needs fp32 master parameters (this store is ", dtype_name(flat_.dtype()), ")");
-  if (!compute_.defined()) compute_ = Tensor::empty({flat_.numel()}, DType::BF16, flat_.device());
+  if (!compute_.defined()) compute_ = Tensor::empty({flat_.numel()}, DType::BF16, device_);
   refresh_compute_copy();
 }
 
 void ParamStore::refresh_compute_copy() {
   ++version_;
-  if (compute_.defined()) ops::cast(compute_, flat_);
+  if (!compute_.defined()) return;
+  if (flat_.device() == compute_.device()) {
+    ops::cast(compute_, flat_);
+    return;
+  }
+  // Masters moved to the host (move_master): cast on the device, a bounded chunk at a time.
+  const int64_t n = flat_.numel(), chunk = int64_t(1) << 24;
+  Tensor staging = Tensor::empty({std::min(n, chunk)}, DType::F32, device_);
+  for (int64_t c = 0; c < n; c += chunk) {
+    const int64_t len = std::min(chunk, n - c);
+    Tensor s = staging.flat_slice(0, {len}), dst = compute_.flat_slice(c, {len});
+    s.copy_from(flat_.flat_slice(c, {len}));
+    ops::cast(dst, s);
+  }
+}
+
+void ParamStore::move_master(Tensor dst) {
+  if (!compute_.defined()) fail("ParamStore::move_master: only with a compute copy (forward and backward read it)");
+  if (dst.numel() != flat_.numel() || dst.dtype() != flat_.dtype())
+    fail("ParamStore::move_master: ", dst.describe(), " for ", flat_.describe());
+  dst.copy_from(flat_);
+  flat_ = std::move(dst);
+  ++version_;
 }
 
 Tensor ParamStore::decay_ranges() const {
@@ -174,7 +196,7 @@ Tensor ParamStore::decay_ranges() const {
   }
   Tensor t = Tensor::empty({int64_t(r.size() / 2), 2}, DType::I64);
   for (size_t i = 0; i < r.size(); ++i) t.i64()[i] = r[i];
-  return t.to(flat_.device());
+  return t.to(device_);
 }
 
 void ParamStore::load(const SafetensorsFile& f,

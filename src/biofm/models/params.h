@@ -80,6 +80,10 @@ class ParamStore {
   void enable_compute_copy();
   // Re-derives the compute copy from the masters (after init, load or resume).
   void refresh_compute_copy();
+  // Moves the master buffer into `dst` (same numel and dtype; pinned host memory for optimizer
+  // offload): flat(), param() and every reader of the masters see it there, while forward and
+  // backward keep reading the compute copy on the store's device. Needs a compute copy.
+  void move_master(Tensor dst);
   // Mutable access counts as a change of the parameters (see version()).
   Tensor& compute_flat() { ++version_; return compute_; }  // undefined without a compute copy
   // [start, end) element ranges of the parameters that take weight decay, as I64 [R,2]
@@ -101,7 +105,7 @@ class ParamStore {
   }
   const Tensor& flat() const { return flat_; }
   const Tensor& grad_flat() const { return grad_flat_; }
-  Device device() const { return flat_.device(); }
+  Device device() const { return device_; }  // of the compute copy and gradients (the masters too unless moved)
   DType dtype() const { return flat_.dtype(); }  // of the master buffer
 
   void zero_grad() { grad_flat_.zero_(); }
@@ -178,6 +182,7 @@ class ParamStore {
   void set_from_host_f32(const Tensor& host);
 
   Tensor flat_, grad_flat_, compute_;
+  Device device_ = Device::CPU;
   uint64_t version_ = 0;
   bool sharded_ = false;
   std::pair<int64_t, int64_t> held_{0, 0};

@@ -312,6 +312,9 @@ Registry build_registry() {
   BIND(optimizer.weight_decay, .range = ge(0), .aliases = {"wd", "adamw_kwargs.weight_decay"});
   BIND(optimizer.no_decay_on_1d_and_embeddings,
        .help = "no weight decay on biases, 1-D parameters and embeddings");
+  BIND(optimizer.offload,
+       .help = "fp32 master weights and AdamW moments in host memory, updated by the CPU (for models whose "
+               "optimizer state does not fit on the GPUs; device=cpu: accepted, changes nothing)");
 
   // scheduler
   BIND(scheduler.type, .choices = {"warmup_linear", "warmup_cosine", "constant"},

@@ -79,6 +79,7 @@ struct TrainConfig {
     double eps = 1e-8;
     double weight_decay = 0.01;
     bool no_decay_on_1d_and_embeddings = false;  // OpenGenome2 parameter grouping
+    bool offload = false;  // state in host memory, updated by the CPU (train/optimizer.h)
     bool operator==(const Optimizer&) const = default;
   };
 

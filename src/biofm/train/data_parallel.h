@@ -14,7 +14,8 @@
 //   zero2: reduce each bucket only to the rank(s) owning its elements (half the all-reduce's
 //          traffic); the sharded optimizer as zero1. The gradient buffer stays full-size: the
 //          saving over zero1 is bandwidth, not memory.
-// bf16_reduce: gradients travel as bf16 (half the bytes), summed in bf16 by NCCL, widened back.
+// bf16_reduce: gradients travel as bf16 (half the bytes), summed in bf16 (NCCL; Gloo on CPUs),
+// widened back. (fsdp does the same in train/fsdp.h.)
 #pragma once
 #include <cstdint>
 #include <string>

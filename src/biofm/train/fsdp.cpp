@@ -20,8 +20,8 @@ constexpr size_t kRestSlot = 2;  // store residents 0, 1: the layer slots; 2...:
 
 }  // namespace
 
-FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model)
-    : comm_(comm), model_(model), store_(model.params()), layers_(int(model.dims().layers)) {
+FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model, bool bf16_reduce)
+    : comm_(comm), model_(model), store_(model.params()), layers_(int(model.dims().layers)), bf16_reduce_(bf16_reduce) {
   const int64_t numel = store_.numel();
   int64_t biggest = 0;
   for (int l = 0; l < layers_; ++l) {
@@ -46,6 +46,10 @@ FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model)
   }
   rest_w_ = Tensor::zeros({std::max<int64_t>(rest_numel_, 1)}, w, d);
   rest_g_ = Tensor::zeros({std::max<int64_t>(rest_numel_, 1)}, DType::F32, d);
+  if (bf16_reduce_) {
+    for (Tensor& w : wire_) w = Tensor::zeros({std::max<int64_t>(biggest, 1)}, DType::BF16, d);
+    rest_wire_ = Tensor::zeros({std::max<int64_t>(rest_numel_, 1)}, DType::BF16, d);
+  }
 
   const Range mine = AdamW::shard_of(numel, comm.rank(), comm.world_size());
   if (!store_.sharded())
@@ -110,40 +114,69 @@ void FsdpSync::ready(int layer, bool with_grads) {
   const Range r = layer_ranges_[size_t(layer)];
   ParamStore::Resident res{r.first, part_of(slot_w_[s], 0, size(r)), Tensor()};
   if (with_grads) {
-    // (the slot's previous gradients must have left before they are overwritten)
-    if (reduce_pending_[s]) comm_.wait_for(reduce_mark_[s]), reduce_pending_[s] = false;
+    settle_slot(s);  // (the slot's previous gradients must have left before they are overwritten)
     res.grad = part_of(slot_g_[s], 0, size(r));
     res.grad.zero_();
   }
   store_.set_resident(size_t(s), res);
 }
 
-void FsdpSync::reduce(int unit, const Tensor& grads) {
+void FsdpSync::reduce(int unit, const Tensor& grads, Tensor wire) {
   const int me = comm_.rank();
   const int64_t held = store_.held().first;
   Tensor& local = store_.grad_flat();
-  // The owners add what they hold (earlier micro batches'), so the reduction's result is the total.
-  int64_t at = 0;
-  for (const Range& r : ranges_of(unit)) {
-    const Range part = owned(r, me);
-    if (!empty(part)) {
-      Tensor acc = part_of(grads, at + part.first - r.first, size(part));
-      ops::add_inplace(acc, part_of(local, part.first - held, size(part)));
+  if (wire.defined()) {
+    // bf16: summed in place in the wire copy; the owners add it into their shards afterwards.
+    wire = part_of(wire, 0, grads.numel());
+    ops::cast(wire, grads);
+  } else {
+    // The owners add what they hold (earlier micro batches'), so the reduction's result is the total.
+    int64_t at = 0;
+    for (const Range& r : ranges_of(unit)) {
+      const Range part = owned(r, me);
+      if (!empty(part)) {
+        Tensor acc = part_of(grads, at + part.first - r.first, size(part));
+        ops::add_inplace(acc, part_of(local, part.first - held, size(part)));
+      }
+      at += size(r);
     }
-    at += size(r);
   }
+  const Tensor& src = wire.defined() ? wire : grads;
   comm_.group_begin();
-  at = 0;
+  int64_t at = 0;
   for (const Range& r : ranges_of(unit)) {
     for (int k = 0; k < comm_.world_size(); ++k) {
       const Range part = owned(r, k);
       if (empty(part)) continue;
-      Tensor dst = k == me ? part_of(local, part.first - held, size(part)) : Tensor();
-      comm_.reduce_sum_to(part_of(grads, at + part.first - r.first, size(part)), dst, k);
+      Tensor sent = part_of(src, at + part.first - r.first, size(part));
+      Tensor dst = k != me ? Tensor() : wire.defined() ? sent : part_of(local, part.first - held, size(part));
+      comm_.reduce_sum_to(sent, dst, k);
     }
     at += size(r);
   }
   comm_.group_end();
+}
+
+void FsdpSync::add_reduced(int unit, Tensor& scratch, const Tensor& wire) {
+  const int64_t held = store_.held().first;
+  int64_t at = 0;
+  for (const Range& r : ranges_of(unit)) {
+    const Range part = owned(r, comm_.rank());
+    if (!empty(part)) {
+      Tensor wide = part_of(scratch, at + part.first - r.first, size(part));
+      ops::cast(wide, part_of(wire, at + part.first - r.first, size(part)));
+      Tensor dst = part_of(store_.grad_flat(), part.first - held, size(part));
+      ops::add_inplace(dst, wide);
+    }
+    at += size(r);
+  }
+}
+
+void FsdpSync::settle_slot(int s) {
+  if (!reduce_pending_[s]) return;
+  comm_.wait_for(reduce_mark_[s]);
+  reduce_pending_[s] = false;
+  if (bf16_reduce_) add_reduced(slot_layer_grads_[s], slot_g_[s], wire_[s]);
 }
 
 void FsdpSync::on_event(LayerEvent e, int layer) {
@@ -166,9 +199,10 @@ void FsdpSync::on_event(LayerEvent e, int layer) {
     case LayerEvent::GradsReady: {
       if (layer == kRest) break;  // (reduced once per step, in finish)
       const int s = layer % 2;
-      reduce(layer, part_of(slot_g_[s], 0, size(layer_ranges_[size_t(layer)])));
+      reduce(layer, part_of(slot_g_[s], 0, size(layer_ranges_[size_t(layer)])), wire_[s]);
       reduce_mark_[s] = comm_.mark();
       reduce_pending_[s] = true;
+      slot_layer_grads_[s] = layer;
       if (layer - 2 >= 0) gather(layer - 2, s);
       break;
     }
@@ -195,10 +229,14 @@ void FsdpSync::skip_micro_batch() {
 }
 
 void FsdpSync::finish(Tensor& sums) {
-  reduce(kRest, rest_g_);
+  reduce(kRest, rest_g_, rest_wire_);
   comm_.all_reduce_sum(sums);
   comm_.join();
-  reduce_pending_[0] = reduce_pending_[1] = false;
+  for (int s = 0; s < 2; ++s) {  // (join: every reduction has completed)
+    if (reduce_pending_[s] && bf16_reduce_) add_reduced(slot_layer_grads_[s], slot_g_[s], wire_[s]);
+    reduce_pending_[s] = false;
+  }
+  if (bf16_reduce_) add_reduced(kRest, rest_g_, rest_wire_);
   // The optimizer changes the weights: every gathered copy is stale from here on.
   slot_layer_[0] = slot_layer_[1] = -1;
   rest_valid_ = false;
@@ -217,6 +255,10 @@ void FsdpSync::gather_full_copy(int root) {
       if (empty(part)) continue;
       Tensor src = k == me ? part_of(store_.flat(), part.first - store_.held().first, size(part)) : Tensor();
       Tensor dst = part_of(staging, part.first - c, size(part));
+      if (src.defined() && src.device() != dst.device()) {  // masters offloaded to the host
+        dst.copy_from(src);
+        src = dst;
+      }
       comm_.broadcast_from(src, dst, k);
     }
     comm_.group_end();

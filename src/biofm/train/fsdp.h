@@ -18,6 +18,10 @@
 // The step's collectives depend on nothing but the layer count, so a rank with nothing to
 // compute (no labels in a micro batch, fewer evaluation batches) replays them without compute.
 //
+// bf16_reduce: a unit's gradients are cast to bf16 before the reduction (half the bytes), summed
+// in bf16 in place, and each owner widens its part of the sum and adds it into its fp32 gradient
+// shard once the reduction has completed (before the slot is reused, or at the end of the step).
+//
 // Checkpoints and the final export gather a complete master copy into the writing rank's host
 // memory (gather_full_copy); the files are the same as for every other strategy, so a run
 // resumes under any strategy and any number of ranks.
@@ -39,7 +43,7 @@ class FsdpSync : public StepSync {
   // Shards the model's parameter store — unless it was built sharded (ParamShard), which avoids
   // ever holding the whole model — and installs the layer hook. A whole store must be identical
   // on every rank.
-  FsdpSync(Communicator& comm, LanguageModel& model);
+  FsdpSync(Communicator& comm, LanguageModel& model, bool bf16_reduce = false);
   ~FsdpSync() override;
 
   void begin_step() override;
@@ -64,7 +68,13 @@ class FsdpSync : public StepSync {
   // Makes layer l's slot resident (gathering it first if it is not there) and waits for it.
   void ready(int layer, bool with_grads);
   // Reduces a unit's gradient copy into the owners' gradient shards (adding what they hold).
-  void reduce(int unit, const Tensor& grads);
+  // bf16: through `wire` (BF16, at least grads' size); add_reduced completes it.
+  void reduce(int unit, const Tensor& grads, Tensor wire);
+  // bf16, once the reduction of `unit` through `wire` has completed: the owner's part of the sum,
+  // widened in `scratch` (the unit's F32 gradient copy, no longer needed), into its shard.
+  void add_reduced(int unit, Tensor& scratch, const Tensor& wire);
+  // Waits for slot s's gradient reduction, if one is pending, and completes it.
+  void settle_slot(int s);
   // This rank's part of [range) of a flat buffer it holds (empty when it owns none of it).
   Range owned(Range r, int rank) const;
   Tensor local_weights(Range part);  // the compute copy (or masters) of an owned part
@@ -82,6 +92,9 @@ class FsdpSync : public StepSync {
   int64_t gather_mark_[2] = {0, 0}, reduce_mark_[2] = {0, 0};
   bool gather_waited_[2] = {true, true};
   bool reduce_pending_[2] = {false, false};
+  int slot_layer_grads_[2] = {-1, -1};  // the layer whose gradients each slot's pending reduction sends
+  bool bf16_reduce_ = false;
+  Tensor wire_[2], rest_wire_;  // bf16_reduce: the gradients as sent (slots, rest)
   Tensor rest_w_, rest_g_;
   bool rest_valid_ = false;
 };

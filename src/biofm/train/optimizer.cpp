@@ -1,7 +1,9 @@
 #include "biofm/train/optimizer.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "biofm/core/device_memory.h"
 #include "biofm/dist/comm.h"
 
 namespace biofm {
@@ -25,6 +27,13 @@ Tensor slice(const Tensor& flat, std::pair<int64_t, int64_t> r) {
   return flat.defined() ? flat.flat_slice(r.first, {r.second - r.first}) : Tensor();
 }
 
+// Zeroed host memory that asynchronous copies to and from `d` can use: pinned for a GPU.
+Tensor host_buffer(const Shape& shape, DType dtype, Device d) {
+  Tensor t = d == Device::CUDA ? Tensor::pinned(shape, dtype) : Tensor::empty(shape, dtype);
+  t.zero_();
+  return t;
+}
+
 }  // namespace
 
 std::pair<int64_t, int64_t> AdamW::shard_of(int64_t numel, int rank, int world) {
@@ -36,8 +45,8 @@ AdamW::AdamW(ParamStore& params, const AdamWConfig& cfg, Communicator* shard_ove
   const Device d = params.device();
   shard_ = comm_ ? shard_of(params.numel(), comm_->rank(), comm_->world_size()) : std::pair<int64_t, int64_t>{0, params.numel()};
   const int64_t n = shard_.second - shard_.first;
-  m_ = Tensor::zeros({n}, DType::F32, d);
-  v_ = Tensor::zeros({n}, DType::F32, d);
+  m_ = cfg.offload ? host_buffer({n}, DType::F32, d) : Tensor::zeros({n}, DType::F32, d);
+  v_ = cfg.offload ? host_buffer({n}, DType::F32, d) : Tensor::zeros({n}, DType::F32, d);
   norm_ = Tensor::zeros({1}, DType::F32, d);
   clip_coef_ = Tensor::zeros({1}, DType::F32, d);
   decay_ranges_ = comm_ ? shard_ranges(params.decay_ranges(), shard_, d) : params.decay_ranges();
@@ -45,32 +54,73 @@ AdamW::AdamW(ParamStore& params, const AdamWConfig& cfg, Communicator* shard_ove
     shard_norms_ = Tensor::zeros({comm_->world_size()}, DType::F32, d);
     shard_clip_ = Tensor::zeros({1}, DType::F32, d);
   }
+  if (!cfg.offload) return;
+  host_ = std::make_unique<HostState>();
+  host_->grad = host_buffer({n}, DType::F32, d);
+  host_->clip = host_buffer({1}, DType::F32, d);
+  host_->decay_ranges = decay_ranges_.to(Device::CPU);
+  if (params.has_compute_copy()) {
+    // The masters move (all that the store holds: under zero1/zero2 the other shards too, which
+    // gather_params refreshes); forward and backward read the compute copy, which stays.
+    host_->compute = host_buffer({n}, DType::BF16, d);
+    params.move_master(host_buffer({params.held().second - params.held().first}, params.dtype(), d));
+    host_->moved_master = true;
+  } else {
+    host_->param = host_buffer({n}, params.dtype(), d);
+  }
+}
+
+int64_t AdamW::offloaded_bytes() const {
+  if (!host_) return 0;
+  const ParamStore& ps = params_;
+  return int64_t(m_.nbytes() + v_.nbytes() + (host_->moved_master ? ps.flat().nbytes() : 0));
 }
 
 void AdamW::step(float lr, const Tensor& grad_divisor) {
   ++step_;
   ops::AdamWHyper h{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, cfg_.weight_decay, step_};
-  if (!comm_) {
-    ops::grad_norm_clip_coef(norm_, clip_coef_, params_.grad_flat(), cfg_.max_grad_norm, grad_divisor);
-    ops::adamw_flat(params_.flat(), params_.compute_flat(), params_.grad_flat(), m_, v_, decay_ranges_, clip_coef_, h);
-    return;
-  }
-  // The global norm from the shards' norms: ‖(‖g_0‖, ..., ‖g_W-1‖)‖ = ‖g‖. (A sharded store,
-  // fsdp, holds just this shard: its buffers start at the shard's first element.)
+  // This rank's shard of the store's buffers (all of them when not sharded; a sharded store,
+  // fsdp, holds just this shard: its buffers start at the shard's first element).
   const std::pair<int64_t, int64_t> local{shard_.first - params_.held().first, shard_.second - params_.held().first};
   const Tensor grad = slice(params_.grad_flat(), local);
-  shard_norms_.zero_();
-  Tensor mine = shard_norms_.flat_slice(comm_->rank(), {1});
-  ops::grad_norm_clip_coef(mine, shard_clip_, grad, 0.0f);
-  comm_->all_reduce_sum(shard_norms_);
-  comm_->join();
-  ops::grad_norm_clip_coef(norm_, clip_coef_, shard_norms_, cfg_.max_grad_norm, grad_divisor);
+  if (!comm_) {
+    ops::grad_norm_clip_coef(norm_, clip_coef_, grad, cfg_.max_grad_norm, grad_divisor);
+  } else {
+    // The global norm from the shards' norms: ‖(‖g_0‖, ..., ‖g_W-1‖)‖ = ‖g‖.
+    shard_norms_.zero_();
+    Tensor mine = shard_norms_.flat_slice(comm_->rank(), {1});
+    ops::grad_norm_clip_coef(mine, shard_clip_, grad, 0.0f);
+    comm_->all_reduce_sum(shard_norms_);
+    comm_->join();
+    ops::grad_norm_clip_coef(norm_, clip_coef_, shard_norms_, cfg_.max_grad_norm, grad_divisor);
+  }
   Tensor p = slice(params_.flat(), local);
   Tensor c = slice(params_.compute_flat(), local);
-  ops::adamw_flat(p, c, grad, m_, v_, decay_ranges_, clip_coef_, h);
-  if (params_.sharded()) return;  // (fsdp gathers what each layer needs when it runs)
+  if (host_)
+    update_on_host(p, c, grad, h);
+  else
+    ops::adamw_flat(p, c, grad, m_, v_, decay_ranges_, clip_coef_, h);
+  if (!comm_ || params_.sharded()) return;  // (fsdp gathers what each layer needs when it runs)
   broadcast_shards(params_.compute_flat().defined() ? params_.compute_flat() : params_.flat());
   comm_->join();
+}
+
+void AdamW::update_on_host(Tensor& p, Tensor& c, const Tensor& grad, const ops::AdamWHyper& h) {
+  HostState& hs = *host_;
+  hs.grad.copy_from_async(grad);
+  hs.clip.copy_from_async(clip_coef_);
+  if (hs.param.defined()) hs.param.copy_from_async(p);
+  // The one wait of an offloaded step: the host needs the gradients it is about to read.
+  if (params_.device() == Device::CUDA) device_synchronize();
+  if (!std::isfinite(hs.clip.f32()[0])) return;  // non-finite gradients: nothing changes (as adamw_flat)
+  Tensor& master = hs.param.defined() ? hs.param : p;
+  ops::adamw_flat(master, hs.compute, hs.grad, m_, v_, hs.decay_ranges, hs.clip, h);
+  // What forward reads goes back, queued on the compute stream ahead of the next step's work; the
+  // host writes these buffers again only after the next step's wait, so they stay intact until read.
+  if (hs.param.defined())
+    p.copy_from_async(hs.param);
+  else
+    c.copy_from_async(hs.compute);
 }
 
 void AdamW::broadcast_shards(Tensor& flat) {
@@ -84,8 +134,29 @@ void AdamW::broadcast_shards(Tensor& flat) {
 
 void AdamW::gather_params() {
   if (!comm_ || params_.sharded()) return;  // (fsdp: writers gather a full copy instead, train/fsdp.h)
+  if (host_ && host_->moved_master) return gather_host_masters();
   broadcast_shards(params_.flat());
   comm_->join();
+}
+
+void AdamW::gather_host_masters() {
+  // The collectives need device memory: each shard passes through a bounded staging buffer.
+  Tensor& flat = params_.flat();
+  const int world = comm_->world_size();
+  const auto [b0, e0] = shard_of(params_.numel(), 0, world);  // (the first shard is the largest)
+  const int64_t chunk = std::max<int64_t>(1, std::min(e0 - b0, int64_t(1) << 24));
+  Tensor staging = Tensor::empty({chunk}, DType::F32, params_.device());
+  for (int r = 0; r < world; ++r) {
+    const auto [b, e] = shard_of(params_.numel(), r, world);
+    for (int64_t at = b; at < e; at += chunk) {
+      const int64_t len = std::min(chunk, e - at);
+      Tensor s = staging.flat_slice(0, {len}), h = flat.flat_slice(at, {len});
+      if (r == comm_->rank()) s.copy_from(h);
+      comm_->broadcast(s, r);
+      comm_->join();
+      if (r != comm_->rank()) h.copy_from(s);
+    }
+  }
 }
 
 double AdamW::read_grad_norm() const { return double(norm_.to(Device::CPU).f32()[0]); }

@@ -10,8 +10,18 @@
 // half the bytes; the F32 masters outside a rank's shard are then stale until
 // gather_params()). The gradient norm is the norm of the per-shard norms. With a sharded
 // parameter store (fsdp) the store holds exactly this shard and nothing is broadcast.
+//
+// Offloaded (AdamWConfig::offload, for models whose optimizer state does not fit on the GPUs):
+// the moments, and in mixed precision the store's fp32 masters themselves (ParamStore::
+// move_master), live in host memory (pinned on CUDA). Each step the gradient norm and clip
+// coefficient are still computed on the device; the gradient shard and the coefficient go to
+// the host (asynchronous copies on the compute stream into pinned buffers, then the step's one
+// host synchronisation), the CPU AdamW (the CUDA kernel's arithmetic) updates the shard there, and
+// what forward reads goes back: the bf16 compute copy, or the parameters themselves when the
+// store has no separate master (fp32, pure bf16). Checkpoints see the same state either way.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 
 #include "biofm/models/params.h"
@@ -24,6 +34,7 @@ class Communicator;
 struct AdamWConfig {
   float lr = 4e-4f, beta1 = 0.9f, beta2 = 0.98f, eps = 1e-8f, weight_decay = 0.01f;
   float max_grad_norm = 1.0f;  // 0 disables clipping
+  bool offload = false;        // optimizer state in host memory, updated by the CPU (above)
 };
 
 class AdamW {
@@ -51,12 +62,28 @@ class AdamW {
   std::pair<int64_t, int64_t> shard() const { return shard_; }
   static std::pair<int64_t, int64_t> shard_of(int64_t numel, int rank, int world);
   bool sharded() const { return comm_ != nullptr; }
+  bool offloaded() const { return host_ != nullptr; }
+  // Bytes of this rank's state held in host memory instead of the device's (0 unless offloaded).
+  int64_t offloaded_bytes() const;
   // Sharded: makes every rank's F32 master parameters complete (each shard broadcast by its
   // owner), before a checkpoint or an export. Not sharded: nothing to do.
   void gather_params();
 
  private:
   void broadcast_shards(Tensor& flat);
+  // Offloaded: copies to the host, the CPU update and the copy back (p, c: the shard of the
+  // masters and of the compute copy; grad: the shard's gradients on the device).
+  void update_on_host(Tensor& p, Tensor& c, const Tensor& grad, const ops::AdamWHyper& h);
+  void gather_host_masters();
+
+  // Host buffers of an offloaded optimizer. grad: the shard's gradients; param: the shard's
+  // parameters when the store has no separate master (they are what forward reads; undefined
+  // otherwise); compute: the shard's updated compute copy on its way back (undefined without one);
+  // clip: the clip coefficient [1]; decay_ranges: decay_ranges_ on the host.
+  struct HostState {
+    Tensor grad, param, compute, clip, decay_ranges;
+    bool moved_master = false;
+  };
 
   ParamStore& params_;
   AdamWConfig cfg_;
@@ -65,6 +92,7 @@ class AdamW {
   Tensor m_, v_, decay_ranges_, norm_, clip_coef_;
   Tensor shard_norms_, shard_clip_;  // sharded: per-rank norms [world], scratch coefficient
   int64_t step_ = 0;
+  std::unique_ptr<HostState> host_;
 };
 
 }  // namespace biofm

@@ -188,6 +188,7 @@ AdamWConfig adamw_config(const TrainConfig& cfg) {
   ac.eps = float(cfg.optimizer.eps);
   ac.weight_decay = float(cfg.optimizer.weight_decay);
   ac.max_grad_norm = float(cfg.clip_grad_norm);
+  ac.offload = cfg.optimizer.offload;
   return ac;
 }
 
@@ -234,6 +235,14 @@ class TrainingRun {
       make_dirs_writable(out_dir_);
       make_dirs_writable(ckpt_dir_);
     }
+    if (comm_ && !model_->params().sharded()) {
+      // Every rank starts from rank 0's parameters (initialisation is seeded, but one copy
+      // makes the replicas identical by construction; a resumed checkpoint then overwrites them
+      // alike). Before the optimizer, which may move the masters to the host.
+      comm_->broadcast(model_->params().flat(), 0);
+      comm_->join();
+      if (model_->params().compute_flat().defined()) model_->params().refresh_compute_copy();
+    }
     const bool sharded = comm_ && optimizer_sharded(cfg_.distributed.strategy);
     opt_ = std::make_unique<AdamW>(model_->params(), adamw_config(cfg_), sharded ? comm_.get() : nullptr);
     if (comm_) {
@@ -245,16 +254,9 @@ class TrainingRun {
     }
     summary_.ckpt_dir = ckpt_dir_;
     resume();
-    if (comm_ && step_ == 0 && !model_->params().sharded()) {
-      // Every rank starts from rank 0's parameters (initialisation is seeded, but one copy
-      // makes the replicas identical by construction).
-      comm_->broadcast(model_->params().flat(), 0);
-      comm_->join();
-      if (model_->params().compute_flat().defined()) model_->params().refresh_compute_copy();
-    }
     if (comm_ && cfg_.distributed.strategy == ParallelStrategy::Fsdp) {
       // (after resume and the first broadcast, which need the whole store on every rank)
-      auto fsdp = std::make_unique<FsdpSync>(*comm_, *model_);
+      auto fsdp = std::make_unique<FsdpSync>(*comm_, *model_, cfg_.distributed.bf16_reduce);
       fsdp_ = fsdp.get();
       sync_ = std::move(fsdp);
     }
@@ -356,6 +358,12 @@ class TrainingRun {
                   : emulated ? " (block-scaled layers emulated: quantize-dequantize around bf16 GEMMs, no speedup)"
                              : "");
     }
+    if (opt_->offloaded())
+      std::printf("optimizer state offloaded to host memory: %lld bytes on rank 0 (%.2f GiB: %s), updated by the "
+                  "CPU%s\n",
+                  (long long)opt_->offloaded_bytes(), double(opt_->offloaded_bytes()) / double(1 << 30),
+                  model_->params().has_compute_copy() ? "fp32 master weights and AdamW moments" : "AdamW moments",
+                  device_ == Device::CPU ? " (device=cpu: the state was in host memory already)" : "");
     std::fflush(stdout);
   }
 
