@@ -105,8 +105,8 @@ std::vector<ops::LayerQuant> layer_quant_for(const TrainConfig& cfg, Device devi
   if (!f8.enabled && !f4.enabled) return out;
   for (ops::LayerFormat f : formats)
     out.push_back(f == ops::LayerFormat::Fp8 ? fp8q : f == ops::LayerFormat::Fp4 ? fp4q : ops::LayerQuant{});
-  // On CUDA, Float8BlockScaling, MXFP8 and NVFP4 run emulated (quantize-dequantize, bf16 GEMMs:
-  // the numerics, not the speed); the trainer's banner says so.
+  // On CUDA, MXFP8 and NVFP4 run emulated (quantize-dequantize, bf16 GEMMs: the numerics, not
+  // the speed; they need Blackwell); the trainer's banner says so.
   return out;
 }
 

@@ -350,12 +350,11 @@ class TrainingRun {
       bool emulated = device_ == Device::CPU;
       for (const ops::LayerQuant& q : model_->layer_quant())
         emulated = emulated || q.format == ops::LayerFormat::Fp4 ||
-                   (q.format == ops::LayerFormat::Fp8 &&
-                    (q.scaling == ops::Fp8Scaling::Block || q.scaling == ops::Fp8Scaling::Mxfp8));
+                   (q.format == ops::LayerFormat::Fp8 && q.scaling == ops::Fp8Scaling::Mxfp8);
       std::printf("precision by layer: %s%s\n",
                   ops::describe_layer_quant(model_->layer_quant(), device_ == Device::CPU ? "fp32" : "bf16").c_str(),
                   device_ == Device::CPU ? " (quantization emulated on the CPU)"
-                  : emulated ? " (block-scaled layers emulated: quantize-dequantize around bf16 GEMMs, no speedup)"
+                  : emulated ? " (MXFP8 / NVFP4 layers emulated: quantize-dequantize around bf16 GEMMs, no speedup)"
                              : "");
     }
     if (opt_->offloaded())
