@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel correctness on GPUs (needs 2): ESM-2 (8M shape, bf16-mixed) trained for 30
 # steps as 1 GPU × 2 micro batches and as 2 GPUs × 1 micro batch with each strategy (and bf16
-# gradient reduction, and NCCL's socket transport); prints the largest relative loss and
+# gradient reduction under ddp and fsdp, optimizer-state offload under ddp / zero1 / fsdp, and
+# NCCL's socket transport); prints the largest relative loss and
 # grad-norm difference per step against the one-GPU run, and resumes a 2-GPU zero2 checkpoint
 # on 1 GPU. Usage: bench/dist_gpu_check.sh BIN DATA OUT_DIR
 set -uo pipefail
@@ -16,6 +17,12 @@ for s in ddp zero1 zero2 fsdp; do
   run two_$s $BIN launch --nproc-per-node 2 $common output_dir=$OUT/two_$s distributed.strategy=$s
 done
 run two_ddp_bf16 $BIN launch --nproc-per-node 2 $common output_dir=$OUT/two_ddp_bf16 distributed.bf16_reduce=true
+run two_fsdp_bf16 $BIN launch --nproc-per-node 2 $common output_dir=$OUT/two_fsdp_bf16 distributed.strategy=fsdp \
+  distributed.bf16_reduce=true
+for s in ddp zero1 fsdp; do  # optimizer state (and fp32 masters) in host memory
+  run two_${s}_offload $BIN launch --nproc-per-node 2 $common output_dir=$OUT/two_${s}_offload distributed.strategy=$s \
+    optimizer.offload=true
+done
 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 run two_socket $BIN launch --nproc-per-node 2 $common output_dir=$OUT/two_socket
 # zero2 checkpoint of step 15 resumed on one GPU (2 micro batches) to step 30
 mkdir -p $OUT/moved/checkpoints && cp -r $OUT/two_zero2/checkpoints/step_15 $OUT/moved/checkpoints/
@@ -30,7 +37,8 @@ def recs(name):
     return [r for r in (json.loads(l) for l in open(p) if l.strip()) if "loss" in r]
 ref = recs("one")
 print(f"{'run':14s} {'steps':>5s} {'max rel dloss':>14s} {'max rel dgnorm':>15s} {'final loss':>10s}")
-for name in ["one", "two_ddp", "two_zero1", "two_zero2", "two_fsdp", "two_ddp_bf16", "two_socket", "moved"]:
+for name in ["one", "two_ddp", "two_zero1", "two_zero2", "two_fsdp", "two_ddp_bf16", "two_fsdp_bf16",
+             "two_ddp_offload", "two_zero1_offload", "two_fsdp_offload", "two_socket", "moved"]:
     r = recs(name)
     if not r or len(r) != len(ref):
         print(f"{name:14s} missing or incomplete ({len(r)} records)"); continue
