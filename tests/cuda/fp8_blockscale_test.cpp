@@ -175,6 +175,8 @@ TEST(CudaBlockScale, BlockCodesMatchCpuBitForBit) {
     Tensor x = randn({R, 384}, 61, 2.0f);
     x.f32()[5] = 3000.0f;  // an outlier in one tile
     for (int64_t c = 0; c < 384; ++c) x.f32()[2 * 384 + c] = 0.0f;  // an all-zero row
+    x.f32()[7 * 384 + 200] = INFINITY;                               // non-finite values: NaN codes,
+    x.f32()[9 * 384 + 131] = NAN;                                    // and scale 1 where amax is inf
     for (const DType dt : {DType::F32, DType::BF16})
       for (const Fp8Type t : {Fp8Type::E4M3, Fp8Type::E5M2})
         for (const bool pow2 : {true, false}) {

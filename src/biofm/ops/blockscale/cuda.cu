@@ -205,18 +205,27 @@ struct BlockCodesArgs {
   float* row_tail_scale_inv;             // [C/128, 4] when R % 4 != 0
 };
 
-__device__ __forceinline__ uint8_t fp8_code_dev(float v, Fp8Type t) {
-  if (!isfinite(v)) return 0x7f;  // fp8_encode's NaN code
-  return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, t == Fp8Type::E4M3 ? __NV_E4M3 : __NV_E5M2);
+// Four codes in one word (byte j = code of v[j]), two per conversion instruction; non-finite
+// values get fp8_encode's NaN code (the conversion would saturate infinities).
+__device__ __forceinline__ uint32_t fp8_codes4_dev(const float (&v)[4], float enc, Fp8Type t) {
+  const __nv_fp8_interpretation_t k = t == Fp8Type::E4M3 ? __NV_E4M3 : __NV_E5M2;
+  uint32_t word = 0;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float a = v[2 * h] * enc, b = v[2 * h + 1] * enc;
+    uint32_t pair = __nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE, k);
+    if (!isfinite(a)) pair = (pair & 0xff00u) | 0x7fu;
+    if (!isfinite(b)) pair = (pair & 0x00ffu) | 0x7f00u;
+    word |= pair << (16 * h);
+  }
+  return word;
 }
 
-// Row r of the tile: its codes (1x128 along C) with scale 1/enc, by one warp (lane holds
-// elements lane + 32j).
+// Row r of the tile: its codes (1x128 along C) with scale 1/enc, by one warp (lane holds the
+// four elements 4·lane .. 4·lane + 3: one 4-byte store each).
 __device__ __forceinline__ void write_row_codes(const BlockCodesArgs& a, const float (&v)[4], float enc, int64_t row,
                                                 int64_t kb, int64_t c0, int lane) {
-  uint8_t* q = a.row_codes + row * a.C + c0;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) q[lane + 32 * j] = fp8_code_dev(v[j] * enc, a.type);
+  reinterpret_cast<uint32_t*>(a.row_codes + row * a.C + c0)[lane] = fp8_codes4_dev(v, enc, a.type);
   const int64_t R4 = a.R - a.R % 4;
   if (lane == 0 && row < R4) a.row_scale_inv[kb * R4 + row] = 1.0f / enc;
   if (lane == 0 && R4 != a.R && row >= a.R - 4) a.row_tail_scale_inv[kb * 4 + row - (a.R - 4)] = 1.0f / enc;
@@ -232,22 +241,18 @@ __global__ void __launch_bounds__(kTileThreads) fp8_block_codes_kernel(const T* 
   const int64_t kb = blockIdx.x, rb = blockIdx.y, r0 = rb * kTile, c0 = kb * kTile;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const float elem_max = a.type == Fp8Type::E4M3 ? 448.0f : 57344.0f;
-  // Rows: one warp per row (lane holds columns lane + 32j: coalesced loads, conflict-free
-  // shared-memory stores); the row codes come straight from the registers, except for weights,
-  // whose scale needs the whole block first. Rows past R read as zeros.
+  // Rows: one warp per row (lane holds columns 4·lane .. 4·lane + 3: one vector load); the row
+  // codes come straight from the registers, except for weights, whose scale needs the whole
+  // block first. Rows past R read as zeros.
   float m = 0.0f;
 #pragma unroll 4
   for (int r = warp; r < kTile; r += kWarps) {
     const int64_t row = r0 + r;
     float v[4] = {0.0f, 0.0f, 0.0f, 0.0f}, rm = 0.0f;
-    if (row < a.R) {
-      const T* p = x + row * a.C + c0 + lane;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = to_f32(p[32 * j]);
-    }
+    if (row < a.R) load_vec<4>(v, x + row * a.C + c0 + 4 * lane);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      tile[r * P + lane + 32 * j] = from_f32<T>(v[j]);  // exact: v came from a T
+      tile[r * P + 4 * lane + j] = from_f32<T>(v[j]);  // exact: v came from a T
       rm = fmaxf(rm, fabsf(v[j]));
     }
     rm = warp_max(rm);
@@ -265,7 +270,7 @@ __global__ void __launch_bounds__(kTileThreads) fp8_block_codes_kernel(const T* 
       for (int r = warp; r < kTile; r += kWarps) {
         float v[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) v[j] = to_f32(tile[r * P + lane + 32 * j]);
+        for (int j = 0; j < 4; ++j) v[j] = to_f32(tile[r * P + 4 * lane + j]);
         write_row_codes(a, v, enc2d, r0 + r, kb, c0, lane);
       }
   }
@@ -281,8 +286,9 @@ __global__ void __launch_bounds__(kTileThreads) fp8_block_codes_kernel(const T* 
       }
       const float enc = a.weight_2d ? enc2d : scale_f32_dev(warp_max(cm), elem_max, a.pow2);
       uint8_t* q = a.col_codes + (c0 + c) * a.Rp + r0;
+      const uint32_t codes = fp8_codes4_dev(v, enc, a.type);  // (rows past R hold zeros: code 0)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) q[lane + 32 * j] = r0 + lane + 32 * j < a.R ? fp8_code_dev(v[j] * enc, a.type) : 0;
+      for (int j = 0; j < 4; ++j) q[lane + 32 * j] = uint8_t(codes >> (8 * j));
       if (lane == 0) a.col_scale_inv[rb * a.C + c0 + c] = 1.0f / enc;
     }
   }
