@@ -249,16 +249,22 @@ void FsdpSync::gather_full_copy(int root) {
   Tensor staging = Tensor::empty({std::min(chunk, numel)}, store_.dtype(), store_.device());
   for (int64_t c = 0; c < numel; c += chunk) {
     const Range r{c, std::min(numel, c + chunk)};
+    // Masters offloaded to the host: this rank's part goes to the device first, before the group
+    // (group_begin orders the collectives after the compute stream's work queued up to it; a
+    // copy queued inside the group would race the broadcast).
+    const Range mine = owned(r, me);
+    const bool staged = !empty(mine) && store_.flat().device() != staging.device();
+    if (staged)
+      part_of(staging, mine.first - c, size(mine))
+          .copy_from(part_of(store_.flat(), mine.first - store_.held().first, size(mine)));
     comm_.group_begin();
     for (int k = 0; k < comm_.world_size(); ++k) {
       const Range part = owned(r, k);
       if (empty(part)) continue;
-      Tensor src = k == me ? part_of(store_.flat(), part.first - store_.held().first, size(part)) : Tensor();
       Tensor dst = part_of(staging, part.first - c, size(part));
-      if (src.defined() && src.device() != dst.device()) {  // masters offloaded to the host
-        dst.copy_from(src);
-        src = dst;
-      }
+      Tensor src = k != me ? Tensor()
+                   : staged ? dst
+                            : part_of(store_.flat(), part.first - store_.held().first, size(part));
       comm_.broadcast_from(src, dst, k);
     }
     comm_.group_end();

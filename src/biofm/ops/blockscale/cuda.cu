@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(kTileThreads) fp8_block_codes_kernel(const T* 
   constexpr int P = kTilePitch<T>;
   __shared__ float warp_amax[kTileThreads / 32];
   constexpr int kWarps = kTileThreads / 32;
-  const int64_t kb = blockIdx.x, rb = blockIdx.y, r0 = rb * kTile, c0 = kb * kTile;
+  const int64_t rb = blockIdx.x, kb = blockIdx.y, r0 = rb * kTile, c0 = kb * kTile;  // (rows on x: up to 2^31 tiles)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const float elem_max = a.type == Fp8Type::E4M3 ? 448.0f : 57344.0f;
   // Rows: one warp per row (lane holds columns 4·lane .. 4·lane + 3: one vector load); the row
@@ -358,7 +358,7 @@ void fp8_block_quantize(Fp8BlockCodes* rows, Fp8BlockCodes* cols, const Tensor& 
   if (weight_2d && R % kTile) fail(op, ": 128x128 blocks need a multiple of 128 rows, got ", x.describe());
   if (!aligned16(x.raw())) fail(op, ": x must be 16-byte aligned");
   const int64_t Rp = ceil_div(R, kTile) * kTile;
-  if (Rp / kTile > 65535) fail(op, ": too many rows (", R, ")");
+  if (C / kTile > 65535) fail(op, ": too many columns (", C, ")");
   BlockCodesArgs a{R, C, Rp, t, pow2_scales, weight_2d, nullptr, nullptr, nullptr, nullptr, nullptr};
   if (rows) {
     const int64_t R4 = R - R % 4;
@@ -387,7 +387,7 @@ void fp8_block_quantize(Fp8BlockCodes* rows, Fp8BlockCodes* cols, const Tensor& 
       return true;
     }();
     (void)smem_raised;
-    const dim3 grid(unsigned(C / kTile), unsigned(Rp / kTile));
+    const dim3 grid(unsigned(Rp / kTile), unsigned(C / kTile));
     fp8_block_codes_kernel<T><<<grid, kTileThreads, kTileBytes<T>, cuda_ctx::stream()>>>(static_cast<const T*>(x.raw()), a);
   });
   BIOFM_CUDA_LAUNCH_CHECK();
