@@ -65,32 +65,32 @@ void weight_codes(const Tensor& w, Fp8Type t, bool f32_scales, const Fp8WeightCo
 
 // D [N, m] (row-major; column-major m x N, ldc = m) = op_T(A)·B (+ bias) + beta·C over the N
 // token rows of B (b's row form, the key made for all N rows). cuBLASLt's block-scaled GEMMs
-// take a multiple of 4 token rows, so with N % 4 = t != 0 this runs the first N - t rows in
-// place and the last four into a scratch [4, m] (b.tail_scale_inv holds their scales), of which
-// the last t rows are copied into D. False (D partly written) when cuBLASLt has no algorithm.
+// take a multiple of 4 token rows, so with N % 4 = t != 0 this runs the last four rows into a
+// scratch [4, m] (b.tail_scale_inv holds their scales), copies its last t rows into D, then runs
+// the first N - t rows in place. The tail goes first, so that a shape without a tail algorithm
+// falls back before any other work. False when cuBLASLt has no algorithm (D maybe partly written).
 bool run_over_tokens(GemmKey key, const void* A, const float* a_scale, const Fp8BlockCodes& b, void* D, DType dt,
                      float beta, const void* C, const void* bias) {
   const int64_t N = key.n, m = key.m, k = key.k, t = N % 4, esz = int64_t(dtype_size(dt));
   if (t && N < 4) return false;
-  if (N - t > 0) {
-    key.n = N - t;
-    if (!run_plan(key, A, b.codes.raw(), D, 1.0f, beta, bias, /*optional=*/true, C, a_scale, b.scale_inv.f32()))
+  if (t) {
+    const Tensor tail = Tensor::empty({4, m}, dt, Device::CUDA);
+    const uint8_t* b_tail = static_cast<const uint8_t*>(b.codes.raw()) + (N - 4) * k;
+    const char* c_tail = C ? static_cast<const char*>(C) + (N - 4) * m * esz : nullptr;
+    GemmKey tk = key;
+    tk.n = 4;
+    tk.align_b = alignment_of(b_tail);
+    tk.align_c = std::min(alignment_of(tail.raw()), c_tail ? alignment_of(c_tail) : 256u);
+    if (!run_plan(tk, A, b_tail, tail.raw(), 1.0f, beta, bias, /*optional=*/true, c_tail, a_scale,
+                  b.tail_scale_inv.f32()))
       return false;
+    BIOFM_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(D) + (N - t) * m * esz,
+                                     static_cast<const char*>(tail.raw()) + (4 - t) * m * esz, size_t(t * m * esz),
+                                     cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
   }
-  if (!t) return true;
-  const Tensor tail = Tensor::empty({4, m}, dt, Device::CUDA);
-  const uint8_t* b_tail = static_cast<const uint8_t*>(b.codes.raw()) + (N - 4) * k;
-  const char* c_tail = C ? static_cast<const char*>(C) + (N - 4) * m * esz : nullptr;
-  key.n = 4;
-  key.align_b = alignment_of(b_tail);
-  key.align_c = std::min(alignment_of(tail.raw()), c_tail ? alignment_of(c_tail) : 256u);
-  if (!run_plan(key, A, b_tail, tail.raw(), 1.0f, beta, bias, /*optional=*/true, c_tail, a_scale,
-                b.tail_scale_inv.f32()))
-    return false;
-  BIOFM_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(D) + (N - t) * m * esz,
-                                   static_cast<const char*>(tail.raw()) + (4 - t) * m * esz, size_t(t * m * esz),
-                                   cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
-  return true;
+  if (N - t == 0) return true;
+  key.n = N - t;
+  return run_plan(key, A, b.codes.raw(), D, 1.0f, beta, bias, /*optional=*/true, C, a_scale, b.scale_inv.f32());
 }
 
 }  // namespace
