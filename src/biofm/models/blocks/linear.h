@@ -6,9 +6,11 @@
 //     codes of its weight, both forms, kept across the micro batches of an optimizer step and
 //     recomputed when the parameter store's version() or the recipe changes; with delayed
 //     scaling, its three rows (input, weight, output gradient) of the context's amax history;
-//   - Float8BlockScaling, MXFP8BlockScaling, NVFP4BlockScaling: emulated (quantized and
-//     dequantized per GEMM operand along the GEMM's contraction dimension, ops/blockscale/op.h,
-//     then the GEMMs in the compute precision: fp32 on the CPU, bf16 on CUDA).
+//   - Float8BlockScaling: block-scaled FP8 GEMMs on CUDA (ops::linear_*_fp8_block, weight codes
+//     cached as above), the same quantization emulated around fp32 GEMMs on the CPU;
+//   - MXFP8BlockScaling, NVFP4BlockScaling: emulated on both (quantized and dequantized per GEMM
+//     operand along the GEMM's contraction dimension, ops/blockscale/op.h, then the GEMMs in the
+//     compute precision: fp32 on the CPU, bf16 on CUDA).
 // The embedding and LM head stay in the compute precision, as in the recipes (Transformer
 // Engine's quantization covers the layers' Linear modules only).
 #pragma once
