@@ -3,6 +3,7 @@
 #include <string>
 
 #include "biofm/data/dataset.h"
+#include "biofm/models/esm2/config.h"
 #include "biofm/models/registry.h"
 
 namespace biofm::testkit {
@@ -20,6 +21,16 @@ inline ModelShape tiny_shape(const ModelFamily& f, int layers = 2) {
     m.tie_word_embeddings = false;
   }
   return m;
+}
+
+// tiny_shape's ESM-2, for tests that build the model class directly.
+inline Esm2Config tiny_esm2_config() {
+  Esm2Config c;
+  c.hidden_size = 32;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.intermediate_size = 64;
+  return c;
 }
 
 // The bundled sample the family's objective trains on.

@@ -91,17 +91,9 @@ TEST(TrainCheckpoint, UnwritableDirectoryFails) {
 #include "biofm/models/esm2/model.h"
 #include "biofm/models/registry.h"
 #include "hf_fixture.h"
+#include "models/tiny_models.h"
 
 namespace {
-
-Esm2Config small_esm() {
-  Esm2Config c;
-  c.hidden_size = 32;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.intermediate_size = 64;
-  return c;
-}
 
 // One unpadded sequence <cls> residues <eos>, no labels.
 Batch small_batch() {
@@ -119,7 +111,7 @@ Batch small_batch() {
 
 TEST(TrainCheckpoint, TrainingCheckpointResumesAndIsAModelDirectory) {
   const std::string dir = fresh_dir("training");
-  Esm2Model model(small_esm(), Device::CPU);
+  Esm2Model model(testkit::tiny_esm2_config(), Device::CPU);
   model.params().init(11);
   AdamW opt(model.params(), AdamWConfig{});
   model.params().grad_flat().fill_(0.01f);
@@ -143,7 +135,7 @@ TEST(TrainCheckpoint, TrainingCheckpointResumesAndIsAModelDirectory) {
   for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(got.f32()[i], want.f32()[i]) << i;
 
   // Resume restores parameters, moments and the trainer state.
-  Esm2Model fresh(small_esm(), Device::CPU);
+  Esm2Model fresh(testkit::tiny_esm2_config(), Device::CPU);
   AdamW fresh_opt(fresh.params(), AdamWConfig{});
   std::string chosen;
   auto back = resume_training_checkpoint(dir, fresh, fresh_opt, &chosen);
@@ -165,7 +157,7 @@ TEST(TrainCheckpoint, TrainingCheckpointResumesAndIsAModelDirectory) {
 
 TEST(TrainCheckpoint, ResumeSkipsACorruptNewestTrainingCheckpoint) {
   const std::string dir = fresh_dir("training_corrupt");
-  Esm2Model model(small_esm(), Device::CPU);
+  Esm2Model model(testkit::tiny_esm2_config(), Device::CPU);
   model.params().init(1);
   AdamW opt(model.params(), AdamWConfig{});
   save_training_checkpoint(dir, {1, 10, "", ""}, model, opt, 3);
@@ -175,7 +167,7 @@ TEST(TrainCheckpoint, ResumeSkipsACorruptNewestTrainingCheckpoint) {
     f.seekp(-3, std::ios::end);
     f.put('\x7f');
   }
-  Esm2Model fresh(small_esm(), Device::CPU);
+  Esm2Model fresh(testkit::tiny_esm2_config(), Device::CPU);
   AdamW fresh_opt(fresh.params(), AdamWConfig{});
   testing::internal::CaptureStderr();
   auto back = resume_training_checkpoint(dir, fresh, fresh_opt);
@@ -189,7 +181,7 @@ TEST(TrainCheckpoint, ResumeFallsBackPastAValidJsonManifestWithoutFiles) {
   // Issue 15: a manifest that is valid JSON but lacks files/crc32/bytes, a trainer state that
   // disagrees with its directory, or a step directory name too long for int64 must each fall
   // back to the previous checkpoint with a warning, never end resume with an internal error.
-  Esm2Model model(small_esm(), Device::CPU);
+  Esm2Model model(testkit::tiny_esm2_config(), Device::CPU);
   model.params().init(1);
   AdamW opt(model.params(), AdamWConfig{});
   for (const char* manifest : {R"({"format": "biofm-checkpoint-v1", "step": 2})",
@@ -202,7 +194,7 @@ TEST(TrainCheckpoint, ResumeFallsBackPastAValidJsonManifestWithoutFiles) {
     write_file_atomic(newest + "/manifest.json", manifest);
     fs::create_directories(dir + "/step_99999999999999999999999");
     write_file_atomic(dir + "/step_99999999999999999999999/manifest.json", "{}");
-    Esm2Model fresh(small_esm(), Device::CPU);
+    Esm2Model fresh(testkit::tiny_esm2_config(), Device::CPU);
     AdamW fresh_opt(fresh.params(), AdamWConfig{});
     testing::internal::CaptureStderr();
     std::optional<TrainerState> back;

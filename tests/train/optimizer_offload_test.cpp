@@ -17,6 +17,7 @@
 #include "biofm/train/checkpoint.h"
 #include "biofm/train/optimizer.h"
 #include "train/recording_comm.h"
+#include "models/tiny_models.h"
 
 using namespace biofm;
 
@@ -110,15 +111,6 @@ TEST(OffloadedAdamW, ShardedHoldsOnlyItsShardOfTheMoments) {
 
 namespace {
 
-Esm2Config small_esm() {
-  Esm2Config c;
-  c.hidden_size = 32;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.intermediate_size = 64;
-  return c;
-}
-
 // Parameter by parameter (the alignment padding between them is not in checkpoints): masters
 // and compute copy.
 void expect_equal_params(const ParamStore& a, const ParamStore& b, const char* when) {
@@ -134,7 +126,7 @@ void expect_equal_params(const ParamStore& a, const ParamStore& b, const char* w
 TEST(OffloadedAdamW, CheckpointsResumeWithOrWithoutOffload) {
   for (bool save_offloaded : {true, false}) {
     const std::string dir = fresh_dir(save_offloaded ? "offload_ckpt_on" : "offload_ckpt_off");
-    Esm2Model model(small_esm(), Device::CPU);
+    Esm2Model model(testkit::tiny_esm2_config(), Device::CPU);
     model.params().init(11);
     model.params().enable_compute_copy();
     AdamWConfig cfg;
@@ -146,7 +138,7 @@ TEST(OffloadedAdamW, CheckpointsResumeWithOrWithoutOffload) {
     }
     save_training_checkpoint(dir, TrainerState{2, 20, "{}", "seed: 1\n"}, model, opt, 2);
 
-    Esm2Model fresh(small_esm(), Device::CPU);
+    Esm2Model fresh(testkit::tiny_esm2_config(), Device::CPU);
     fresh.params().enable_compute_copy();
     AdamWConfig fresh_cfg;
     fresh_cfg.offload = !save_offloaded;
