@@ -232,10 +232,7 @@ void FsdpSync::finish(Tensor& sums) {
   reduce(kRest, rest_g_, rest_wire_);
   comm_.all_reduce_sum(sums);
   comm_.join();
-  for (int s = 0; s < 2; ++s) {  // (join: every reduction has completed)
-    if (reduce_pending_[s] && bf16_reduce_) add_reduced(slot_layer_grads_[s], slot_g_[s], wire_[s]);
-    reduce_pending_[s] = false;
-  }
+  for (int s = 0; s < 2; ++s) settle_slot(s);  // (after join: their reductions have completed)
   if (bf16_reduce_) add_reduced(kRest, rest_g_, rest_wire_);
   // The optimizer changes the weights: every gathered copy is stale from here on.
   slot_layer_[0] = slot_layer_[1] = -1;

@@ -171,13 +171,7 @@ ops::BlockQuant block_spec(const ops::LayerQuant& q, bool is_weight, bool along_
     b.fp8 = t;
     shape(32);
   } else {  // Float8BlockScaling
-    b.kind = q.block_f32_scales ? ops::BlockScaleKind::F32 : ops::BlockScaleKind::F32Pow2;
-    b.fp8 = t;
-    if (is_weight) {
-      b.block_rows = b.block_cols = 128;
-    } else {
-      shape(128);
-    }
+    b = ops::float8_block_quant(t, q.block_f32_scales, is_weight, along_rows);
   }
   return b;
 }

@@ -78,6 +78,15 @@ void hadamard16_signs(uint64_t seed, float signs[16]) {
   for (int i = 0; i < 16; ++i) signs[i] = (rng_block(seed, RngStream(0x4AD), 0, uint32_t(i))[0] & 1) ? -1.0f : 1.0f;
 }
 
+BlockQuant float8_block_quant(Fp8Type t, bool f32_scales, bool weight, bool along_cols) {
+  BlockQuant b;
+  b.kind = f32_scales ? BlockScaleKind::F32 : BlockScaleKind::F32Pow2;
+  b.fp8 = t;
+  b.block_rows = weight || !along_cols ? 128 : 1;
+  b.block_cols = weight || along_cols ? 128 : 1;
+  return b;
+}
+
 float stochastic_uniform(uint64_t seed, uint64_t stream, uint32_t i) {
   return rng_uniform(seed, RngStream(0x5F4), stream, i);
 }

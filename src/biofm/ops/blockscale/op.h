@@ -93,6 +93,10 @@ void fp8_block_quantize(Fp8BlockCodes* rows, Fp8BlockCodes* cols, const Tensor& 
 
 BIOFM_BACKENDS(block_fake_quantize, hadamard16_rows, fp8_block_quantize)
 
+// Float8BlockScaling's blocks for one GEMM operand [R, C]: 1×128 tiles along C (along_cols) or
+// 128×1 along R, 128×128 for a weight; fp32 scales, powers of two unless f32_scales.
+BlockQuant float8_block_quant(Fp8Type t, bool f32_scales, bool weight, bool along_cols);
+
 // The ±1 signs hadamard16_rows applies before H16 (host; both backends use them).
 void hadamard16_signs(uint64_t seed, float signs[16]);
 // The uniform in [0, 1) stochastic rounding draws for element i (row-major index) of a call

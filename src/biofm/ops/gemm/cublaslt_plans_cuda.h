@@ -9,6 +9,7 @@
 #include <string>
 
 #include "biofm/core/tensor.h"
+#include "biofm/ops/fp8/op.h"
 
 namespace biofm::ops::cuda::gemm_detail {
 
@@ -44,6 +45,13 @@ std::string describe(const GemmKey& k);
 bool run_plan(const GemmKey& key, const void* A, const void* B, void* D, float alpha, float beta,
               const void* bias, bool optional = false, const void* C = nullptr, const float* a_scale = nullptr,
               const float* b_scale = nullptr);
+
+// FP8 operands (fp8_cuda.cu, fp8_block_cuda.cu): the cuBLASLt type of a format; make_key's key
+// with FP8 A / B types and the accumulation mode; t in dtype dt at a 16-byte aligned address
+// (itself, or a converted copy: a bias the GEMM epilogue reads).
+cudaDataType_t fp8_cuda_type(Fp8Type t);
+GemmKey fp8_key(GemmKey key, Fp8Type a, Fp8Type b, bool fast_accum);
+Tensor aligned_in_dtype(const Tensor& t, DType dt);
 
 // Argument checks shared by the bf16/fp32 and FP8 linear layers (errors name op and tensor);
 // they return the rows N and the in / out features I, O.

@@ -7,15 +7,8 @@
 namespace biofm::ops {
 namespace {
 
-// The blocks of one GEMM operand [R, C]: 1×128 tiles along C (along_cols), 128×1 tiles along R,
-// or 128×128 (weight).
 BlockQuant spec(const Fp8BlockRecipe& r, Fp8Type t, bool weight, bool along_cols) {
-  BlockQuant b;
-  b.kind = r.f32_scales ? BlockScaleKind::F32 : BlockScaleKind::F32Pow2;
-  b.fp8 = t;
-  b.block_rows = weight || !along_cols ? 128 : 1;
-  b.block_cols = weight || along_cols ? 128 : 1;
-  return b;
+  return float8_block_quant(t, r.f32_scales, weight, along_cols);
 }
 
 // t quantized and dequantized, in t's dtype on CUDA (bf16 values of a power-of-two scale are

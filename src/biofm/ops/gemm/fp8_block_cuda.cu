@@ -27,8 +27,6 @@ using namespace gemm_detail;
 
 namespace {
 
-cudaDataType_t fp8_type(Fp8Type t) { return t == Fp8Type::E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
-
 std::atomic<int64_t> g_emulated_calls{0};
 
 void note_emulated(const char* why) {
@@ -39,8 +37,7 @@ void note_emulated(const char* why) {
 }
 
 GemmKey block_key(GemmKey key, Fp8Type a, Fp8Type b) {
-  key.a_type = fp8_type(a);
-  key.b_type = fp8_type(b);
+  key = fp8_key(key, a, b, /*fast_accum=*/false);
   key.block_scaled = 1;
   return key;
 }
@@ -111,11 +108,7 @@ void linear_forward_fp8_block(Tensor& out, const Tensor& x, const Tensor& w, con
   cuda::fp8_block_quantize(&xr, save ? &xc : nullptr, x, recipe.fwd, !recipe.f32_scales, false);
   weight_codes(w, recipe.fwd, recipe.f32_scales, w_codes, wr, wc);
   if (w_codes && !w_codes->scale_inv_t.defined()) *w_codes = Fp8WeightCodes{wr.codes, wc.codes, wr.scale_inv, wc.scale_inv};
-  Tensor bias = bias_in;
-  if (bias.defined() && (bias.dtype() != dt || !aligned(bias.raw(), 16))) {
-    bias = Tensor::empty(bias_in.shape(), dt, Device::CUDA);
-    cuda::cast(bias, bias_in);
-  }
+  const Tensor bias = aligned_in_dtype(bias_in, dt);
   GemmKey key = block_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, I, I, O, dt, dt, wr.codes.raw(), xr.codes.raw(),
                                    out.raw()),
                           recipe.fwd, recipe.fwd);

@@ -23,9 +23,23 @@ namespace biofm::ops::cuda {
 using namespace cuda_detail;
 using namespace gemm_detail;
 
-namespace {
+cudaDataType_t gemm_detail::fp8_cuda_type(Fp8Type t) { return t == Fp8Type::E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
 
-cudaDataType_t fp8_cuda_type(Fp8Type t) { return t == Fp8Type::E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
+GemmKey gemm_detail::fp8_key(GemmKey key, Fp8Type a, Fp8Type b, bool fast_accum) {
+  key.a_type = fp8_cuda_type(a);
+  key.b_type = fp8_cuda_type(b);
+  key.fast_accum = fast_accum;
+  return key;
+}
+
+Tensor gemm_detail::aligned_in_dtype(const Tensor& t, DType dt) {
+  if (!t.defined() || (t.dtype() == dt && aligned(t.raw(), 16))) return t;
+  Tensor c = Tensor::empty(t.shape(), dt, Device::CUDA);
+  cuda::cast(c, t);
+  return c;
+}
+
+namespace {
 
 struct Quantized {
   Tensor codes, scale_inv;
@@ -50,26 +64,10 @@ void note_fallback(const char* what, const GemmKey& key) {
                  what, describe(key).c_str());
 }
 
-// The FP8 GEMM key: make_key's, with the FP8 operand types.
-GemmKey fp8_key(GemmKey key, Fp8Type a, Fp8Type b, bool fast_accum) {
-  key.a_type = fp8_cuda_type(a);
-  key.b_type = fp8_cuda_type(b);
-  key.fast_accum = fast_accum;
-  return key;
-}
-
 // Token rows rounded up to 16: the K extent of the weight-gradient GEMM.
 int64_t padded_rows(int64_t N) { return (N + 15) / 16 * 16; }
 
 bool fp8_shape_ok(int64_t O, int64_t I) { return O % 16 == 0 && I % 16 == 0; }
-
-// t in dtype dt at a 16-byte aligned address (itself, or a converted copy).
-Tensor aligned_in_dtype(const Tensor& t, DType dt) {
-  if (!t.defined() || (t.dtype() == dt && aligned(t.raw(), 16))) return t;
-  Tensor c = Tensor::empty(t.shape(), dt, Device::CUDA);
-  cuda::cast(c, t);
-  return c;
-}
 
 }  // namespace
 
