@@ -4,7 +4,8 @@
 //   g++ -std=c++20 -O2 -DBIOFM_WITH_CUDA=1 -Isrc -I/usr/local/cuda/include
 //       bench/attention_bench.cpp build-cuda/libbiofm_lib.a <biofm_lib's link libraries>
 //       -o attention_bench
-// and run on the GPU machine: ./attention_bench [iterations]   (default 20).
+// and run on the GPU machine: ./attention_bench [iterations [cudnn]]   (default 20; "cudnn": skip the
+// fallback kernels). Batches of equal-length sequences run on cuDNN twice: dense graph and ragged.
 // Each case packs sequences of the given lengths into one THD batch of BF16 (and, for the
 // fallback, F32) tensors, warms up (graph builds happen there), then times `iterations`
 // forward and backward calls with CUDA events on the op stream. FLOPs counted as in
@@ -89,6 +90,8 @@ void run_case(const Case& c, DType dt, ad::AttentionPath path, int iters) {
   a.scale = 1.0f / std::sqrt(float(c.D));
   a.causal = c.causal;
   a.max_seqlen = max_len;
+  a.uniform = N == B * int64_t(max_len);  // all sequences equally long: dense graphs when ops.sdpa_dense
+  const char* graph = path != ad::AttentionPath::Cudnn ? "" : !a.uniform ? "ragged" : ops::op_options().sdpa_dense ? "dense" : "ragged";
   cudaStream_t st = cuda_ctx::stream();
   auto fwd = [&] { ad::attention_forward_with(path, out, lse, q, k, v, cut, lens, a); };
   auto bwd = [&] { ad::attention_backward_with(path, dq, dk, dv, dout, q, k, v, out, lse, cut, lens, a); };
@@ -112,8 +115,8 @@ void run_case(const Case& c, DType dt, ad::AttentionPath path, int iters) {
   check(cudaEventElapsedTime(&ms_b, e1, e2), "elapsed");
   ms_f /= float(iters);
   ms_b /= float(iters);
-  std::printf("%-22s %-4s %-8s B=%-4lld N=%-6lld maxL=%-5d Hq=%-3lld Hkv=%-3lld D=%-3lld %-6s  fwd %8.3f ms %7.1f TFLOP/s   bwd %8.3f ms %7.1f TFLOP/s\n",
-              c.name, dtype_name(dt), ops::attention_backend_name(path), (long long)B, (long long)N, max_len,
+  std::printf("%-22s %-4s %-8s %-6s B=%-4lld N=%-6lld maxL=%-5d Hq=%-3lld Hkv=%-3lld D=%-3lld %-6s  fwd %8.3f ms %7.1f TFLOP/s   bwd %8.3f ms %7.1f TFLOP/s\n",
+              c.name, dtype_name(dt), ops::attention_backend_name(path), graph, (long long)B, (long long)N, max_len,
               (long long)c.Hq, (long long)c.Hkv, (long long)c.D, c.causal ? "causal" : "bidir", ms_f,
               flops / (ms_f * 1e-3) / 1e12, ms_b, 2.5 * flops / (ms_b * 1e-3) / 1e12);
   std::fflush(stdout);
@@ -133,10 +136,23 @@ int main(int argc, char** argv) {
       {"esm2-650M (D64)", protein_lengths(16384, 1024, 4), 20, 20, 64, false},
       {"esm2-3B (D128)", protein_lengths(16384, 1024, 5), 20, 20, 128, false},
       {"llama-1B 8k (D64)", {8192}, 32, 8, 64, true},
+      {"llama-1B 2x8k (D64)", {8192, 8192}, 32, 8, 64, true},
       {"og2-7B 8k (D128)", {8192}, 32, 8, 128, true},
   };
+  const bool only_cudnn = argc > 2 && std::string(argv[2]) == "cudnn";
   for (const Case& c : cases) {
     run_case(c, DType::BF16, ad::AttentionPath::Cudnn, iters);
+    bool uniform = true;
+    for (int32_t l : c.lens) uniform = uniform && l == c.lens[0];
+    if (uniform) {  // the same batch on the ragged graph (ops.sdpa_dense off)
+      ops::OpOptions o = ops::op_options();
+      o.sdpa_dense = false;
+      ops::set_op_options(o);
+      run_case(c, DType::BF16, ad::AttentionPath::Cudnn, iters);
+      o.sdpa_dense = true;
+      ops::set_op_options(o);
+    }
+    if (only_cudnn) continue;
     run_case(c, DType::BF16, ad::AttentionPath::Fallback, iters);
     run_case(c, DType::F32, ad::AttentionPath::Fallback, iters);
   }

@@ -43,6 +43,7 @@ struct Batch {
   int64_t tail = 0;            // extra rows after the last slot (padding too)
   int64_t Hq = 8, Hkv = 2, D = 64;
   bool causal = false;
+  bool uniform = false;  // AttentionShape.uniform (all lens equal, packed)
 
   static Batch packed(std::vector<int32_t> l, int64_t Hq, int64_t Hkv, int64_t D, bool causal) {
     Batch b;
@@ -69,6 +70,7 @@ struct Batch {
     a.scale = 1.0f / std::sqrt(float(D));
     a.causal = causal;
     for (int32_t l : lens) a.max_seqlen = std::max(a.max_seqlen, l);
+    a.uniform = uniform;
     return a;
   }
   // Which sequence row r belongs to (-1: padding).
@@ -494,4 +496,60 @@ TEST(CudaAttention, RejectsBadArguments) {
                Error);  // cu_seqlens on the CPU
   EXPECT_THROW(ad::attention_forward_with(AttentionPath::Cudnn, out, lse, q, k, k, cu, lens, b.shape()),
                Error);  // F32 cannot take the cuDNN path
+}
+
+TEST(CudaAttention, UniformBatchesRunDenseCudnnGraphs) {
+  // Full windows (every sequence max_seqlen long, back to back) take cuDNN's dense graph of
+  // their exact shape (ops.sdpa_dense, on by default) and still match the CPU op.
+  std::string why;
+  if (!cudnn_available(DType::BF16, 64, 8, 2, &why)) GTEST_SKIP() << "cuDNN path unavailable: " << why;
+  ASSERT_TRUE(ops::op_options().sdpa_dense);
+  uint64_t seed = 1000;
+  for (auto [lens, Hq, Hkv, D] : {std::tuple{std::vector<int32_t>{256, 256, 256}, 8, 2, 64},
+                                  std::tuple{std::vector<int32_t>{512, 512}, 8, 8, 128},
+                                  std::tuple{std::vector<int32_t>{1024}, 4, 1, 64}})
+    for (bool causal : {false, true}) {
+      Batch b = Batch::packed(lens, Hq, Hkv, D, causal);
+      b.uniform = true;
+      const size_t before = ad::cudnn_sdpa_dense_runs();
+      expect_matches_cpu(b, DType::BF16, AttentionPath::Cudnn, seed++);
+      EXPECT_EQ(ad::cudnn_sdpa_dense_runs(), before + 2) << b.name() << ": forward and backward not dense";
+    }
+  // Other lengths keep the ragged graphs (one graph per length would be too many).
+  {
+    Batch b = Batch::packed({300, 300}, 8, 2, 64, true);
+    b.uniform = true;
+    const size_t before = ad::cudnn_sdpa_dense_runs();
+    expect_matches_cpu(b, DType::BF16, AttentionPath::Cudnn, seed++);
+    EXPECT_EQ(ad::cudnn_sdpa_dense_runs(), before);
+  }
+  // Switched off, the same batch runs the ragged graph and matches as well.
+  ops::OpOptions o = ops::op_options();
+  o.sdpa_dense = false;
+  ops::set_op_options(o);
+  Batch b = Batch::packed({256, 256}, 8, 2, 64, true);
+  b.uniform = true;
+  const size_t before = ad::cudnn_sdpa_dense_runs();
+  expect_matches_cpu(b, DType::BF16, AttentionPath::Cudnn, seed++);
+  EXPECT_EQ(ad::cudnn_sdpa_dense_runs(), before);
+  o.sdpa_dense = true;
+  ops::set_op_options(o);
+}
+
+TEST(CudaAttention, BrokenUniformPromiseIsAnError) {
+  // N != B·max_seqlen is caught without a sync; unequal lengths in equal slots are caught by
+  // ops.attention_check (which reads the layout back).
+  Batch b = Batch::packed({8, 6}, 4, 2, 16, false);
+  b.uniform = true;
+  const Inputs in = make_inputs(b, 1100, false);
+  EXPECT_THROW(run_gpu(b, in, DType::F32, AttentionPath::Fallback), Error);
+  Batch padded = Batch::packed({8, 6}, 4, 2, 16, false);
+  padded.slots = {8, 8};  // N = 16 = B·max_seqlen, but the second sequence is short
+  padded.uniform = true;
+  ops::OpOptions o = ops::op_options();
+  o.attention_check = true;
+  ops::set_op_options(o);
+  EXPECT_THROW(run_gpu(padded, make_inputs(padded, 1101, false), DType::F32, AttentionPath::Fallback), Error);
+  o.attention_check = false;
+  ops::set_op_options(o);
 }

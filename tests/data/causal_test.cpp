@@ -165,3 +165,25 @@ TEST(DataCausal, BshdAndValidation) {
   msg = error_of([&] { CausalLmBatcher m(ds, o); });
   EXPECT_TRUE(contains(msg, "stride (6)")) << msg;
 }
+
+TEST(DataCausal, UniformBatchesAreRecognised) {
+  // Batch::uniform(): every sequence exactly max_seqlen long with no padding rows (full
+  // windows), which lets the GPU attention run dense kernels. Anything else is not uniform.
+  auto build = [](std::vector<int32_t> lens, BatchMode mode, int64_t pad) {
+    BatchBuilder bb;
+    for (int32_t n : lens) {
+      std::vector<int32_t> ids(size_t(n), 5), labels(size_t(n), 5);
+      bb.add(ids.data(), labels.data(), n);
+    }
+    return bb.build(mode, pad, 0);
+  };
+  EXPECT_TRUE(build({8, 8, 8}, BatchMode::Thd, 1).uniform());
+  EXPECT_TRUE(build({8, 8}, BatchMode::Bshd, 1).uniform());
+  EXPECT_TRUE(build({8, 8}, BatchMode::Thd, 8).uniform());   // already a multiple: no padding rows
+  EXPECT_TRUE(build({5}, BatchMode::Thd, 1).uniform());
+  EXPECT_FALSE(build({8, 7}, BatchMode::Thd, 1).uniform());  // a short tail window
+  EXPECT_FALSE(build({8, 7}, BatchMode::Bshd, 1).uniform());
+  EXPECT_FALSE(build({8, 8, 8}, BatchMode::Thd, 16).uniform());  // 8 padding rows after the last sequence
+  EXPECT_FALSE(build({6, 6}, BatchMode::Bshd, 4).uniform());  // slots of 8 for 6 tokens
+  EXPECT_FALSE(Batch().uniform());
+}

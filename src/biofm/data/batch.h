@@ -22,6 +22,12 @@ struct Batch {
   int64_t num_label_tokens = 0;   // labels != -100
   int64_t num_sequences() const { return seq_lens.defined() ? seq_lens.numel() : 0; }
   int64_t num_rows() const { return input_ids.defined() ? input_ids.numel() : 0; }
+  // Every sequence exactly max_seqlen tokens, back to back, no padding rows (full windows).
+  // Since each slot holds at least its sequence, rows == sum(seq_lens) == B·max_seqlen forces it.
+  bool uniform() const {
+    return num_sequences() > 0 && max_seqlen > 0 && num_real_tokens == num_sequences() * max_seqlen &&
+           num_rows() == num_real_tokens;
+  }
 
   Batch to(Device d) const {
     Batch b = *this;

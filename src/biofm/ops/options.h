@@ -23,6 +23,10 @@ struct OpOptions {
   // ops.sdpa_autotune: time every cuDNN SDPA engine configuration on a graph's first execution
   // instead of taking the heuristic's first choice (costs build time per graph shape).
   bool sdpa_autotune = false;
+  // ops.sdpa_dense: batches whose sequences all have the same power-of-two length
+  // (AttentionShape.uniform: full training windows) run cuDNN's dense SDPA graph of their exact
+  // shape instead of the ragged one.
+  bool sdpa_dense = true;
   // ops.gemm_fused_bgrad: the bias gradient from cuBLASLt's BGRADB epilogue where it applies
   // (false: always the deterministic column-sum kernel).
   bool gemm_fused_bgrad = true;

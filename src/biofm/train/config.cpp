@@ -206,6 +206,7 @@ Registry build_registry() {
   BIND(ops.attention_verbose, .help = "print once per shape which attention path ran");
   BIND(ops.attention_check, .help = "check cu_seqlens/seq_lens on the host at every attention call (syncs; debug)");
   BIND(ops.sdpa_autotune, .help = "time every cuDNN SDPA engine configuration on a graph's first use");
+  BIND(ops.sdpa_dense, .help = "equal-length batches (full windows) take cuDNN's dense SDPA graph, not the ragged one");
   BIND(ops.gemm_fused_bgrad, .help = "bias gradients from cuBLASLt's BGRADB epilogue where it applies");
   BIND(ops.gemm_inplace_splitk, .help = "restrict split-K GEMM algorithms to in-place reduction (experiment)");
 

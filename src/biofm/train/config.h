@@ -154,6 +154,7 @@ struct TrainConfig {
     bool attention_verbose = false;
     bool attention_check = false;
     bool sdpa_autotune = false;
+    bool sdpa_dense = true;
     bool gemm_fused_bgrad = true;
     bool gemm_inplace_splitk = false;
     bool operator==(const Ops&) const = default;

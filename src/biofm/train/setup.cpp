@@ -20,6 +20,7 @@ void apply_op_options(const TrainConfig& cfg) {
   o.attention_verbose = cfg.ops.attention_verbose;
   o.attention_check = cfg.ops.attention_check;
   o.sdpa_autotune = cfg.ops.sdpa_autotune;
+  o.sdpa_dense = cfg.ops.sdpa_dense;
   o.gemm_fused_bgrad = cfg.ops.gemm_fused_bgrad;
   o.gemm_inplace_splitk = cfg.ops.gemm_inplace_splitk;
   ops::set_op_options(o);

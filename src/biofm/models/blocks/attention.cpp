@@ -34,7 +34,7 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
   } else {
     a.lse = ctx_->f32({T, nh});
     ops::attention_forward(a.attn, a.lse, a.q, a.k, a.v, b.cu_seqlens, b.seq_lens,
-                           ops::AttentionShape{scale, spec_.causal, b.max_seqlen});
+                           ops::AttentionShape{scale, spec_.causal, b.max_seqlen, b.uniform()});
   }
   out = ctx_->act({T, residual.size(1)});
   out_.forward(out, a.attn.view({T, nh * hd}), residual, keep_fp8 ? &a.fp8_o : nullptr);
@@ -47,7 +47,7 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
   out_.backward(dattn, dout, a.attn.view({T, nh * hd}), &a.fp8_o);
   Tensor dq = ctx_->act({T, nh, hd}), dk = ctx_->act({T, nkv, hd}), dv = ctx_->act({T, nkv, hd});
   ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
-                          b.seq_lens, ops::AttentionShape{1.0f / std::sqrt(float(hd)), spec_.causal, b.max_seqlen});
+                          b.seq_lens, ops::AttentionShape{1.0f / std::sqrt(float(hd)), spec_.causal, b.max_seqlen, b.uniform()});
   dattn = Tensor();
   Tensor dpacked = ctx_->act({T, (nh + 2 * nkv) * hd});
   ops::rope_pack_qkv_grad(dpacked, dq, dk, dv, b.positions, *inv_freq_);

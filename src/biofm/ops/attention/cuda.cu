@@ -476,6 +476,17 @@ __global__ void sdpa_offsets_kernel(const int32_t* __restrict__ cu, const int32_
   }
 }
 
+// lse[B·S, Hq] (our row-major statistics) → bhs[B, Hq, S] (what cuDNN's dense backward reads).
+// One thread per element, consecutive threads along s for coalesced writes.
+__global__ void lse_to_bhs_kernel(const float* __restrict__ lse, int64_t B, int64_t S, int64_t Hq,
+                                  float* __restrict__ bhs) {
+  const int64_t n = B * Hq * S;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t s = i % S, h = (i / S) % Hq, b = i / (S * Hq);
+    bhs[i] = lse[(b * S + s) * Hq + h];
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Host side
 // ---------------------------------------------------------------------------------------------
@@ -514,6 +525,7 @@ void set_smem(const void* kernel, size_t bytes) {
 
 struct Problem {
   int64_t N = 0, B = 0, Hq = 0, Hkv = 0, D = 0, max_seqlen = 0;
+  bool uniform = false;  // AttentionShape.uniform: no padding rows, every sequence max_seqlen long
   DType dtype = DType::F32;
 };
 
@@ -536,7 +548,7 @@ void zero_padding(const Problem& p, const Tensor& cu, const Tensor& lens,
     slots.s[n].row_bytes = row_elems * int64_t(dtype_size(t->dtype()));
     ++n;
   }
-  if (n == 0 || p.N == 0) return;
+  if (n == 0 || p.N == 0 || p.uniform) return;  // a uniform batch has no padding rows
   dim3 grid(unsigned(p.B + 1), unsigned(n));
   zero_padding_rows_kernel<<<grid, kThreads, 0, cuda_ctx::stream()>>>(slots, cu.i32(), lens.i32(), p.B, p.N);
   BIOFM_CUDA_LAUNCH_CHECK();
@@ -636,7 +648,7 @@ void require(const Tensor& t, DType dt, const Shape& shape, const char* op, cons
 // Host copy of the (device) layout: only with ops.attention_check, or when max_seqlen was
 // not given. Synchronises the stream.
 int64_t inspect_layout(const char* op, const Tensor& cu, const Tensor& lens, int64_t N,
-                       int64_t max_seqlen_hint, bool full_check) {
+                       int64_t max_seqlen_hint, bool full_check, bool uniform) {
   const int64_t B = lens.numel();
   std::vector<int32_t> hc(static_cast<size_t>(B + 1)), hl(static_cast<size_t>(B));
   cudaStream_t st = cuda_ctx::stream();
@@ -656,6 +668,11 @@ int64_t inspect_layout(const char* op, const Tensor& cu, const Tensor& lens, int
     if (hc[size_t(B)] > N) fail(op, ": cu_seqlens ends at ", hc[size_t(B)], " but the batch has ", N, " rows");
     if (max_seqlen_hint > 0 && mx > max_seqlen_hint)
       fail(op, ": AttentionShape.max_seqlen = ", max_seqlen_hint, " but a sequence has ", mx, " tokens");
+    if (uniform)
+      for (int64_t s = 0; s < B; ++s)
+        if (hl[size_t(s)] != max_seqlen_hint || hc[size_t(s)] != s * max_seqlen_hint)
+          fail(op, ": AttentionShape.uniform promised sequences of ", max_seqlen_hint,
+               " tokens back to back, but sequence ", s, " has ", hl[size_t(s)], " tokens at row ", hc[size_t(s)]);
   }
   return mx;
 }
@@ -687,8 +704,12 @@ Problem make_problem(const char* op, const Tensor& q, const Tensor& k, const Ten
   p.B = lens.numel();
   const bool check = op_options().attention_check;
   p.max_seqlen = a.max_seqlen;
+  if (a.uniform && (a.max_seqlen <= 0 || p.N != p.B * int64_t(a.max_seqlen)))
+    fail(op, ": AttentionShape.uniform needs N == B·max_seqlen, got N = ", p.N, ", B = ", p.B,
+         ", max_seqlen = ", a.max_seqlen);
+  p.uniform = a.uniform;
   if (p.B > 0 && (check || a.max_seqlen <= 0)) {
-    const int64_t mx = inspect_layout(op, cu, lens, p.N, a.max_seqlen, check);
+    const int64_t mx = inspect_layout(op, cu, lens, p.N, a.max_seqlen, check, a.uniform);
     if (a.max_seqlen <= 0) {
       warn_once(std::string(op) +
                 ": AttentionShape.max_seqlen not set; reading seq_lens back from the GPU (a sync per call)");
@@ -746,6 +767,14 @@ void launch_sdpa_offsets(const int32_t* cu_seqlens, const int32_t* seq_lens, int
   BIOFM_CUDA_LAUNCH_CHECK();
 }
 
+void launch_lse_to_bhs(const float* lse, int64_t B, int64_t S, int64_t Hq, float* bhs) {
+  const int64_t n = B * S * Hq;
+  if (n == 0) return;
+  const unsigned blocks = unsigned(std::min<int64_t>(ceil_div(n, kThreads), 4096));
+  lse_to_bhs_kernel<<<blocks, kThreads, 0, cuda_ctx::stream()>>>(lse, B, S, Hq, bhs);
+  BIOFM_CUDA_LAUNCH_CHECK();
+}
+
 void attention_forward_with(AttentionPath path, Tensor& out, Tensor& lse, const Tensor& q,
                             const Tensor& k, const Tensor& v, const Tensor& cu_seqlens,
                             const Tensor& seq_lens, const AttentionShape& a) {
@@ -766,7 +795,7 @@ void attention_forward_with(AttentionPath path, Tensor& out, Tensor& lse, const 
     Tensor lse_buf = lse.defined() ? lse : Tensor::empty({p.N, p.Hq}, DType::F32, Device::CUDA);
     SdpaCall c;
     c.N = p.N, c.B = p.B, c.Hq = p.Hq, c.Hkv = p.Hkv, c.D = p.D, c.max_seqlen = p.max_seqlen;
-    c.scale = a.scale, c.causal = a.causal;
+    c.scale = a.scale, c.causal = a.causal, c.uniform = p.uniform;
     c.cu_seqlens = cu_seqlens.i32(), c.seq_lens = seq_lens.i32();
     c.q = q.raw(), c.k = k.raw(), c.v = v.raw(), c.out = out.raw(), c.lse = lse_buf.f32();
     std::string why;
@@ -811,7 +840,7 @@ void attention_backward_with(AttentionPath path, Tensor& dq, Tensor& dk, Tensor&
   if (chosen == AttentionPath::Cudnn) {
     SdpaCall c;
     c.N = p.N, c.B = p.B, c.Hq = p.Hq, c.Hkv = p.Hkv, c.D = p.D, c.max_seqlen = p.max_seqlen;
-    c.scale = a.scale, c.causal = a.causal;
+    c.scale = a.scale, c.causal = a.causal, c.uniform = p.uniform;
     c.cu_seqlens = cu_seqlens.i32(), c.seq_lens = seq_lens.i32();
     c.q = q.raw(), c.k = k.raw(), c.v = v.raw(), c.out = out.raw(), c.lse = lse.f32();
     c.dout = dout.raw(), c.dq = dq.raw(), c.dk = dk.raw(), c.dv = dv.raw();

@@ -55,6 +55,7 @@ struct SdpaCall {
   int64_t max_seqlen = 0;
   float scale = 1.0f;
   bool causal = false;
+  bool uniform = false;  // every sequence exactly max_seqlen rows, back to back (N == B·max_seqlen)
   const int32_t* cu_seqlens = nullptr;  // [B+1]
   const int32_t* seq_lens = nullptr;    // [B]
   // forward: q, k, v in; out, lse out. backward: also dout, out, lse in; dq, dk, dv out.
@@ -78,6 +79,8 @@ bool cudnn_sdpa_backward(const SdpaCall& c, std::string* why);
 // Number of cuDNN graphs built so far (forward and backward, failed builds included); lets
 // tests check that graph keys are bucketed.
 size_t cudnn_sdpa_graph_count();
+// Calls (forward or backward) that ran a dense graph (SdpaCall.uniform, ops.sdpa_dense).
+size_t cudnn_sdpa_dense_runs();
 
 // Bucketing used for graph keys (exposed for tests): batch → next power of two; max_seqlen →
 // next power of two, at least 64; total tokens (the backward's ragged workspace bound) → next
@@ -96,5 +99,9 @@ int64_t bucket_tokens(int64_t n);
 void launch_sdpa_offsets(const int32_t* cu_seqlens, const int32_t* seq_lens, int64_t B,
                          int64_t B_bucket, int64_t qo_mult, int64_t kv_mult, int64_t stats_mult,
                          int32_t* seq_len, int64_t* off_qo, int64_t* off_kv, int64_t* off_stats);
+
+// Implemented in cuda.cu: lse[B·S, Hq] (row-major, ours) → bhs[B, Hq, S] (packed BHSD, which
+// cuDNN < 9.26 requires for the statistics input of a dense backward graph).
+void launch_lse_to_bhs(const float* lse, int64_t B, int64_t S, int64_t Hq, float* bhs);
 
 }  // namespace biofm::ops::cuda::attention_detail

@@ -24,6 +24,10 @@ struct AttentionShape {
   float scale = 1.0f;  // applied to q·k
   bool causal = false;
   int32_t max_seqlen = 0;  // longest seq_lens entry (a hint for the CUDA path)
+  // The caller's promise that every sequence has exactly max_seqlen tokens and they lie back to
+  // back (N == B·max_seqlen, cu_seqlens[s] = s·max_seqlen, no padding rows): the CUDA path may
+  // then use dense kernels. Batch::uniform() says when it holds; ops.attention_check verifies it.
+  bool uniform = false;
 };
 
 // q[N,Hq,D], k,v[N,Hkv,D] → out[N,Hq,D]; lse[N,Hq] (F32) = logsumexp of each query's scores.
