@@ -4,8 +4,9 @@
 //   g++ -std=c++20 -O2 -DBIOFM_WITH_CUDA=1 -Isrc -I/usr/local/cuda/include
 //       bench/attention_bench.cpp build-cuda/libbiofm_lib.a <biofm_lib's link libraries>
 //       -o attention_bench
-// and run on the GPU machine: ./attention_bench [iterations [cudnn]]   (default 20; "cudnn": skip the
-// fallback kernels). Batches of equal-length sequences run on cuDNN twice: dense graph and ragged.
+// and run on the GPU machine: ./attention_bench [iterations [cudnn [autotune]]]   (default 20;
+// "cudnn": skip the fallback kernels; "autotune": ops.sdpa_autotune, every engine configuration
+// timed). Batches of equal power-of-two lengths run on cuDNN twice: dense graph and ragged.
 // Each case packs sequences of the given lengths into one THD batch of BF16 (and, for the
 // fallback, F32) tensors, warms up (graph builds happen there), then times `iterations`
 // forward and backward calls with CUDA events on the op stream. FLOPs counted as in
@@ -91,7 +92,8 @@ void run_case(const Case& c, DType dt, ad::AttentionPath path, int iters) {
   a.causal = c.causal;
   a.max_seqlen = max_len;
   a.uniform = N == B * int64_t(max_len);  // all sequences equally long: dense graphs when ops.sdpa_dense
-  const char* graph = path != ad::AttentionPath::Cudnn ? "" : !a.uniform ? "ragged" : ops::op_options().sdpa_dense ? "dense" : "ragged";
+  const bool pow2 = max_len >= 64 && (max_len & (max_len - 1)) == 0;  // dense graphs only then
+  const char* graph = path != ad::AttentionPath::Cudnn ? "" : a.uniform && pow2 && ops::op_options().sdpa_dense ? "dense" : "ragged";
   cudaStream_t st = cuda_ctx::stream();
   auto fwd = [&] { ad::attention_forward_with(path, out, lse, q, k, v, cut, lens, a); };
   auto bwd = [&] { ad::attention_backward_with(path, dq, dk, dv, dout, q, k, v, out, lse, cut, lens, a); };
@@ -135,15 +137,28 @@ int main(int argc, char** argv) {
       {"esm2-150M (D32)", protein_lengths(16384, 1024, 3), 20, 20, 32, false},
       {"esm2-650M (D64)", protein_lengths(16384, 1024, 4), 20, 20, 64, false},
       {"esm2-3B (D128)", protein_lengths(16384, 1024, 5), 20, 20, 128, false},
+      // Batch-count buckets: 32 sequences fill their bucket (32), 33 take one of 64 (graph keys
+      // round B up to a power of two); same lengths otherwise.
+      {"esm2-650M B=32 L=500", std::vector<int32_t>(32, 500), 20, 20, 64, false},
+      {"esm2-650M B=33 L=500", std::vector<int32_t>(33, 500), 20, 20, 64, false},
+      {"esm2-650M B=48 L=340", std::vector<int32_t>(48, 340), 20, 20, 64, false},
+      {"esm2-650M B=64 L=255", std::vector<int32_t>(64, 255), 20, 20, 64, false},
+      {"esm2-650M B=65 L=250", std::vector<int32_t>(65, 250), 20, 20, 64, false},
       {"llama-1B 8k (D64)", {8192}, 32, 8, 64, true},
       {"llama-1B 2x8k (D64)", {8192, 8192}, 32, 8, 64, true},
       {"og2-7B 8k (D128)", {8192}, 32, 8, 128, true},
   };
   const bool only_cudnn = argc > 2 && std::string(argv[2]) == "cudnn";
+  if (argc > 3 && std::string(argv[3]) == "autotune") {  // time every cuDNN engine configuration per graph
+    ops::OpOptions o = ops::op_options();
+    o.sdpa_autotune = true;
+    ops::set_op_options(o);
+  }
   for (const Case& c : cases) {
     run_case(c, DType::BF16, ad::AttentionPath::Cudnn, iters);
     bool uniform = true;
     for (int32_t l : c.lens) uniform = uniform && l == c.lens[0];
+    uniform = uniform && c.lens[0] >= 64 && (c.lens[0] & (c.lens[0] - 1)) == 0;
     if (uniform) {  // the same batch on the ragged graph (ops.sdpa_dense off)
       ops::OpOptions o = ops::op_options();
       o.sdpa_dense = false;
