@@ -3,6 +3,7 @@
 // warnings of issue 15 (alphabet mismatch, truncation, windows past the context, odd prompts).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -98,6 +99,56 @@ TEST(InferCli, ShardedEmbedEqualsOneFileAndResumes) {
   RunResult other = run("embed --model " + kEsm + " --input " + input + " --device cpu --output " + d + "/out --shard-size 16");
   EXPECT_EQ(other.code, 1) << other.output;
   EXPECT_NE(other.output.find("different command"), std::string::npos) << other.output;
+}
+
+TEST(InferCli, EmbedSplitsShardsOverRanks) {
+  // Two processes with the launcher's variables (as `biofm launch --nproc-per-node 2 embed ...`
+  // sets them) each write the shards k with k mod 2 == rank; the one that finishes with every
+  // shard on disk writes index.json. Same shards, bit for bit, as one process.
+  const std::string d = dir("ranks");
+  const std::string input = head_fasta(src("data/proteins_val.fasta"), 40, d + "/in.fasta");
+  const std::string common = "embed --model " + kEsm + " --input " + input +
+                             " --device cpu --layers 0,-1 --max-tokens 2000 --shard-size 8 --max-seq-length 64";
+  RunResult one = run(common + " --output " + d + "/one");
+  ASSERT_EQ(one.code, 0) << one.output;
+  auto rank = [&](int r, const std::string& args) {
+    return testkit::sh("RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
+                       " LOCAL_WORLD_SIZE=2 OMP_NUM_THREADS=1 " + std::string(BIOFM_BINARY) + " " + args);
+  };
+  RunResult r1 = rank(1, common + " --output " + d + "/two");
+  ASSERT_EQ(r1.code, 0) << r1.output;
+  EXPECT_NE(r1.output.find("rank 1 of 2: 16 of 40 records"), std::string::npos) << r1.output;  // shards 1 and 3
+  EXPECT_FALSE(fs::exists(d + "/two/index.json")) << "shards 0, 2 and 4 are not written yet";
+  EXPECT_FALSE(fs::exists(d + "/two/shard-00000.safetensors"));
+  RunResult r0 = rank(0, common + " --output " + d + "/two");
+  ASSERT_EQ(r0.code, 0) << r0.output;
+  EXPECT_NE(r0.output.find("rank 0 of 2: 24 of 40 records"), std::string::npos) << r0.output;
+  EXPECT_NE(r0.output.find("wrote index.json"), std::string::npos) << r0.output;
+  const nlohmann::json a = nlohmann::json::parse(read_file(d + "/one/index.json"));
+  const nlohmann::json b = nlohmann::json::parse(read_file(d + "/two/index.json"));
+  EXPECT_EQ(a["shards"], b["shards"]);
+  EXPECT_EQ(b["summary"]["ranks"], 2);
+  for (const char* key : {"truncated", "unknown_residues", "windows"}) EXPECT_EQ(a["summary"][key], b["summary"][key]) << key;
+  EXPECT_GT(b["summary"]["truncated"].get<int64_t>(), 0) << "64-token cut: some proteins are longer";
+  for (const auto& sh : a["shards"]) {
+    const std::string f = sh["file"].get<std::string>();
+    const SafetensorsFile x = read_safetensors(d + "/one/" + f), y = read_safetensors(d + "/two/" + f);
+    for (const char* t : {"embeddings.0", "embeddings.2"}) {
+      const Tensor &tx = x.get(t), &ty = y.get(t);
+      ASSERT_EQ(tx.shape(), ty.shape()) << f << " " << t;
+      EXPECT_EQ(std::memcmp(tx.f32(), ty.f32(), size_t(tx.numel()) * 4), 0) << f << " " << t;
+    }
+    EXPECT_EQ(x.metadata.at("names"), y.metadata.at("names")) << f;
+  }
+  // Each rank resumes its own shards; a single file or npy output cannot be split: usage errors.
+  RunResult again = rank(1, common + " --output " + d + "/two");
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("16 records from complete shards"), std::string::npos) << again.output;
+  RunResult file = rank(0, common + " --output " + d + "/x.safetensors");
+  EXPECT_EQ(file.code, 2) << file.output;
+  EXPECT_NE(file.output.find("needs --output DIR"), std::string::npos) << file.output;
+  RunResult npy = rank(0, common + " --output " + d + "/npy --output-format npy");
+  EXPECT_EQ(npy.code, 2) << npy.output;
 }
 
 // --output-format npy: the same rows as the safetensors file, in one array per layer that a

@@ -2,6 +2,11 @@
 // a file, pooled per sequence and/or per token, from any layers; on the GPU by default, in
 // bf16 there. The work is infer/embedder (batching, windows, pooling) and infer/shards
 // (streaming output); this file is flags and naming. (biofm eval lives in cmd_eval.cpp.)
+//
+// Several processes (biofm launch, torchrun, srun, mpirun: the launch_env variables) share one
+// job without talking to each other: shard k of the output belongs to rank k mod world size,
+// each rank writes its shards (rank r on GPU local_rank unless --device cuda:N says otherwise),
+// and the rank that finds every shard on disk when it is done writes index.json.
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -13,6 +18,8 @@
 #include "biofm/cli/model_flags.h"
 #include "biofm/data/dataset.h"
 #include "biofm/data/tokenizer.h"
+#include "biofm/dist/launch_env.h"
+#include "biofm/core/device_memory.h"
 #include "biofm/infer/alphabet.h"
 #include "biofm/infer/embedder.h"
 #include "biofm/infer/npy_output.h"
@@ -81,7 +88,18 @@ int cmd_embed(int argc, char** argv) {
   }
   a.expect_no_positional();
   const std::string model_dir = a.require("--model"), input = a.require("--input"), out_path = a.require("--output");
-  const Device dev = parse_device(a.get("--device", "auto"));
+  const DistEnv env = detect_dist_env();
+  if (env.distributed()) {
+    const std::string who = "embed as rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) + " (" + env.source + ")";
+    if (a.get("--output-format", "safetensors") != "safetensors")
+      throw UsageError(who + " writes safetensors shards; --output-format npy is for one process");
+    if (out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0)
+      throw UsageError(who + " needs --output DIR (each rank writes its own shards), not one file " + out_path);
+  }
+  const std::string device_flag_value = a.get("--device", "auto");
+  const Device dev = parse_device(device_flag_value);
+  if (env.distributed() && dev == Device::CUDA && device_flag_value.rfind("cuda:", 0) != 0)
+    select_cuda_device(env.local_rank % cuda_device_count());
   const Precision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   if (!family.embed) fail("embed does not support model_type '", family.hf_model_type, "'");
@@ -144,9 +162,15 @@ int cmd_embed(int argc, char** argv) {
   else
     out.emplace(out_path, key.str(), shard_size, n);
   const int64_t chunk = npy ? npy_out->chunk_records() : out->chunk_records();
-  int64_t total_tokens = 0;
-  for (int64_t i = 0; i < n; ++i) total_tokens += infer::record_tokens(data.length(uint64_t(i)), o);
-  infer::Progress progress("embed", n, total_tokens, a.has("--progress") || infer::stderr_is_terminal());
+  // This process's shards (all of them without several ranks) and their work.
+  auto mine = [&](int64_t first) { return (first / chunk) % env.world_size == env.rank; };
+  int64_t my_records = 0, total_tokens = 0;
+  for (int64_t first = 0; first < n; first += chunk) {
+    if (!mine(first)) continue;
+    my_records += std::min(chunk, n - first);
+    for (int64_t i = first; i < std::min(n, first + chunk); ++i) total_tokens += infer::record_tokens(data.length(uint64_t(i)), o);
+  }
+  infer::Progress progress("embed", my_records, total_tokens, a.has("--progress") || infer::stderr_is_terminal());
   infer::Embedder embedder(*model, tok, o, causal);
   Utf8Cleaner clean_name(input);
   // Tensor names: the historical ones for the default single layer, '.K' per layer otherwise.
@@ -162,6 +186,7 @@ int cmd_embed(int argc, char** argv) {
   int64_t computed_tokens = 0;
   for (int64_t first = 0; first < n; first += chunk) {
     const int64_t count = std::min(chunk, n - first);
+    if (!mine(first)) continue;
     if (npy ? npy_out->have(first, count) : out->have(first, count)) {
       int64_t t = 0;
       for (int64_t i = first; i < first + count; ++i) t += infer::record_tokens(data.length(uint64_t(i)), o);
@@ -191,11 +216,17 @@ int cmd_embed(int argc, char** argv) {
     }
     nlohmann::json names = nlohmann::json::array();
     for (int64_t i = first; i < first + count; ++i) names.push_back(clean_name(data.name(uint64_t(i))));
-    out->write(first, count, tensors, names.dump(), {{"pooling", pooling_text}, {"layers", layers_json}});
+    // The shard's own counts, so that index.json can sum them whichever run or rank wrote it.
+    out->write(first, count, tensors, names.dump(),
+               {{"pooling", pooling_text},
+                {"layers", layers_json},
+                {"truncated", std::to_string(r.truncated)},
+                {"unknown_residues", std::to_string(r.unknown)},
+                {"windows", std::to_string(r.windows)}});
   }
   progress.finish();
   const double seconds = progress.seconds();
-  const nlohmann::json summary = {{"model", model_dir},
+  nlohmann::json summary = {{"model", model_dir},
                                   {"input", input},
                                   {"num_records", n},
                                   {"layers", nlohmann::json::parse(layers_json)},
@@ -204,8 +235,31 @@ int cmd_embed(int argc, char** argv) {
                                   {"unknown_residues", unknown},
                                   {"windows", windows},
                                   {"resumed_records", resumed}};
+  bool wrote_index = true;
+  if (env.distributed()) {
+    // The counts of every shard, from their metadata (null where a shard lacks them); the index
+    // is written once every shard is on disk, by whichever rank sees that first.
+    summary["ranks"] = env.world_size;
+    for (const char* key : {"truncated", "unknown_residues", "windows"}) summary[key] = 0;
+    for (int64_t first = 0; first < n && wrote_index; first += chunk) {
+      if (!out->have(first, std::min(chunk, n - first))) {
+        wrote_index = false;
+        break;
+      }
+      const std::map<std::string, std::string> m = out->shard_metadata(first);
+      for (const char* key : {"truncated", "unknown_residues", "windows"}) {
+        if (!m.count(key) || summary[key].is_null()) {
+          summary[key] = nullptr;
+          continue;
+        }
+        summary[key] = summary[key].get<int64_t>() + std::stoll(m.at(key));
+      }
+    }
+  }
   const std::string summary_text = summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (npy) {
+  if (!wrote_index) {
+    // Other ranks still run: the last one to finish writes index.json.
+  } else if (npy) {
     std::vector<std::string> all_names;
     all_names.reserve(size_t(n));
     for (int64_t i = 0; i < n; ++i) all_names.push_back(clean_name(data.name(uint64_t(i))));
@@ -213,6 +267,10 @@ int cmd_embed(int argc, char** argv) {
   } else {
     out->finish(summary_text);
   }
+  if (env.distributed())
+    std::printf("rank %d of %d: %lld of %lld records in its shards (%s); ", env.rank, env.world_size,
+                (long long)my_records, (long long)n,
+                wrote_index ? "all shards done: wrote index.json" : "index.json follows from the last rank to finish");
   std::printf("embedded %s (hidden %lld, %s, %s) -> %s", data.stats().summary().c_str(),
               (long long)model->dims().hidden, device_name(dev), precision_name(precision), out_path.c_str());
   if (o.windows)
@@ -225,11 +283,11 @@ int cmd_embed(int argc, char** argv) {
   if (resumed) std::printf(", %llu records from complete shards of an earlier run", (unsigned long long)resumed);
   // Throughput of the embedding itself (after the model and input are loaded; output writing
   // included): what bench/embed_vs_hf.sh reads.
-  std::printf(" | %lld records in %.3f s: %.1f records/s, %.0f tokens/s\n", (long long)(n - int64_t(resumed)), seconds,
-              double(n - int64_t(resumed)) / std::max(seconds, 1e-9), double(computed_tokens) / std::max(seconds, 1e-9));
+  std::printf(" | %lld records in %.3f s: %.1f records/s, %.0f tokens/s\n", (long long)(my_records - int64_t(resumed)), seconds,
+              double(my_records - int64_t(resumed)) / std::max(seconds, 1e-9), double(computed_tokens) / std::max(seconds, 1e-9));
   if (truncated)
     std::fprintf(stderr, "warning: %llu of %lld records were truncated to %lld tokens (--window N cuts them into windows instead)\n",
-                 (unsigned long long)truncated, (long long)n, (long long)o.window_tokens);
+                 (unsigned long long)truncated, (long long)my_records, (long long)o.window_tokens);
   return 0;
 }
 

@@ -51,6 +51,11 @@ bool ShardedOutput::have(int64_t first, int64_t n) const {
   return true;
 }
 
+std::map<std::string, std::string> ShardedOutput::shard_metadata(int64_t first) const {
+  MappedSafetensors f(shard_path(first));
+  return {f.metadata().begin(), f.metadata().end()};
+}
+
 void ShardedOutput::write(int64_t first, int64_t n, const std::map<std::string, Tensor>& tensors,
                           const std::string& names_json, std::map<std::string, std::string> metadata) const {
   metadata["names"] = names_json;
