@@ -92,8 +92,7 @@ void run_case(const Case& c, DType dt, ad::AttentionPath path, int iters) {
   a.causal = c.causal;
   a.max_seqlen = max_len;
   a.uniform = N == B * int64_t(max_len);  // all sequences equally long: dense graphs when ops.sdpa_dense
-  const bool pow2 = max_len >= 64 && (max_len & (max_len - 1)) == 0;  // dense graphs only then
-  const char* graph = path != ad::AttentionPath::Cudnn ? "" : a.uniform && pow2 && ops::op_options().sdpa_dense ? "dense" : "ragged";
+  const size_t dense_before = ad::cudnn_sdpa_dense_runs();
   cudaStream_t st = cuda_ctx::stream();
   auto fwd = [&] { ad::attention_forward_with(path, out, lse, q, k, v, cut, lens, a); };
   auto bwd = [&] { ad::attention_backward_with(path, dq, dk, dv, dout, q, k, v, out, lse, cut, lens, a); };
@@ -115,6 +114,8 @@ void run_case(const Case& c, DType dt, ad::AttentionPath path, int iters) {
   float ms_f = 0, ms_b = 0;
   check(cudaEventElapsedTime(&ms_f, e0, e1), "elapsed");
   check(cudaEventElapsedTime(&ms_b, e1, e2), "elapsed");
+  // Which graph ran: the dense-run counter moved or not (a refused dense graph runs ragged).
+  const char* graph = path != ad::AttentionPath::Cudnn ? "" : ad::cudnn_sdpa_dense_runs() > dense_before ? "dense" : "ragged";
   ms_f /= float(iters);
   ms_b /= float(iters);
   std::printf("%-22s %-4s %-8s %-6s B=%-4lld N=%-6lld maxL=%-5d Hq=%-3lld Hkv=%-3lld D=%-3lld %-6s  fwd %8.3f ms %7.1f TFLOP/s   bwd %8.3f ms %7.1f TFLOP/s\n",

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -145,9 +146,10 @@ Tensor to_cpu_f32(const Tensor& t) {
 
 // Forward then (optionally) backward on the GPU with an explicit path. The backward consumes
 // the GPU forward's own out and lse, as training does.
+// `between` runs after the forward, before the backward (tests switch options there).
 Result run_gpu(const Batch& b, const Inputs& in, DType dt, AttentionPath path, bool backward = true,
                const ops::AttentionShape* shape_override = nullptr,
-               AttentionPath backward_path = AttentionPath::Auto) {
+               AttentionPath backward_path = AttentionPath::Auto, const std::function<void()>& between = {}) {
   if (backward_path == AttentionPath::Auto) backward_path = path;
   const ops::AttentionShape a = shape_override ? *shape_override : b.shape();
   Tensor q = to_gpu(in.q, dt), k = to_gpu(in.k, dt), v = to_gpu(in.v, dt);
@@ -155,6 +157,7 @@ Result run_gpu(const Batch& b, const Inputs& in, DType dt, AttentionPath path, b
   Tensor out = nan_gpu(in.q.shape(), dt), lse = nan_gpu({b.rows(), b.Hq}, DType::F32);
   device_sync();
   ad::attention_forward_with(path, out, lse, q, k, v, cu, lens, a);
+  if (between) between();
   Result r;
   if (backward) {
     Tensor dout = to_gpu(in.dout, dt);
@@ -222,6 +225,17 @@ Result run_gpu(const Batch& b, const Inputs& in, DType dt, AttentionPath path, b
   }
   return ::testing::AssertionSuccess();
 }
+
+// Sets op options for one scope and restores the previous ones, also when a check throws.
+struct ScopedOpOptions {
+  ops::OpOptions saved = ops::op_options();
+  explicit ScopedOpOptions(const std::function<void(ops::OpOptions&)>& edit) {
+    ops::OpOptions o = saved;
+    edit(o);
+    ops::set_op_options(o);
+  }
+  ~ScopedOpOptions() { ops::set_op_options(saved); }
+};
 
 void expect_matches_cpu(const Batch& b, DType dt, AttentionPath path, uint64_t seed) {
   SCOPED_TRACE(b.name() + " " + dtype_name(dt) + " path " + ops::attention_backend_name(path));
@@ -524,16 +538,34 @@ TEST(CudaAttention, UniformBatchesRunDenseCudnnGraphs) {
     EXPECT_EQ(ad::cudnn_sdpa_dense_runs(), before);
   }
   // Switched off, the same batch runs the ragged graph and matches as well.
-  ops::OpOptions o = ops::op_options();
-  o.sdpa_dense = false;
-  ops::set_op_options(o);
   Batch b = Batch::packed({256, 256}, 8, 2, 64, true);
   b.uniform = true;
-  const size_t before = ad::cudnn_sdpa_dense_runs();
-  expect_matches_cpu(b, DType::BF16, AttentionPath::Cudnn, seed++);
-  EXPECT_EQ(ad::cudnn_sdpa_dense_runs(), before);
-  o.sdpa_dense = true;
-  ops::set_op_options(o);
+  {
+    ScopedOpOptions off([](ops::OpOptions& o) { o.sdpa_dense = false; });
+    const size_t before = ad::cudnn_sdpa_dense_runs();
+    expect_matches_cpu(b, DType::BF16, AttentionPath::Cudnn, seed++);
+    EXPECT_EQ(ad::cudnn_sdpa_dense_runs(), before);
+  }
+  // Dense forward with ragged backward and the reverse (what runs when only one of the two dense
+  // graphs builds): both read the statistics the other wrote.
+  const Inputs in = make_inputs(b, seed++, true);
+  const Result ref = run_cpu(b, in);
+  for (bool forward_dense : {true, false}) {
+    SCOPED_TRACE(forward_dense ? "dense forward, ragged backward" : "ragged forward, dense backward");
+    ScopedOpOptions first([&](ops::OpOptions& o) { o.sdpa_dense = forward_dense; });
+    const size_t before = ad::cudnn_sdpa_dense_runs();
+    const Result got = run_gpu(b, in, DType::BF16, AttentionPath::Cudnn, true, nullptr, AttentionPath::Auto, [&] {
+      ops::OpOptions o = ops::op_options();
+      o.sdpa_dense = !forward_dense;
+      ops::set_op_options(o);
+    });
+    EXPECT_EQ(ad::cudnn_sdpa_dense_runs(), before + 1);
+    EXPECT_TRUE(matches("out", got.out, ref.out, b, 2e-2));
+    EXPECT_TRUE(matches("lse", got.lse, ref.lse, b, 2e-2, true));
+    EXPECT_TRUE(matches("dq", got.dq, ref.dq, b, 2e-2));
+    EXPECT_TRUE(matches("dk", got.dk, ref.dk, b, 2e-2));
+    EXPECT_TRUE(matches("dv", got.dv, ref.dv, b, 2e-2));
+  }
 }
 
 TEST(CudaAttention, BrokenUniformPromiseIsAnError) {
@@ -546,10 +578,6 @@ TEST(CudaAttention, BrokenUniformPromiseIsAnError) {
   Batch padded = Batch::packed({8, 6}, 4, 2, 16, false);
   padded.slots = {8, 8};  // N = 16 = B·max_seqlen, but the second sequence is short
   padded.uniform = true;
-  ops::OpOptions o = ops::op_options();
-  o.attention_check = true;
-  ops::set_op_options(o);
+  ScopedOpOptions check([](ops::OpOptions& o) { o.attention_check = true; });
   EXPECT_THROW(run_gpu(padded, make_inputs(padded, 1101, false), DType::F32, AttentionPath::Fallback), Error);
-  o.attention_check = false;
-  ops::set_op_options(o);
 }

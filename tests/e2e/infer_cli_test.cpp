@@ -21,8 +21,12 @@ using testkit::src;
 namespace {
 
 // One thread: these tiny models gain nothing from more, and a loaded machine makes OpenMP's
-// waiting threads slow.
-RunResult run(const std::string& args) { return testkit::sh("OMP_NUM_THREADS=1 " + std::string(BIOFM_BINARY) + " " + args); }
+// waiting threads slow. No launcher variables from the caller (a CI job under srun or torchrun):
+// each of these runs is one process unless a test says otherwise.
+const std::string kOneProcess =
+    "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u SLURM_PROCID -u SLURM_NTASKS "
+    "-u SLURM_STEP_NUM_TASKS -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE OMP_NUM_THREADS=1 ";
+RunResult run(const std::string& args) { return testkit::sh(kOneProcess + std::string(BIOFM_BINARY) + " " + args); }
 std::string dir(const std::string& name) { return testkit::fresh_dir("infer_" + name); }
 const std::string kEsm = src("tests/fixtures/esm2_tiny"), kLlama = src("tests/fixtures/llama_tiny");
 
@@ -112,14 +116,15 @@ TEST(InferCli, EmbedSplitsShardsOverRanks) {
   RunResult one = run(common + " --output " + d + "/one");
   ASSERT_EQ(one.code, 0) << one.output;
   auto rank = [&](int r, const std::string& args) {
-    return testkit::sh("RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
-                       " LOCAL_WORLD_SIZE=2 OMP_NUM_THREADS=1 " + std::string(BIOFM_BINARY) + " " + args);
+    return testkit::sh(kOneProcess + "RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
+                       " LOCAL_WORLD_SIZE=2 " + std::string(BIOFM_BINARY) + " " + args);
   };
   RunResult r1 = rank(1, common + " --output " + d + "/two");
   ASSERT_EQ(r1.code, 0) << r1.output;
   EXPECT_NE(r1.output.find("rank 1 of 2: 16 of 40 records"), std::string::npos) << r1.output;  // shards 1 and 3
   EXPECT_FALSE(fs::exists(d + "/two/index.json")) << "shards 0, 2 and 4 are not written yet";
   EXPECT_FALSE(fs::exists(d + "/two/shard-00000.safetensors"));
+  EXPECT_NE(r1.output.find("3 of 5 shards are not on disk yet"), std::string::npos) << r1.output;
   RunResult r0 = rank(0, common + " --output " + d + "/two");
   ASSERT_EQ(r0.code, 0) << r0.output;
   EXPECT_NE(r0.output.find("rank 0 of 2: 24 of 40 records"), std::string::npos) << r0.output;
@@ -149,6 +154,24 @@ TEST(InferCli, EmbedSplitsShardsOverRanks) {
   EXPECT_NE(file.output.find("needs --output DIR"), std::string::npos) << file.output;
   RunResult npy = rank(0, common + " --output " + d + "/npy --output-format npy");
   EXPECT_EQ(npy.code, 2) << npy.output;
+  EXPECT_NE(npy.output.find("--output-format npy is for one process"), std::string::npos) << npy.output;
+  // An sbatch script's own variables (SLURM_PROCID=0, SLURM_NTASKS=2, no srun step): one process
+  // doing all the work, not rank 0 of 2; inside an srun step (SLURM_STEP_NUM_TASKS) a rank.
+  RunResult batch = testkit::sh(kOneProcess + "SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_NNODES=1 " + std::string(BIOFM_BINARY) +
+                                " " + common + " --output " + d + "/sbatch");
+  ASSERT_EQ(batch.code, 0) << batch.output;
+  EXPECT_EQ(batch.output.find("rank 0 of 2"), std::string::npos) << batch.output;
+  EXPECT_TRUE(fs::exists(d + "/sbatch/index.json"));
+  RunResult step = testkit::sh(kOneProcess + "SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_NNODES=1 SLURM_STEP_NUM_TASKS=2 " +
+                               std::string(BIOFM_BINARY) + " " + common + " --output " + d + "/srun");
+  ASSERT_EQ(step.code, 0) << step.output;
+  EXPECT_NE(step.output.find("rank 1 of 2"), std::string::npos) << step.output;
+  // A one-process directory's index also counts resumed shards (from their metadata).
+  fs::remove(d + "/one/shard-00002.safetensors");
+  RunResult resumed = run(common + " --output " + d + "/one");
+  ASSERT_EQ(resumed.code, 0) << resumed.output;
+  const nlohmann::json c = nlohmann::json::parse(read_file(d + "/one/index.json"));
+  for (const char* key : {"truncated", "unknown_residues", "windows"}) EXPECT_EQ(c["summary"][key], a["summary"][key]) << key;
 }
 
 // --output-format npy: the same rows as the safetensors file, in one array per layer that a

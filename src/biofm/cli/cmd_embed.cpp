@@ -7,6 +7,7 @@
 // job without talking to each other: shard k of the output belongs to rank k mod world size,
 // each rank writes its shards (rank r on GPU local_rank unless --device cuda:N says otherwise),
 // and the rank that finds every shard on disk when it is done writes index.json.
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -88,10 +89,16 @@ int cmd_embed(int argc, char** argv) {
   }
   a.expect_no_positional();
   const std::string model_dir = a.require("--model"), input = a.require("--input"), out_path = a.require("--output");
-  const DistEnv env = detect_dist_env();
+  const std::string out_format = a.get("--output-format", "safetensors");
+  if (out_format != "safetensors" && out_format != "npy")
+    throw UsageError("--output-format must be safetensors or npy, got '" + out_format + "'");
+  DistEnv env = detect_dist_env();
+  // An sbatch script with --ntasks N carries SLURM_PROCID / SLURM_NTASKS without being one of N
+  // tasks: only a job step (srun, which sets SLURM_STEP_NUM_TASKS) splits the work.
+  if (env.distributed() && env.source == "Slurm variables" && !process_env()("SLURM_STEP_NUM_TASKS")) env = DistEnv{};
   if (env.distributed()) {
     const std::string who = "embed as rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) + " (" + env.source + ")";
-    if (a.get("--output-format", "safetensors") != "safetensors")
+    if (out_format == "npy")
       throw UsageError(who + " writes safetensors shards; --output-format npy is for one process");
     if (out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0)
       throw UsageError(who + " needs --output DIR (each rank writes its own shards), not one file " + out_path);
@@ -147,9 +154,6 @@ int cmd_embed(int argc, char** argv) {
       << " window=" << o.window_tokens << " windows=" << o.windows << " stride=" << o.stride
       << " precision=" << precision_name(precision) << " records=" << n;
   // Safetensors (one file, or shards in a directory) or NumPy arrays in a directory.
-  const std::string out_format = a.get("--output-format", "safetensors");
-  if (out_format != "safetensors" && out_format != "npy")
-    throw UsageError("--output-format must be safetensors or npy, got '" + out_format + "'");
   const bool npy = out_format == "npy";
   if (npy && out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0)
     throw UsageError("--output-format npy writes a directory; --output " + out_path + " names a .safetensors file");
@@ -235,16 +239,21 @@ int cmd_embed(int argc, char** argv) {
                                   {"unknown_residues", unknown},
                                   {"windows", windows},
                                   {"resumed_records", resumed}};
+  // A shard directory's index counts every shard, whichever run or rank computed it, from the
+  // counts each shard keeps in its metadata (null where a shard from an older version lacks them).
+  // With several ranks it is written once every shard is on disk, by whichever rank sees that.
   bool wrote_index = true;
-  if (env.distributed()) {
-    // The counts of every shard, from their metadata (null where a shard lacks them); the index
-    // is written once every shard is on disk, by whichever rank sees that first.
-    summary["ranks"] = env.world_size;
+  int64_t missing = 0;
+  if (!npy && !out->single_file()) {
+    if (env.distributed()) {
+      summary["ranks"] = env.world_size;
+      summary.erase("resumed_records");  // one rank's view only
+    }
     for (const char* key : {"truncated", "unknown_residues", "windows"}) summary[key] = 0;
-    for (int64_t first = 0; first < n && wrote_index; first += chunk) {
+    for (int64_t first = 0; first < n; first += chunk) {
       if (!out->have(first, std::min(chunk, n - first))) {
-        wrote_index = false;
-        break;
+        ++missing;
+        continue;
       }
       const std::map<std::string, std::string> m = out->shard_metadata(first);
       for (const char* key : {"truncated", "unknown_residues", "windows"}) {
@@ -252,13 +261,23 @@ int cmd_embed(int argc, char** argv) {
           summary[key] = nullptr;
           continue;
         }
-        summary[key] = summary[key].get<int64_t>() + std::stoll(m.at(key));
+        int64_t v = 0;
+        const std::string& text = m.at(key);
+        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc() || ptr != text.data() + text.size())
+          fail(out->shard_path(first), ": metadata '", key, "' is not a count: '", text, "'");
+        summary[key] = summary[key].get<int64_t>() + v;
       }
     }
+    wrote_index = missing == 0;
+    if (missing > 0 && !env.distributed()) fail("embed: ", missing, " shard(s) missing after the run");
   }
   const std::string summary_text = summary.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (!wrote_index) {
-    // Other ranks still run: the last one to finish writes index.json.
+    std::fprintf(stderr,
+                 "rank %d of %d: %lld of %lld shards are not on disk yet (other ranks); the rank that finishes last "
+                 "writes index.json (running any rank's command again writes it once all shards exist)\n",
+                 env.rank, env.world_size, (long long)missing, (long long)((n + chunk - 1) / chunk));
   } else if (npy) {
     std::vector<std::string> all_names;
     all_names.reserve(size_t(n));
