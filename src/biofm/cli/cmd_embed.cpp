@@ -92,6 +92,7 @@ int cmd_embed(int argc, char** argv) {
   const std::string out_format = a.get("--output-format", "safetensors");
   if (out_format != "safetensors" && out_format != "npy")
     throw UsageError("--output-format must be safetensors or npy, got '" + out_format + "'");
+  const bool one_file = out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0;
   DistEnv env = detect_dist_env();
   // An sbatch script with --ntasks N carries SLURM_PROCID / SLURM_NTASKS without being one of N
   // tasks: only a job step (srun, which sets SLURM_STEP_NUM_TASKS) splits the work.
@@ -100,7 +101,7 @@ int cmd_embed(int argc, char** argv) {
     const std::string who = "embed as rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) + " (" + env.source + ")";
     if (out_format == "npy")
       throw UsageError(who + " writes safetensors shards; --output-format npy is for one process");
-    if (out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0)
+    if (one_file)
       throw UsageError(who + " needs --output DIR (each rank writes its own shards), not one file " + out_path);
   }
   const std::string device_flag_value = a.get("--device", "auto");
@@ -155,7 +156,7 @@ int cmd_embed(int argc, char** argv) {
       << " precision=" << precision_name(precision) << " records=" << n;
   // Safetensors (one file, or shards in a directory) or NumPy arrays in a directory.
   const bool npy = out_format == "npy";
-  if (npy && out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0)
+  if (npy && one_file)
     throw UsageError("--output-format npy writes a directory; --output " + out_path + " names a .safetensors file");
   if (npy && o.per_token)
     throw UsageError("--output-format npy holds one row per record; per-token outputs (--per-token, --pooling none) are ragged: use safetensors");
@@ -251,11 +252,11 @@ int cmd_embed(int argc, char** argv) {
     }
     for (const char* key : {"truncated", "unknown_residues", "windows"}) summary[key] = 0;
     for (int64_t first = 0; first < n; first += chunk) {
-      if (!out->have(first, std::min(chunk, n - first))) {
+      std::map<std::string, std::string> m;
+      if (!out->have(first, std::min(chunk, n - first), &m)) {
         ++missing;
         continue;
       }
-      const std::map<std::string, std::string> m = out->shard_metadata(first);
       for (const char* key : {"truncated", "unknown_residues", "windows"}) {
         if (!m.count(key) || summary[key].is_null()) {
           summary[key] = nullptr;

@@ -35,7 +35,7 @@ std::string ShardedOutput::shard_path(int64_t first) const {
   return (fs::path(path_) / name).string();
 }
 
-bool ShardedOutput::have(int64_t first, int64_t n) const {
+bool ShardedOutput::have(int64_t first, int64_t n, std::map<std::string, std::string>* metadata) const {
   if (single_) return false;
   const std::string p = shard_path(first);
   if (!fs::exists(p)) return false;
@@ -48,12 +48,8 @@ bool ShardedOutput::have(int64_t first, int64_t n) const {
   if (get("first_record") != std::to_string(first) || get("num_records") != std::to_string(n))
     fail(p, " holds records ", get("first_record"), " + ", get("num_records"), ", expected ", first, " + ", n,
          " (was --shard-size changed?)");
+  if (metadata) *metadata = m;
   return true;
-}
-
-std::map<std::string, std::string> ShardedOutput::shard_metadata(int64_t first) const {
-  MappedSafetensors f(shard_path(first));
-  return {f.metadata().begin(), f.metadata().end()};
 }
 
 void ShardedOutput::write(int64_t first, int64_t n, const std::map<std::string, Tensor>& tensors,

@@ -24,9 +24,8 @@ class ShardedOutput {
   std::string shard_path(int64_t first) const;
   // Whether that shard is on disk from an earlier run of the same command (complete: shards
   // appear only by rename). A shard from another command throws, naming it.
-  bool have(int64_t first, int64_t n) const;
-  // The metadata of the shard holding records [first, ...) (it must be on disk).
-  std::map<std::string, std::string> shard_metadata(int64_t first) const;
+  // `metadata`, when given, receives the shard's metadata (read with the same mapping).
+  bool have(int64_t first, int64_t n, std::map<std::string, std::string>* metadata = nullptr) const;
   // Writes the piece holding records [first, first + n) (names: a JSON list, in the metadata).
   void write(int64_t first, int64_t n, const std::map<std::string, Tensor>& tensors, const std::string& names_json,
              std::map<std::string, std::string> metadata) const;
