@@ -22,6 +22,7 @@
 
 #include "biofm/core/rng.h"
 #include "biofm/core/tensor.h"
+#include "biofm/ops/options.h"
 
 namespace biofm::testkit {
 
@@ -146,5 +147,16 @@ inline ::testing::AssertionResult fd_check(const std::string& name,
          << num[wk] << " (relative error " << worst << " >= " << o.rtol << ", floor " << floor
          << ", " << idx.size() << " of " << n << " elements checked)";
 }
+
+// Sets op options for one scope and restores the previous ones, also when a check throws.
+struct ScopedOpOptions {
+  ::biofm::ops::OpOptions saved = ::biofm::ops::op_options();
+  explicit ScopedOpOptions(const std::function<void(::biofm::ops::OpOptions&)>& edit) {
+    ::biofm::ops::OpOptions o = saved;
+    edit(o);
+    ::biofm::ops::set_op_options(o);
+  }
+  ~ScopedOpOptions() { ::biofm::ops::set_op_options(saved); }
+};
 
 }  // namespace biofm::testkit

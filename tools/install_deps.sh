@@ -23,6 +23,9 @@ fi
 # the build was last checked with; change it here and nowhere else).
 CUDNN_FRONTEND_VERSION=1.32.0
 NCCL_VERSION=2.28.9  # NCCL headers and library for the CUDA build (nvidia-nccl-cu13)
+# CUTLASS headers (the fused GEMM epilogues); --no-deps: only the headers are used, not its
+# Python interface's dependencies.
+CUTLASS_VERSION=4.2.0.0
 if command -v nvcc >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
   # (--break-system-packages is for Debian's own python3, which refuses plain pip installs)
   have=$(python3 -c "import importlib.metadata as m; print(m.version('nvidia-cudnn-frontend'))" 2>/dev/null || true)
@@ -37,6 +40,12 @@ if command -v nvcc >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
     python3 -m pip install -q "nvidia-nccl-cu13==$NCCL_VERSION" >/dev/null 2>&1 || \
       python3 -m pip install -q --break-system-packages "nvidia-nccl-cu13==$NCCL_VERSION" >/dev/null 2>&1 || \
       echo "note: could not pip install nvidia-nccl-cu13==$NCCL_VERSION; configure with -DBIOFM_CUDA=OFF for a CPU-only build"
+  fi
+  have=$(python3 -c "import importlib.metadata as m; print(m.version('nvidia-cutlass'))" 2>/dev/null || true)
+  if [ "$have" != "$CUTLASS_VERSION" ]; then
+    python3 -m pip install -q --no-deps "nvidia-cutlass==$CUTLASS_VERSION" >/dev/null 2>&1 || \
+      python3 -m pip install -q --no-deps --break-system-packages "nvidia-cutlass==$CUTLASS_VERSION" >/dev/null 2>&1 || \
+      echo "note: could not pip install nvidia-cutlass==$CUTLASS_VERSION; configure with -DBIOFM_CUDA=OFF for a CPU-only build"
   fi
 fi
 # Parquet input (.parquet, e.g. UniRef50): Apache Arrow / Parquet C++ from the pyarrow wheel

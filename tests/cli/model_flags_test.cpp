@@ -1,10 +1,12 @@
-// cli/model_flags: --device and --precision parsing, and loading a model for inference (no
+// cli/model_flags: --device, --precision and --ops parsing, and loading a model for inference (no
 // gradient buffer).
 #include "biofm/cli/model_flags.h"
 
 #include <gtest/gtest.h>
 
+#include "../testing.h"
 #include "biofm/core/device_memory.h"
+#include "biofm/ops/options.h"
 
 using namespace biofm;
 
@@ -30,4 +32,31 @@ TEST(ModelFlags, InferenceModelsHoldNoGradients) {
   EXPECT_FALSE(m->params().has_gradients());
   auto trainable = load_model_dir(dir, Device::CPU);
   EXPECT_TRUE(trainable->params().has_gradients());
+}
+
+// --ops sets the ops.* options as the configs spell them; anything else is a usage error.
+TEST(ModelFlags, OpsFlagSetsOpOptions) {
+  const CommandSpec spec{"x", "", "", {ops_flag()}};
+  auto parse = [&](std::string value) {
+    std::string prog = "biofm", cmd = "x", flag = "--ops";
+    char* argv[] = {prog.data(), cmd.data(), flag.data(), value.data()};
+    return parse_flags(spec, 4, argv);
+  };
+  const testkit::ScopedOpOptions restore([](ops::OpOptions&) {});
+  apply_ops_flag(parse("sdpa_autotune=true,ops.gemm_fused_gelu=false,attention=fallback"));
+  EXPECT_TRUE(ops::op_options().sdpa_autotune);
+  EXPECT_FALSE(ops::op_options().gemm_fused_gelu);
+  EXPECT_EQ(ops::op_options().attention, ops::AttentionBackend::Fallback);
+  // Keys not given go back to their defaults.
+  apply_ops_flag(parse("sdpa_dense=false"));
+  EXPECT_FALSE(ops::op_options().sdpa_autotune);
+  EXPECT_FALSE(ops::op_options().sdpa_dense);
+  for (const char* bad : {"sdpa_autotun=true", "sdpa_dense=maybe", "dataset.path=x", "sdpa_dense", "attention=cpu"}) {
+    try {
+      apply_ops_flag(parse(bad));
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UsageError& e) {
+      if (std::string(bad) == "sdpa_autotun=true") EXPECT_NE(std::string(e.what()).find("sdpa_autotune"), std::string::npos) << e.what();
+    }
+  }
 }

@@ -226,17 +226,6 @@ Result run_gpu(const Batch& b, const Inputs& in, DType dt, AttentionPath path, b
   return ::testing::AssertionSuccess();
 }
 
-// Sets op options for one scope and restores the previous ones, also when a check throws.
-struct ScopedOpOptions {
-  ops::OpOptions saved = ops::op_options();
-  explicit ScopedOpOptions(const std::function<void(ops::OpOptions&)>& edit) {
-    ops::OpOptions o = saved;
-    edit(o);
-    ops::set_op_options(o);
-  }
-  ~ScopedOpOptions() { ops::set_op_options(saved); }
-};
-
 void expect_matches_cpu(const Batch& b, DType dt, AttentionPath path, uint64_t seed) {
   SCOPED_TRACE(b.name() + " " + dtype_name(dt) + " path " + ops::attention_backend_name(path));
   const bool bf16 = dt == DType::BF16;

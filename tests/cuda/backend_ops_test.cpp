@@ -180,6 +180,29 @@ void add_gemm(std::vector<Case>& t) {
                    e.check("dx", dx);
                  }});
   }
+  // The MLP's GEMM + exact GELU: fused CUTLASS kernels in BF16 where the feature dims are
+  // multiples of 8 and H in [1024, 2048] (several tiles and a partial one), unfused otherwise.
+  struct GG {
+    int64_t N, H, F;
+  };
+  for (GG g : {GG{1000, 1280, 640}, GG{300, 1024, 256}, GG{300, 64, 256}, GG{1, 16, 8}, GG{37, 13, 20}}) {
+    for (bool keep_pre : {true, false})
+      t.push_back({"linear_gelu_forward", dims({g.N, g.H, g.F}) + (keep_pre ? "+pre" : ""), {F32, BF16},
+                   [g, keep_pre](Env& e) {
+                     Tensor x = e.in({g.N, g.H}), w = e.in({g.F, g.H}, 0.15f), b = e.in({g.F});
+                     Tensor act = e.out({g.N, g.F}), pre = keep_pre ? e.out({g.N, g.F}) : Tensor();
+                     ops::linear_gelu_forward(act, pre, x, w, b);
+                     e.check("act", act);
+                     if (keep_pre) e.check("pre", pre);
+                   }});
+    // w is the second linear's weight [O = H, F]: dpre = (dout·w) ⊙ gelu'(pre)
+    t.push_back({"linear_dgelu_backward", dims({g.N, g.H, g.F}), {F32, BF16}, [g](Env& e) {
+                   Tensor dout = e.in({g.N, g.H}), w = e.in({g.H, g.F}, 0.15f), pre = e.in({g.N, g.F});
+                   Tensor dpre = e.out({g.N, g.F});
+                   ops::linear_dgelu_backward(dpre, dout, w, pre);
+                   e.check("dpre", dpre);
+                 }});
+  }
 }
 
 void add_fp8(std::vector<Case>& t) {

@@ -317,5 +317,57 @@ TEST(CudaGemm, ThroughputReport) {
   cudaEventDestroy(e1);
 }
 
+// linear_gelu_forward / linear_dgelu_backward run the fused CUTLASS kernels exactly where they
+// apply (BF16, feature dims multiples of 8, ops.gemm_fused_gelu), and the fused results agree
+// with the unfused cuBLASLt + GELU pair (the fused epilogue applies GELU to the fp32
+// accumulator, the pair to the bf16-rounded pre-activation: a rounding apart).
+TEST(CudaGemm, GeluFusionRunsWhereItApplies) {
+  REQUIRE_GPU();
+  const int64_t N = 777, H = 1024, F = 512;
+  const Tensor x = upload(testkit::randn({N, H}, 1), DType::BF16);
+  const Tensor w1 = upload(testkit::randn({F, H}, 2, 0.1f), DType::BF16);
+  const Tensor b1 = upload(testkit::randn({F}, 3), DType::BF16);
+  const Tensor w2 = upload(testkit::randn({H, F}, 4, 0.05f), DType::BF16);
+  const Tensor dout = upload(testkit::randn({N, H}, 5), DType::BF16);
+  struct Out {
+    Tensor act, pre, act_only, dpre;
+  };
+  auto run = [&] {
+    Out o{nan_gpu({N, F}, DType::BF16), nan_gpu({N, F}, DType::BF16), nan_gpu({N, F}, DType::BF16),
+          nan_gpu({N, F}, DType::BF16)};
+    Tensor none;
+    ops::linear_gelu_forward(o.act, o.pre, x, w1, b1);
+    ops::linear_gelu_forward(o.act_only, none, x, w1, b1);
+    ops::linear_dgelu_backward(o.dpre, dout, w2, o.pre);
+    return o;
+  };
+  const int64_t c0 = ops::cuda::gemm_gelu_fused_calls();
+  const Out fused = run();
+  EXPECT_EQ(ops::cuda::gemm_gelu_fused_calls(), c0 + 3);
+  Out unfused;
+  {
+    testkit::ScopedOpOptions off([](ops::OpOptions& o) { o.gemm_fused_gelu = false; });
+    unfused = run();
+  }
+  EXPECT_EQ(ops::cuda::gemm_gelu_fused_calls(), c0 + 3);
+  EXPECT_LT(rel_err(host_f32(fused.pre), host_f32(unfused.pre)), 1e-2);
+  EXPECT_LT(rel_err(host_f32(fused.act), host_f32(unfused.act)), 1e-2);
+  EXPECT_EQ(rel_err(host_f32(fused.act_only), host_f32(fused.act)), 0.0);
+  EXPECT_LT(rel_err(host_f32(fused.dpre), host_f32(unfused.dpre)), 1e-2);
+
+  // A feature dimension that is not a multiple of 8, F32, a contraction outside [1024, 2048]:
+  // the unfused pair.
+  Tensor xf = upload(testkit::randn({N, H}, 6), DType::F32), w1f = upload(testkit::randn({F, H}, 7), DType::F32);
+  Tensor bf = upload(testkit::randn({F}, 8), DType::F32), actf = nan_gpu({N, F}, DType::F32), none;
+  ops::linear_gelu_forward(actf, none, xf, w1f, bf);
+  const Tensor w_odd = upload(testkit::randn({20, H}, 9), DType::BF16), b_odd = upload(testkit::randn({20}, 10), DType::BF16);
+  Tensor act_odd = nan_gpu({N, 20}, DType::BF16);
+  ops::linear_gelu_forward(act_odd, none, x, w_odd, b_odd);
+  const Tensor x_short = upload(testkit::randn({N, 512}, 11), DType::BF16), w_short = upload(testkit::randn({F, 512}, 12), DType::BF16);
+  Tensor act_short = nan_gpu({N, F}, DType::BF16);
+  ops::linear_gelu_forward(act_short, none, x_short, w_short, b1);
+  EXPECT_EQ(ops::cuda::gemm_gelu_fused_calls(), c0 + 3);
+}
+
 }  // namespace
 }  // namespace biofm

@@ -65,6 +65,7 @@ const CommandSpec kEmbed{
         {"--logits", "", "with --per-token: also write logits [T, vocab]"},
         device_flag(),
         precision_flag(),
+        ops_flag(),
         {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU)"},
         {"--max-seq-length", "N", "longer sequences are truncated (default 1024, or the model's max positions)"},
         {"--window", "N", "tokens per window: cut long sequences into windows instead (DNA default: the model's context)"},
@@ -106,6 +107,7 @@ int cmd_embed(int argc, char** argv) {
   }
   const std::string device_flag_value = a.get("--device", "auto");
   const Device dev = parse_device(device_flag_value);
+  apply_ops_flag(a);
   if (env.distributed() && dev == Device::CUDA && device_flag_value.rfind("cuda:", 0) != 0)
     select_cuda_device(env.local_rank % cuda_device_count());
   const Precision precision = parse_inference_precision(a.get("--precision"), dev);

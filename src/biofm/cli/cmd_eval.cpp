@@ -63,6 +63,7 @@ const CommandSpec kEval{
         {"--output", "OUT", "also write the JSON to OUT"},
         device_flag(),
         precision_flag(),
+        ops_flag(),
         {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU; at least --max-seq-length)"},
         {"--max-seq-length", "N", "tokens per sequence (esm) or window (llama); default 1024 (esm), max positions (llama)"},
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
@@ -295,6 +296,7 @@ int cmd_eval(int argc, char** argv) {
   const std::string model_dir = a.require("--model");
   (void)a.require("--input");  // usage errors before any work
   const Device dev = parse_device(a.get("--device", "auto"));
+  apply_ops_flag(a);
   const Precision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   if (!family.eval) fail("eval does not support model_type '", family.hf_model_type, "'");

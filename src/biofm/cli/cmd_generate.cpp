@@ -40,6 +40,7 @@ const CommandSpec kGenerate{
         {"--num-samples", "N", "samples to generate (default 1)"},
         device_flag(),
         precision_flag(),
+        ops_flag(),
         {"--force", "", "accept prompt characters that are not nucleotide codes (with a warning)"},
         {"--no-cache", "", "recompute the whole prefix every step (no KV cache)"},
         {"--ignore-eos", "", "do not stop at <EOS>"},
@@ -56,6 +57,7 @@ int cmd_generate(int argc, char** argv) {
   a.expect_no_positional();
   const std::string dir = a.require("--model"), prompt = a.require("--prompt");
   const Device dev = parse_device(a.get("--device", "auto"));
+  apply_ops_flag(a);
   const Precision precision = parse_inference_precision(a.get("--precision"), dev);
   if (prompt.empty()) fail("--prompt is empty");
   // Characters a DNA model never saw in training: refused (or, with --force, a warning).

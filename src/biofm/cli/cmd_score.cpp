@@ -48,6 +48,7 @@ const CommandSpec kScore{
         {"--track", "OUT", "llama: per-base log-likelihoods (.bedgraph, or TSV)"},
         device_flag(),
         precision_flag(),
+        ops_flag(),
         {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU)"},
         {"--max-seq-length", "N", "esm: tokens per sequence, longer ones truncated (default 1024 or max positions)"},
         {"--window", "N", "llama: tokens per window (default: the model's max_position_embeddings)"},
@@ -108,6 +109,7 @@ int cmd_score(int argc, char** argv) {
   a.expect_no_positional();
   const std::string model_dir = a.require("--model"), input = a.require("--input");
   const Device dev = parse_device(a.get("--device", "auto"));
+  apply_ops_flag(a);
   const Precision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   const bool causal = family.objective == Objective::CausalLM;

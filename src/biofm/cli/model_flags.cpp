@@ -9,6 +9,9 @@
 #include "biofm/core/device_memory.h"
 #include "biofm/core/error.h"
 #include "biofm/data/prepared.h"
+#include "biofm/io/config.h"
+#include "biofm/train/config.h"
+#include "biofm/train/setup.h"
 
 namespace biofm {
 
@@ -50,6 +53,35 @@ FlagSpec device_flag() {
 
 FlagSpec precision_flag() {
   return {"--precision", "P", "bf16 | fp32 (default bf16 on a GPU, fp32 on the CPU)"};
+}
+
+FlagSpec ops_flag() {
+  return {"--ops", "LIST", "op settings KEY=VALUE,... (the configs' ops.* keys, e.g. sdpa_autotune=true)"};
+}
+
+void apply_ops_flag(const Flags& f) {
+  const std::string list = f.get("--ops");
+  if (list.empty()) return;
+  std::vector<std::string> overrides;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (item.empty()) continue;
+    if (item.rfind("ops.", 0) != 0) item = "ops." + item;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) throw UsageError("--ops: '" + item + "' is not KEY=VALUE");
+    if (item.find('.', 4) < eq) throw UsageError("--ops takes the ops.* keys only, got '" + item.substr(0, eq) + "'");
+    overrides.push_back(item);
+  }
+  try {
+    const config::Config c = config::load_string(train_config_schema(), "{}", overrides);
+    const std::vector<std::string> problems = c.check_ranges();
+    if (!problems.empty()) throw UsageError("--ops: " + problems.front());
+    apply_op_options(train_config_from(c));
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(std::string("--ops: ") + e.what());
+  }
 }
 
 std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev,

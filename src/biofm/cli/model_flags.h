@@ -25,6 +25,11 @@ Precision parse_inference_precision(const std::string& s, Device dev);
 // The flags every inference command declares the same way.
 FlagSpec device_flag();     // --device
 FlagSpec precision_flag();  // --precision
+// --ops KEY=VALUE[,KEY=VALUE...]: the training configs' ops.* keys (ops/options.h) for this run,
+// e.g. --ops sdpa_autotune=true,gemm_fused_gelu=false; checked as the configs check them (an
+// unknown key names the nearest one). A key outside ops.* is a usage error.
+FlagSpec ops_flag();
+void apply_ops_flag(const Flags& f);
 // family.load(dir, dev) for inference (the gradient buffer is released: forward passes only),
 // with an allocation failure (a config.json whose sizes pass the
 // limits but do not fit in memory) reported as a biofm::Error naming the directory.

@@ -24,6 +24,12 @@ void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout,
                      const Tensor& x, const Tensor& w) {
   BIOFM_DISPATCH(x.device(), linear_backward, dx, dw, dbias, dout, x, w);
 }
+void linear_gelu_forward(Tensor& act, Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& bias) {
+  BIOFM_DISPATCH(x.device(), linear_gelu_forward, act, pre, x, w, bias);
+}
+void linear_dgelu_backward(Tensor& dpre, const Tensor& dout, const Tensor& w, const Tensor& pre) {
+  BIOFM_DISPATCH(dout.device(), linear_dgelu_backward, dpre, dout, w, pre);
+}
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                         const Tensor& residual, const Fp8Recipe& recipe, Fp8SavedInput* save,
                         const Tensor& x_amax, Fp8WeightCodes* w_codes) {

@@ -33,6 +33,10 @@ struct OpOptions {
   // ops.gemm_inplace_splitk: restrict split-K algorithms to in-place reduction (an experiment;
   // it may make the heuristic pick slower kernels).
   bool gemm_inplace_splitk = false;
+  // ops.gemm_fused_gelu: the ESM-2 MLP's first GEMM and its exact GELU in one CUTLASS kernel,
+  // and the GELU backward inside the second GEMM's input-gradient GEMM (bf16 on Hopper;
+  // false: cuBLASLt GEMMs and separate GELU kernels).
+  bool gemm_fused_gelu = true;
 };
 
 void set_op_options(const OpOptions& options);

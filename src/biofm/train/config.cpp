@@ -209,6 +209,7 @@ Registry build_registry() {
   BIND(ops.sdpa_dense, .help = "equal-length batches (full windows) take cuDNN's dense SDPA graph, not the ragged one");
   BIND(ops.gemm_fused_bgrad, .help = "bias gradients from cuBLASLt's BGRADB epilogue where it applies");
   BIND(ops.gemm_inplace_splitk, .help = "restrict split-K GEMM algorithms to in-place reduction (experiment)");
+  BIND(ops.gemm_fused_gelu, .help = "ESM-2 MLP: GELU fused into the GEMMs (CUTLASS epilogues; bf16 on Hopper)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");

@@ -157,6 +157,7 @@ struct TrainConfig {
     bool sdpa_dense = true;
     bool gemm_fused_bgrad = true;
     bool gemm_inplace_splitk = false;
+    bool gemm_fused_gelu = true;
     bool operator==(const Ops&) const = default;
   };
 

@@ -23,6 +23,7 @@ void apply_op_options(const TrainConfig& cfg) {
   o.sdpa_dense = cfg.ops.sdpa_dense;
   o.gemm_fused_bgrad = cfg.ops.gemm_fused_bgrad;
   o.gemm_inplace_splitk = cfg.ops.gemm_inplace_splitk;
+  o.gemm_fused_gelu = cfg.ops.gemm_fused_gelu;
   ops::set_op_options(o);
 }
 

@@ -29,7 +29,10 @@ class Linear {
   // Whether this linear runs FP8 GEMMs with per-tensor scales (current or delayed scaling):
   // then a producer's max |x| saves the quantization a pass.
   bool fp8() const;
+  // Whether it runs in the compute precision (no quantization of any kind).
+  bool plain() const { return ctx_->quant_of(layer_) == nullptr; }
   Tensor weight() const { return w_.weight(*ctx_->params); }
+  Tensor bias() const { return b_.weight(*ctx_->params); }
 
   // residual: added as the GEMM's C operand (undefined: none). FP8 only: save keeps x's
   // transposed codes for backward (null: backward quantizes x again); x_amax is max |x| from

@@ -1,6 +1,7 @@
 #include "biofm/models/blocks/mlp.h"
 
 #include "biofm/ops/activation/op.h"
+#include "biofm/ops/gemm/op.h"
 
 namespace biofm {
 
@@ -19,9 +20,16 @@ void Mlp::activate(MlpActs& a) const {
 void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs& a, bool keep_fp8,
                   const Tensor& xn_amax) const {
   const int64_t T = xn.size(0);
-  a.pre = ctx_->act({T, in_.weight().size(0)});
-  in_.forward(a.pre, xn, Tensor(), keep_fp8 ? &a.fp8_in : nullptr, xn_amax);
-  activate(a);
+  const int64_t F = in_.weight().size(0);
+  if (fused_gelu()) {
+    a.act = ctx_->act({T, F});
+    if (a.keep_pre) a.pre = ctx_->act({T, F});
+    ops::linear_gelu_forward(a.act, a.pre, xn, in_.weight(), in_.bias());
+  } else {
+    a.pre = ctx_->act({T, F});
+    in_.forward(a.pre, xn, Tensor(), keep_fp8 ? &a.fp8_in : nullptr, xn_amax);
+    activate(a);
+  }
   if (!out) return;
   *out = ctx_->act({T, residual.size(1)});
   out_.forward(*out, a.act, residual, keep_fp8 ? &a.fp8_out : nullptr, a.act_amax);
@@ -29,6 +37,16 @@ void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs
 
 void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a) const {
   const int64_t T = dout.size(0);
+  if (fused_gelu()) {
+    // dpre from W_out's input-gradient GEMM with the GELU backward in it; then W_out's own
+    // gradients (no dx), and W_in's backward as usual.
+    Tensor dpre = ctx_->act(a.pre.shape()), none;
+    ops::linear_dgelu_backward(dpre, dout, out_.weight(), a.pre);
+    out_.backward(none, dout, a.act);
+    dxn = ctx_->act({T, xn.size(1)});
+    in_.backward(dxn, dpre, xn);
+    return;
+  }
   Tensor dact = ctx_->act(a.act.shape());
   out_.backward(dact, dout, a.act, &a.fp8_out);
   Tensor dpre, dpre_amax;

@@ -1,5 +1,6 @@
 // Mlp: out = residual + W_out·act(W_in·xn) (+ biases), act = exact GELU on [T, F] (ESM-2) or
-// SwiGLU on the packed gate|up rows [T, 2F] of one GEMM (Llama).
+// SwiGLU on the packed gate|up rows [T, 2F] of one GEMM (Llama). In the compute precision the
+// GELU runs inside the GEMMs (ops::linear_gelu_forward / linear_dgelu_backward).
 #pragma once
 #include "biofm/models/blocks/linear.h"
 
@@ -11,6 +12,7 @@ struct MlpActs {
   Tensor pre;       // W_in·xn: [T, F] (GELU) or [T, 2F] gate | up (SwiGLU)
   Tensor act;       // act(pre) [T, F]: what W_out reads
   Tensor act_amax;  // FP8 with SwiGLU: max |act| from the kernel that wrote it
+  bool keep_pre = true;  // false (inference): forward need not store pre where it can avoid it
   ops::Fp8SavedInput fp8_in, fp8_out;
 };
 
@@ -30,6 +32,8 @@ class Mlp {
   void backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a) const;
 
  private:
+  // GELU with both linears in the compute precision and W_in's bias present: the fused ops.
+  bool fused_gelu() const { return kind_ == MlpKind::Gelu && in_.plain() && out_.plain() && in_.bias().defined(); }
   const BlockContext* ctx_ = nullptr;
   MlpKind kind_ = MlpKind::Gelu;
   Linear in_, out_;

@@ -28,6 +28,7 @@ Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<Lay
 Tensor TransformerStack::forward(const Batch& b, Tensor x, KvCache* cache, const LayerHook& hook) const {
   for (int l = 0; l < num_layers(); ++l) {
     LayerActs a;
+    a.mlp.keep_pre = false;  // no backward reads it
     Tensor x_out;
     if (hook) hook(LayerEvent::BeforeForward, l);
     layers_[size_t(l)].forward(l, b, x, a, &x_out, cache);
@@ -41,6 +42,7 @@ Tensor TransformerStack::forward_layers(const Batch& b, Tensor x, int layers,
                                         const std::function<void(int, const Tensor&)>& each) const {
   for (int l = 0; l < std::min(layers, num_layers()); ++l) {
     LayerActs a;
+    a.mlp.keep_pre = false;
     Tensor x_out;
     layers_[size_t(l)].forward(l, b, x, a, &x_out, nullptr);
     x = x_out;

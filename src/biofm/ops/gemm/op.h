@@ -69,10 +69,28 @@ void linear_backward_fp8_block(Tensor& dx, Tensor& dw, Tensor& dbias, const Tens
                                const Tensor& w, const Fp8BlockRecipe& recipe, const Fp8SavedInput* saved = nullptr,
                                const Fp8WeightCodes* w_codes = nullptr);
 
+// The MLP of ESM-2 with its exact (erf) GELU folded into the GEMMs:
+//   linear_gelu_forward:   pre = x·wᵀ + bias, act = gelu(pre)  (pre undefined: not stored)
+//   linear_dgelu_backward: dpre = (dout·w) ⊙ gelu'(pre), with w the *second* linear's weight
+//                          [O, F] (its input gradient and the GELU backward in one GEMM)
+// On CUDA (bf16, feature dims multiples of 8, contraction (H) in [1024, 2048]:
+// where it measured faster, ops.gemm_fused_gelu)
+// one CUTLASS GEMM each, the GELU in its epilogue; elsewhere linear_forward/linear_backward and the GELU ops, which is
+// also the CPU reference. bias must be defined.
+void linear_gelu_forward(Tensor& act, Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& bias);
+void linear_dgelu_backward(Tensor& dpre, const Tensor& dout, const Tensor& w, const Tensor& pre);
+
 BIOFM_BACKENDS(linear_forward, linear_backward, linear_forward_fp8, linear_backward_fp8, linear_forward_fp8_block,
                linear_backward_fp8_block)
+BIOFM_BACKENDS(linear_gelu_forward, linear_dgelu_backward)
+namespace unfused {  // the pair as separate ops on either device: the reference, and the fallback
+decltype(::biofm::ops::linear_gelu_forward) linear_gelu_forward;
+decltype(::biofm::ops::linear_dgelu_backward) linear_dgelu_backward;
+}  // namespace unfused
 
 namespace cuda {
+// How many linear_gelu_forward / linear_dgelu_backward calls ran the fused CUTLASS kernels.
+int64_t gemm_gelu_fused_calls();
 // How many Float8BlockScaling GEMMs have run emulated on CUDA in this process (tests, reports).
 int64_t fp8_block_emulated_calls();
 }  // namespace cuda

@@ -1,0 +1,1 @@
+mkdir -p $OUT; xz -dc .carry/pack/mlp_gelu_bench.xz > /tmp/mb && chmod +x /tmp/mb && timeout 300 /tmp/mb 30 > $OUT/mlp_gelu_variants.txt 2>&1  # five tile configurations (v0..v4, gelu_fused_cuda.cu at that commit)

@@ -1,0 +1,226 @@
+// The MLP's GEMM + exact-GELU fusions on Hopper, through CUTLASS 3's SM90 warp-specialized GEMMs
+// with epilogue fusions (CUTLASS is header-only; PyPI's nvidia-cutlass ships the headers).
+//
+//   forward   pre = x·Wᵀ + b,  act = gelu(pre)      one GEMM writes both (act only: inference)
+//   backward  dpre = (dout·W) ⊙ gelu'(pre)           the fc2 input-gradient GEMM reads pre
+//
+// cuBLASLt's GELU epilogues are the tanh approximation; ESM-2 uses the erf form, so these are
+// CUTLASS kernels: its erf GELU for the forward, and our erf derivative (CUTLASS's dGELU is the
+// tanh one) for the backward. Every matrix is row-major in biofm; CUTLASS sees the transposed
+// (column-major) problem, as cuBLASLt does: M = features, N = tokens, K = the contraction, so
+// the bias is a per-row (M) vector and the output's M dimension is contiguous.
+//
+// The fallback (other dtypes, unaligned shapes, a shape CUTLASS refuses) is the unfused pair:
+// cuBLASLt linear_forward / linear_backward + the GELU kernels — the same arithmetic up to
+// rounding order, and what the CPU reference computes.
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <type_traits>
+
+#include "biofm/ops/cuda_util.cuh"
+#include "biofm/ops/gemm/op.h"
+#include "biofm/ops/options.h"
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/epilogue/thread/activation.h"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+
+namespace biofm::ops::cuda {
+using namespace cuda_detail;
+
+namespace {
+
+using bf16 = cutlass::bfloat16_t;
+
+// d/dz of the exact GELU z·Φ(z), times the incoming gradient: d·(Φ(z) + z·φ(z)).
+template <class T>
+struct GeluErfGrad {
+  CUTLASS_HOST_DEVICE T operator()(T const& d, T const& z) const {
+    const float zf = float(z);
+    const float cdf = 0.5f * (1.0f + erff(zf * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * expf(-0.5f * zf * zf);
+    return T(float(d) * (cdf + zf * pdf));
+  }
+};
+template <class T, int N>
+struct GeluErfGrad<cutlass::Array<T, N>> {
+  CUTLASS_HOST_DEVICE cutlass::Array<T, N> operator()(cutlass::Array<T, N> const& d,
+                                                      cutlass::Array<T, N> const& z) const {
+    cutlass::Array<T, N> y;
+    GeluErfGrad<T> op;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < N; ++i) y[i] = op(d[i], z[i]);
+    return y;
+  }
+};
+
+using LayoutCol = cutlass::layout::ColumnMajor;
+constexpr int kAlign = 8;  // 16 bytes of bf16
+
+// A CUTLASS SM90 GEMM with a fused epilogue, for one tile configuration.
+template <class Tile, class Cluster, bool Pingpong, class LayoutA, class FusionOp>
+struct FusedGemm {
+  using MainloopSchedule = std::conditional_t<Pingpong, cutlass::gemm::KernelTmaWarpSpecializedPingpong,
+                                              cutlass::gemm::KernelTmaWarpSpecializedCooperative>;
+  using EpilogueSchedule =
+      std::conditional_t<Pingpong, cutlass::epilogue::TmaWarpSpecialized, cutlass::epilogue::TmaWarpSpecializedCooperative>;
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster, cutlass::epilogue::collective::EpilogueTileAuto,
+      float, float, void, LayoutCol, kAlign, bf16, LayoutCol, kAlign, EpilogueSchedule, FusionOp>::CollectiveOp;
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, bf16, LayoutA, kAlign, bf16, LayoutCol, kAlign, float, Tile,
+      Cluster,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+      MainloopSchedule>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+};
+
+// The three kernels, each in the tile configuration that measured fastest on an H100 for the
+// ESM-2 650M MLP (bench/mlp_gelu_bench.cpp; 16k tokens, H 1280, F 5120; five configurations
+// compared, docs/PERFORMANCE.md): ping-pong warp-specialised 128×128×64 tiles, so one warp
+// group's epilogue (the GELU, two stores) overlaps the other's main loop.
+//   forward: A = W [F, H] row-major (M×K, K contiguous), with the pre-activation store
+//            (cluster 1×1) and without it (inference; cluster 2×1);
+//   backward: A = Wᵀ of W [O, F] row-major, i.e. M×K = F×O with M contiguous (column-major).
+using Tile = cute::Shape<cute::_128, cute::_128, cute::_64>;
+using Cluster1 = cute::Shape<cute::_1, cute::_1, cute::_1>;
+using Cluster2 = cute::Shape<cute::_2, cute::_1, cute::_1>;
+using GeluAux = FusedGemm<Tile, Cluster1, true, cutlass::layout::RowMajor,
+                          cutlass::epilogue::fusion::LinCombPerRowBiasEltActAux<
+                              LayoutCol, cutlass::epilogue::thread::GELU, bf16, float, bf16, bf16>>::Gemm;
+using GeluOnly = FusedGemm<Tile, Cluster2, true, cutlass::layout::RowMajor,
+                           cutlass::epilogue::fusion::LinCombPerRowBiasEltAct<cutlass::epilogue::thread::GELU, bf16,
+                                                                               float, bf16>>::Gemm;
+using DGelu = FusedGemm<Tile, Cluster1, true, LayoutCol,
+                        cutlass::epilogue::fusion::LinCombDeEltAct<LayoutCol, GeluErfGrad, bf16, float, bf16>>::Gemm;
+
+// Where these kernels measured faster than cuBLASLt's GEMM plus the separate GELU kernel (H100,
+// 16k tokens): contraction lengths around ESM-2 650M's 1280 (forward 1.12×/1.20× without pre,
+// backward 1.10×). Shorter (150M's 640, 35M's 480: 0.85-0.94×) and longer (3B's 2560 and up:
+// 0.7-0.9×) they lose, so the pair stays unfused there.
+constexpr int64_t kMinFusedK = 1024, kMaxFusedK = 2048;
+
+// A packed stride of the CUTLASS problem (M, N, K, L = 1): each operand has one unit (static)
+// stride and one leading dimension; the batch stride stays 0.
+template <class Stride>
+Stride packed(int64_t leading) {
+  Stride s{};
+  auto set = [&](auto&& e) {
+    if constexpr (!cute::is_static<std::remove_cvref_t<decltype(e)>>::value) e = leading;
+  };
+  set(cute::get<0>(s));
+  set(cute::get<1>(s));
+  return s;
+}
+
+// Runs a prepared CUTLASS GEMM on the current stream; false when CUTLASS cannot take it.
+template <class Gemm>
+bool run(typename Gemm::Arguments& args) {
+  Gemm gemm;
+  if (gemm.can_implement(args) != cutlass::Status::kSuccess) return false;
+  const size_t ws_bytes = Gemm::get_workspace_size(args);
+  Tensor ws;
+  if (ws_bytes) ws = Tensor::empty({int64_t(ws_bytes)}, DType::U8, Device::CUDA);
+  cutlass::Status st = gemm.initialize(args, ws_bytes ? ws.raw() : nullptr, cuda_ctx::stream());
+  if (st != cutlass::Status::kSuccess) return false;
+  st = gemm.run(cuda_ctx::stream());
+  if (st != cutlass::Status::kSuccess) fail("CUTLASS fused GEMM failed to launch: ", cutlassGetStatusString(st));
+  BIOFM_CUDA_LAUNCH_CHECK();
+  return true;
+}
+
+bool fusable(std::initializer_list<const Tensor*> ts, std::initializer_list<int64_t> dims, int64_t k) {
+  if (k < kMinFusedK || k > kMaxFusedK) return false;
+  for (const Tensor* t : ts)
+    if (t->defined() && (t->dtype() != DType::BF16 || !aligned16(*t))) return false;
+  for (int64_t d : dims)
+    if (d % kAlign != 0 || d <= 0 || d > INT32_MAX) return false;
+  return op_options().gemm_fused_gelu;
+}
+
+std::atomic<int64_t> g_fused_calls{0};
+
+}  // namespace
+
+int64_t gemm_gelu_fused_calls() { return g_fused_calls.load(); }
+
+
+void linear_gelu_forward(Tensor& act, Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const char* op = "linear_gelu_forward";
+  if (w.dim() != 2) fail(op, ": w must be [F, H], got ", w.describe());
+  const int64_t F = w.size(0), H = w.size(1);
+  const int64_t N = rows_of(x, H, op, "x");
+  require_like(act, pre.defined() ? pre : act, op, "act", "pre");
+  if (act.numel() != N * F) fail(op, ": act must hold ", N, " x ", F, " values, got ", act.describe());
+  if (N > 0 && bias.defined() && bias.numel() == F &&
+      fusable({&act, &pre, &x, &w, &bias}, {F, H}, H)) {
+    auto launch = [&](auto tag) -> bool {
+      using Gemm = typename decltype(tag)::type;
+      typename Gemm::Arguments args;
+      args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+      args.problem_shape = {int(F), int(N), int(H), 1};
+      args.mainloop.ptr_A = static_cast<const bf16*>(w.raw());
+      args.mainloop.dA = packed<typename Gemm::GemmKernel::StrideA>(H);
+      args.mainloop.ptr_B = static_cast<const bf16*>(x.raw());
+      args.mainloop.dB = packed<typename Gemm::GemmKernel::StrideB>(H);
+      args.epilogue.ptr_C = nullptr;
+      args.epilogue.dC = packed<typename Gemm::GemmKernel::StrideC>(F);
+      args.epilogue.ptr_D = static_cast<bf16*>(act.raw());
+      args.epilogue.dD = packed<typename Gemm::GemmKernel::StrideD>(F);
+      args.epilogue.thread.alpha = 1.0f;
+      args.epilogue.thread.beta = 0.0f;
+      args.epilogue.thread.bias_ptr = static_cast<const bf16*>(bias.raw());
+      if constexpr (requires { args.epilogue.thread.aux_ptr; }) {
+        args.epilogue.thread.aux_ptr = static_cast<bf16*>(pre.raw());
+        args.epilogue.thread.dAux = packed<decltype(args.epilogue.thread.dAux)>(F);
+      }
+      return run<Gemm>(args);
+    };
+    const bool ok = pre.defined() ? launch(std::type_identity<GeluAux>{}) : launch(std::type_identity<GeluOnly>{});
+    if (ok) {
+      ++g_fused_calls;
+      return;
+    }
+  }
+  unfused::linear_gelu_forward(act, pre, x, w, bias);
+}
+
+void linear_dgelu_backward(Tensor& dpre, const Tensor& dout, const Tensor& w, const Tensor& pre) {
+  const char* op = "linear_dgelu_backward";
+  if (w.dim() != 2) fail(op, ": w must be [O, F], got ", w.describe());
+  const int64_t O = w.size(0), F = w.size(1);
+  const int64_t N = rows_of(dout, O, op, "dout");
+  require_like(dpre, pre, op, "dpre", "pre");
+  if (pre.numel() != N * F) fail(op, ": pre must hold ", N, " x ", F, " values, got ", pre.describe());
+  if (N > 0 && fusable({&dpre, &dout, &w, &pre}, {F, O}, O)) {
+    typename DGelu::Arguments args;
+      args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+      args.problem_shape = {int(F), int(N), int(O), 1};
+      args.mainloop.ptr_A = static_cast<const bf16*>(w.raw());
+      args.mainloop.dA = packed<typename DGelu::GemmKernel::StrideA>(F);
+      args.mainloop.ptr_B = static_cast<const bf16*>(dout.raw());
+      args.mainloop.dB = packed<typename DGelu::GemmKernel::StrideB>(O);
+      args.epilogue.ptr_C = nullptr;
+      args.epilogue.dC = packed<typename DGelu::GemmKernel::StrideC>(F);
+      args.epilogue.ptr_D = static_cast<bf16*>(dpre.raw());
+      args.epilogue.dD = packed<typename DGelu::GemmKernel::StrideD>(F);
+      args.epilogue.thread.alpha = 1.0f;
+      args.epilogue.thread.beta = 0.0f;
+      args.epilogue.thread.aux_ptr = static_cast<const bf16*>(pre.raw());
+      args.epilogue.thread.dAux = packed<decltype(args.epilogue.thread.dAux)>(F);
+    if (run<DGelu>(args)) {
+      ++g_fused_calls;
+      return;
+    }
+  }
+  unfused::linear_dgelu_backward(dpre, dout, w, pre);
+}
+
+}  // namespace biofm::ops::cuda
