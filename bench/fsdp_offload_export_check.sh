@@ -15,10 +15,17 @@ for o in false true; do
   timeout 120 build/biofm launch --nproc-per-node 2 $C output_dir=/tmp/fo_$o optimizer.offload=$o > $OUT/fsdp_offload_$o.log 2>&1; echo "fsdp offload=$o rc $?"
 done
 python3 - <<'PY'
+# A stale or unfinished chunk would show in the weight matrices. The attention key biases are
+# reported apart: their gradient is zero in exact arithmetic (softmax ignores a per-query
+# constant), so AdamW moves them by normalised rounding noise, which host and device AdamW
+# produce differently (session 13, run D: up to 35% of max|w| there, median over all 1.5e-4).
 from safetensors.numpy import load_file
 import numpy as np
 a = load_file("/tmp/fo_false/final_model/model.safetensors"); b = load_file("/tmp/fo_true/final_model/model.safetensors")
-worst = max((float(np.max(np.abs(a[k].astype(np.float64) - b[k]))) / (float(np.max(np.abs(a[k]))) + 1e-30), k) for k in a)
-print(f"{len(a)} tensors; worst max|diff|/max|w|: {worst[0]:.2e} ({worst[1]})")
+rel = {k: float(np.max(np.abs(a[k].astype(np.float64) - b[k]))) / (float(np.max(np.abs(a[k]))) + 1e-30) for k in a}
+rest = {k: v for k, v in rel.items() if "key.bias" not in k}
+w = max(rest, key=rest.get)
+print(f"{len(a)} tensors; median max|diff|/max|w| {np.median(list(rel.values())):.2e}; "
+      f"worst outside key biases {rest[w]:.2e} ({w}); key biases up to {max(v for k, v in rel.items() if 'key.bias' in k):.2e}")
 PY
 timeout 120 build/tests/biofm_cuda_tests --gtest_filter='CudaBlockScale.BlockCodes*:CudaBlockScale.Native*' 2>&1 | grep -E "^\[  (PASSED|FAILED)|^\[       OK"
