@@ -10,7 +10,9 @@
 // (column-major) problem, as cuBLASLt does: M = features, N = tokens, K = the contraction, so
 // the bias is a per-row (M) vector and the output's M dimension is contiguous.
 //
-// The fallback (other dtypes, unaligned shapes, a shape CUTLASS refuses) is the unfused pair:
+// They run only where they measured faster than the pair below (contraction 1024-2048: ESM-2
+// 650M; kMinFusedK / kMaxFusedK). The fallback (other dtypes, unaligned shapes, contraction
+// lengths outside that range, a shape CUTLASS refuses) is the unfused pair:
 // cuBLASLt linear_forward / linear_backward + the GELU kernels — the same arithmetic up to
 // rounding order, and what the CPU reference computes.
 #include <cuda_runtime.h>
@@ -120,6 +122,28 @@ Stride packed(int64_t leading) {
   return s;
 }
 
+// The arguments shared by the three kernels: D[M, N] (column-major, leading dimension M) =
+// A·Bᵀ-in-CUTLASS-terms over K, with A's leading dimension lda and B's ldb, no C operand.
+template <class Gemm>
+typename Gemm::Arguments gemm_args(int64_t M, int64_t N, int64_t K, const void* a, int64_t lda, const void* b,
+                                   int64_t ldb, void* d) {
+  using K_ = typename Gemm::GemmKernel;
+  typename Gemm::Arguments args;
+  args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = {int(M), int(N), int(K), 1};
+  args.mainloop.ptr_A = static_cast<const bf16*>(a);
+  args.mainloop.dA = packed<typename K_::StrideA>(lda);
+  args.mainloop.ptr_B = static_cast<const bf16*>(b);
+  args.mainloop.dB = packed<typename K_::StrideB>(ldb);
+  args.epilogue.ptr_C = nullptr;
+  args.epilogue.dC = packed<typename K_::StrideC>(M);
+  args.epilogue.ptr_D = static_cast<bf16*>(d);
+  args.epilogue.dD = packed<typename K_::StrideD>(M);
+  args.epilogue.thread.alpha = 1.0f;
+  args.epilogue.thread.beta = 0.0f;
+  return args;
+}
+
 // Runs a prepared CUTLASS GEMM on the current stream; false when CUTLASS cannot take it.
 template <class Gemm>
 bool run(typename Gemm::Arguments& args) {
@@ -151,7 +175,6 @@ std::atomic<int64_t> g_fused_calls{0};
 
 int64_t gemm_gelu_fused_calls() { return g_fused_calls.load(); }
 
-
 void linear_gelu_forward(Tensor& act, Tensor& pre, const Tensor& x, const Tensor& w, const Tensor& bias) {
   const char* op = "linear_gelu_forward";
   if (w.dim() != 2) fail(op, ": w must be [F, H], got ", w.describe());
@@ -163,19 +186,8 @@ void linear_gelu_forward(Tensor& act, Tensor& pre, const Tensor& x, const Tensor
       fusable({&act, &pre, &x, &w, &bias}, {F, H}, H)) {
     auto launch = [&](auto tag) -> bool {
       using Gemm = typename decltype(tag)::type;
-      typename Gemm::Arguments args;
-      args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
-      args.problem_shape = {int(F), int(N), int(H), 1};
-      args.mainloop.ptr_A = static_cast<const bf16*>(w.raw());
-      args.mainloop.dA = packed<typename Gemm::GemmKernel::StrideA>(H);
-      args.mainloop.ptr_B = static_cast<const bf16*>(x.raw());
-      args.mainloop.dB = packed<typename Gemm::GemmKernel::StrideB>(H);
-      args.epilogue.ptr_C = nullptr;
-      args.epilogue.dC = packed<typename Gemm::GemmKernel::StrideC>(F);
-      args.epilogue.ptr_D = static_cast<bf16*>(act.raw());
-      args.epilogue.dD = packed<typename Gemm::GemmKernel::StrideD>(F);
-      args.epilogue.thread.alpha = 1.0f;
-      args.epilogue.thread.beta = 0.0f;
+      // W [F, H] row-major is A (M×K, leading dimension H); x [N, H] is B (leading dimension H).
+      typename Gemm::Arguments args = gemm_args<Gemm>(F, N, H, w.raw(), H, x.raw(), H, act.raw());
       args.epilogue.thread.bias_ptr = static_cast<const bf16*>(bias.raw());
       if constexpr (requires { args.epilogue.thread.aux_ptr; }) {
         args.epilogue.thread.aux_ptr = static_cast<bf16*>(pre.raw());
@@ -200,21 +212,10 @@ void linear_dgelu_backward(Tensor& dpre, const Tensor& dout, const Tensor& w, co
   require_like(dpre, pre, op, "dpre", "pre");
   if (pre.numel() != N * F) fail(op, ": pre must hold ", N, " x ", F, " values, got ", pre.describe());
   if (N > 0 && fusable({&dpre, &dout, &w, &pre}, {F, O}, O)) {
-    typename DGelu::Arguments args;
-      args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
-      args.problem_shape = {int(F), int(N), int(O), 1};
-      args.mainloop.ptr_A = static_cast<const bf16*>(w.raw());
-      args.mainloop.dA = packed<typename DGelu::GemmKernel::StrideA>(F);
-      args.mainloop.ptr_B = static_cast<const bf16*>(dout.raw());
-      args.mainloop.dB = packed<typename DGelu::GemmKernel::StrideB>(O);
-      args.epilogue.ptr_C = nullptr;
-      args.epilogue.dC = packed<typename DGelu::GemmKernel::StrideC>(F);
-      args.epilogue.ptr_D = static_cast<bf16*>(dpre.raw());
-      args.epilogue.dD = packed<typename DGelu::GemmKernel::StrideD>(F);
-      args.epilogue.thread.alpha = 1.0f;
-      args.epilogue.thread.beta = 0.0f;
-      args.epilogue.thread.aux_ptr = static_cast<const bf16*>(pre.raw());
-      args.epilogue.thread.dAux = packed<decltype(args.epilogue.thread.dAux)>(F);
+    // Wᵀ of W [O, F] row-major is A (M×K = F×O, M contiguous, leading dimension F); dout [N, O] is B.
+    typename DGelu::Arguments args = gemm_args<DGelu>(F, N, O, w.raw(), F, dout.raw(), O, dpre.raw());
+    args.epilogue.thread.aux_ptr = static_cast<const bf16*>(pre.raw());
+    args.epilogue.thread.dAux = packed<decltype(args.epilogue.thread.dAux)>(F);
     if (run<DGelu>(args)) {
       ++g_fused_calls;
       return;
