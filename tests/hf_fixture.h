@@ -12,6 +12,7 @@
 #include "biofm/core/error.h"
 #include "biofm/data/batch.h"
 #include "biofm/io/safetensors.h"
+#include "testing.h"  // max_abs, shared with the other tests
 
 namespace biofm::testkit {
 
@@ -52,12 +53,6 @@ inline Batch hf_fixture_batch(const SafetensorsFile& ref, bool packed, bool shif
   for (int32_t l : lens) batch.num_real_tokens += l;
   for (int32_t y : out_labels) batch.num_label_tokens += y != -100;
   return batch;
-}
-
-inline double max_abs(const Tensor& t) {
-  double m = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, double(std::fabs(t.f32()[i])));
-  return m;
 }
 
 // The rows of our gradient `full` (F32, CPU) that a fixture gradient `ref` holds: all of them,

@@ -181,25 +181,38 @@ void add_gemm(std::vector<Case>& t) {
                  }});
   }
   // The MLP's GEMM + exact GELU: fused CUTLASS kernels in BF16 where the feature dims are
-  // multiples of 8 and H in [1024, 2048] (several tiles and a partial one), unfused otherwise.
+  // multiples of 8 and H in [1024, 2048] (several tiles, partial tiles along tokens, features
+  // (F 1000) and the contraction (H 1032)), the unfused pair otherwise (H 64 and 2056, odd dims).
   struct GG {
     int64_t N, H, F;
+    bool fused;  // on an sm_90a GPU in BF16
   };
-  for (GG g : {GG{1000, 1280, 640}, GG{300, 1024, 256}, GG{300, 64, 256}, GG{1, 16, 8}, GG{37, 13, 20}}) {
+  for (GG g : {GG{1000, 1280, 640, true}, GG{300, 1024, 256, true}, GG{129, 1032, 1000, true},
+               GG{300, 64, 256, false}, GG{65, 2056, 64, false}, GG{1, 16, 8, false}, GG{37, 13, 20, false}}) {
+    // Checks on the GPU in BF16 that the fused kernel ran exactly when expected (a case meant for
+    // the CUTLASS path must not silently test the unfused one).
+    auto expect_path = [g](Env& e, int64_t before) {
+      if (!e.gpu() || e.dt() != BF16) return;
+      EXPECT_EQ(ops::cuda::gemm_gelu_fused_calls() - before, g.fused ? 1 : 0) << "fused path " << g.fused;
+    };
     for (bool keep_pre : {true, false})
       t.push_back({"linear_gelu_forward", dims({g.N, g.H, g.F}) + (keep_pre ? "+pre" : ""), {F32, BF16},
-                   [g, keep_pre](Env& e) {
+                   [g, keep_pre, expect_path](Env& e) {
                      Tensor x = e.in({g.N, g.H}), w = e.in({g.F, g.H}, 0.15f), b = e.in({g.F});
                      Tensor act = e.out({g.N, g.F}), pre = keep_pre ? e.out({g.N, g.F}) : Tensor();
+                     const int64_t before = e.gpu() ? ops::cuda::gemm_gelu_fused_calls() : 0;
                      ops::linear_gelu_forward(act, pre, x, w, b);
+                     expect_path(e, before);
                      e.check("act", act);
                      if (keep_pre) e.check("pre", pre);
                    }});
     // w is the second linear's weight [O = H, F]: dpre = (dout·w) ⊙ gelu'(pre)
-    t.push_back({"linear_dgelu_backward", dims({g.N, g.H, g.F}), {F32, BF16}, [g](Env& e) {
+    t.push_back({"linear_dgelu_backward", dims({g.N, g.H, g.F}), {F32, BF16}, [g, expect_path](Env& e) {
                    Tensor dout = e.in({g.N, g.H}), w = e.in({g.H, g.F}, 0.15f), pre = e.in({g.N, g.F});
                    Tensor dpre = e.out({g.N, g.F});
+                   const int64_t before = e.gpu() ? ops::cuda::gemm_gelu_fused_calls() : 0;
                    ops::linear_dgelu_backward(dpre, dout, w, pre);
+                   expect_path(e, before);
                    e.check("dpre", dpre);
                  }});
   }

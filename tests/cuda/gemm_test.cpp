@@ -356,17 +356,26 @@ TEST(CudaGemm, GeluFusionRunsWhereItApplies) {
   EXPECT_LT(rel_err(host_f32(fused.dpre), host_f32(unfused.dpre)), 1e-2);
 
   // A feature dimension that is not a multiple of 8, F32, a contraction outside [1024, 2048]:
-  // the unfused pair.
-  Tensor xf = upload(testkit::randn({N, H}, 6), DType::F32), w1f = upload(testkit::randn({F, H}, 7), DType::F32);
-  Tensor bf = upload(testkit::randn({F}, 8), DType::F32), actf = nan_gpu({N, F}, DType::F32), none;
-  ops::linear_gelu_forward(actf, none, xf, w1f, bf);
-  const Tensor w_odd = upload(testkit::randn({20, H}, 9), DType::BF16), b_odd = upload(testkit::randn({20}, 10), DType::BF16);
-  Tensor act_odd = nan_gpu({N, 20}, DType::BF16);
-  ops::linear_gelu_forward(act_odd, none, x, w_odd, b_odd);
-  const Tensor x_short = upload(testkit::randn({N, 512}, 11), DType::BF16), w_short = upload(testkit::randn({F, 512}, 12), DType::BF16);
-  Tensor act_short = nan_gpu({N, F}, DType::BF16);
-  ops::linear_gelu_forward(act_short, none, x_short, w_short, b1);
-  EXPECT_EQ(ops::cuda::gemm_gelu_fused_calls(), c0 + 3);
+  // the unfused pair, not counted, and right (against the CPU op on the same values).
+  auto check_unfused = [&](int64_t h, int64_t f, DType dt, uint64_t seed) {
+    SCOPED_TRACE("H " + std::to_string(h) + " F " + std::to_string(f) + " " + dtype_name(dt));
+    const Tensor hx = in_precision(testkit::randn({N, h}, seed), dt);
+    const Tensor hw = in_precision(testkit::randn({f, h}, seed + 1, 0.1f), dt);
+    const Tensor hb = in_precision(testkit::randn({f}, seed + 2), dt);
+    Tensor act = nan_gpu({N, f}, dt), pre = nan_gpu({N, f}, dt), ref_act = Tensor::empty({N, f}, DType::F32),
+           ref_pre = Tensor::empty({N, f}, DType::F32);
+    const int64_t before = ops::cuda::gemm_gelu_fused_calls();
+    ops::linear_gelu_forward(act, pre, upload(hx, dt), upload(hw, dt), upload(hb, dt));
+    EXPECT_EQ(ops::cuda::gemm_gelu_fused_calls(), before);
+    ops::linear_gelu_forward(ref_act, ref_pre, hx, hw, hb);
+    const double tol = dt == DType::F32 ? 2e-5 : 1e-2;
+    EXPECT_LT(rel_err(host_f32(act), ref_act), tol);
+    EXPECT_LT(rel_err(host_f32(pre), ref_pre), tol);
+  };
+  check_unfused(H, F, DType::F32, 20);
+  check_unfused(H, 20, DType::BF16, 30);
+  check_unfused(512, F, DType::BF16, 40);
+  check_unfused(2056, 64, DType::BF16, 50);
 }
 
 }  // namespace

@@ -10,8 +10,8 @@
 // (column-major) problem, as cuBLASLt does: M = features, N = tokens, K = the contraction, so
 // the bias is a per-row (M) vector and the output's M dimension is contiguous.
 //
-// They run only where they measured faster than the pair below (contraction 1024-2048: ESM-2
-// 650M; kMinFusedK / kMaxFusedK). The fallback (other dtypes, unaligned shapes, contraction
+// They run only on sm_90a (H100/H200; sm90a_device) and where they measured faster than the pair
+// below (contraction 1024-2048: ESM-2 650M; kMinFusedK / kMaxFusedK). The fallback (other dtypes, unaligned shapes, contraction
 // lengths outside that range, a shape CUTLASS refuses) is the unfused pair:
 // cuBLASLt linear_forward / linear_backward + the GELU kernels — the same arithmetic up to
 // rounding order, and what the CPU reference computes.
@@ -141,6 +141,8 @@ typename Gemm::Arguments gemm_args(int64_t M, int64_t N, int64_t K, const void* 
   args.epilogue.dD = packed<typename K_::StrideD>(M);
   args.epilogue.thread.alpha = 1.0f;
   args.epilogue.thread.beta = 0.0f;
+  BIOFM_CUDA_CHECK(cudaGetDevice(&args.hw_info.device_id));
+  args.hw_info.sm_count = cuda_ctx::sm_count();  // (else CUTLASS queries it on every call)
   return args;
 }
 
@@ -160,13 +162,35 @@ bool run(typename Gemm::Arguments& args) {
   return true;
 }
 
+// CUTLASS's SM90 kernels have a body only in sm_90a code; elsewhere they return without writing
+// anything (after printing "Arch conditional MMA ... Aborting"), so they may run only where this
+// file was compiled for sm_90a (CMake sets BIOFM_CUTLASS_SM90A) and the device is compute
+// capability 9.0.
+bool sm90a_device() {
+#ifdef BIOFM_CUTLASS_SM90A
+  static thread_local int device = -1, answer = 0;
+  int d = 0;
+  BIOFM_CUDA_CHECK(cudaGetDevice(&d));
+  if (d != device) {
+    int major = 0, minor = 0;
+    BIOFM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d));
+    BIOFM_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d));
+    device = d;
+    answer = major == 9 && minor == 0;
+  }
+  return answer;
+#else
+  return false;
+#endif
+}
+
 bool fusable(std::initializer_list<const Tensor*> ts, std::initializer_list<int64_t> dims, int64_t k) {
-  if (k < kMinFusedK || k > kMaxFusedK) return false;
+  if (k < kMinFusedK || k > kMaxFusedK || !op_options().gemm_fused_gelu || !sm90a_device()) return false;
   for (const Tensor* t : ts)
     if (t->defined() && (t->dtype() != DType::BF16 || !aligned16(*t))) return false;
   for (int64_t d : dims)
     if (d % kAlign != 0 || d <= 0 || d > INT32_MAX) return false;
-  return op_options().gemm_fused_gelu;
+  return true;
 }
 
 std::atomic<int64_t> g_fused_calls{0};
