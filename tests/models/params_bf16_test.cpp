@@ -164,3 +164,23 @@ TEST(Params, ConcatIsAViewOfAdjacentParameters) {
   EXPECT_THROW(ps.weight_concat({"c", "d"}), Error);  // not marked as a fused group
   EXPECT_THROW(ps.weight_concat({"b", "c"}), Error);  // trailing shapes differ
 }
+
+// swap_grad_buffer moves the gradients (values included) into memory someone else owns
+// (Tensor::borrowed: data-parallel reduction in a communicator's registered buffer) and back.
+TEST(Params, GradientsMoveIntoABorrowedBufferAndBack) {
+  ParamStore ps(specs(), Device::CPU);
+  Tensor g = ps.grad("proj.weight");
+  for (int64_t i = 0; i < g.numel(); ++i) g.f32()[i] = float(i) + 0.5f;
+  std::vector<float> outside(size_t(ps.grad_flat().numel()), -1.0f);
+  const Tensor borrowed = Tensor::borrowed(outside.data(), {int64_t(outside.size())}, DType::F32, Device::CPU);
+  Tensor own = ps.swap_grad_buffer(borrowed);
+  EXPECT_EQ(ps.grad_flat().f32(), outside.data());
+  EXPECT_EQ(ps.grad("proj.weight").f32()[3], 3.5f);  // the values came along
+  ps.grad("proj.weight").f32()[3] = 9.0f;             // writes land in the borrowed memory
+  EXPECT_EQ(outside[size_t(ps.grad("proj.weight").f32() - outside.data()) + 3], 9.0f);
+  EXPECT_THROW(ps.swap_grad_buffer(Tensor::zeros({3}, DType::F32)), Error);  // wrong size
+  ps.swap_grad_buffer(own);
+  EXPECT_EQ(ps.grad_flat().f32(), own.f32());
+  EXPECT_EQ(ps.grad("proj.weight").f32()[3], 9.0f);
+  EXPECT_THROW(Tensor::borrowed(nullptr, {1}, DType::F32, Device::CPU), Error);
+}

@@ -36,6 +36,7 @@ Storage::Storage(size_t nbytes, Device dev, bool pin) : bytes(nbytes), device(de
 }
 
 Storage::~Storage() {
+  if (!owned) return;
   if (pinned)
     host_free_pinned(ptr);
   else if (device == Device::CPU)
@@ -62,6 +63,18 @@ Tensor Tensor::pinned(const Shape& shape, DType dtype) {
   t.shape_ = shape;
   t.dtype_ = dtype;
   t.storage_ = std::make_shared<Storage>(t.nbytes(), Device::CPU, /*pinned=*/true);
+  return t;
+}
+
+Tensor Tensor::borrowed(void* ptr, const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape)
+    if (d < 0) fail("negative dimension in shape ", shape_str(shape));
+  if (!ptr) fail("Tensor::borrowed: null pointer");
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.device_ = device;
+  t.storage_ = std::make_shared<Storage>(ptr, t.nbytes(), device);
   return t;
 }
 

@@ -19,13 +19,16 @@ using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);
 int64_t shape_numel(const Shape& s);
 
-// Owns one allocation; frees it through the allocator of its device.
+// Owns one allocation; frees it through the allocator of its device (or, for memory another
+// library allocated, Tensor::borrowed: not at all).
 struct Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
   Device device = Device::CPU;
   bool pinned = false;  // page-locked host memory (Tensor::pinned)
+  bool owned = true;    // false: Tensor::borrowed, its owner frees it
   Storage(size_t bytes, Device device, bool pinned = false);
+  Storage(void* ptr, size_t bytes, Device device) : ptr(ptr), bytes(bytes), device(device), owned(false) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -39,6 +42,9 @@ class Tensor {
   // A CPU tensor in page-locked host memory, for asynchronous copies to and from the GPU
   // (copy_from_async). Needs the CUDA backend.
   static Tensor pinned(const Shape& shape, DType dtype);
+  // A tensor over memory someone else allocated and frees (e.g. NCCL's registered buffers);
+  // the caller keeps it alive while any tensor over it exists.
+  static Tensor borrowed(void* ptr, const Shape& shape, DType dtype, Device device);
   // Copies host data into a new CPU tensor.
   static Tensor from_f32(const Shape& shape, const std::vector<float>& values);
   static Tensor from_i32(const Shape& shape, const std::vector<int32_t>& values);

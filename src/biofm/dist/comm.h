@@ -46,6 +46,13 @@ class Communicator {
   // Marks are valid until 64 more have been taken.
   virtual int64_t mark() { return 0; }
   virtual void wait_for(int64_t /*mark*/) {}
+  // Device memory the collectives run on with fewer resources (NCCL: ncclMemAlloc'd and
+  // registered as a symmetric window, so NCCL's symmetric kernels serve it: they hold fewer
+  // SMs beside backward's GEMMs). Collective: every rank calls it with the same size, in the
+  // same order. nullptr where the backend has none (Gloo). Freed by free_registered (also
+  // collective), before the communicator goes.
+  virtual void* alloc_registered(size_t /*bytes*/) { return nullptr; }
+  virtual void free_registered(void* /*ptr*/) {}
 };
 
 // The communicator for `device`, set up through the coordinator's store (NCCL unique id,

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "biofm/core/cuda_context.h"
@@ -65,6 +66,10 @@ class NcclCommunicator : public Communicator {
     cudaStreamSynchronize(stream_);
     for (cudaEvent_t e : marks_)
       if (e) cudaEventDestroy(e);
+    for (auto& [ptr, win] : windows_) {  // (not freed by their user: a failed run)
+      ncclCommWindowDeregister(comm_, win);
+      ncclMemFree(ptr);
+    }
     ncclCommDestroy(comm_);
     cudaEventDestroy(compute_done_);
     cudaEventDestroy(comm_done_);
@@ -73,6 +78,28 @@ class NcclCommunicator : public Communicator {
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
   std::string name() const override { return "nccl " + version_; }
+
+  void* alloc_registered(size_t bytes) override {
+    void* ptr = nullptr;
+    BIOFM_NCCL_CHECK(ncclMemAlloc(&ptr, bytes));
+    BIOFM_CUDA_CHECK(cudaMemset(ptr, 0, bytes));
+    ncclWindow_t win = nullptr;
+    BIOFM_NCCL_CHECK(ncclCommWindowRegister(comm_, ptr, bytes, &win, NCCL_WIN_COLL_SYMMETRIC));
+    windows_.emplace_back(ptr, win);
+    return ptr;
+  }
+  void free_registered(void* ptr) override {
+    for (size_t i = 0; i < windows_.size(); ++i) {
+      if (windows_[i].first != ptr) continue;
+      BIOFM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      BIOFM_CUDA_CHECK(cudaStreamSynchronize(cuda_ctx::stream()));
+      BIOFM_NCCL_CHECK(ncclCommWindowDeregister(comm_, windows_[i].second));
+      BIOFM_NCCL_CHECK(ncclMemFree(ptr));
+      windows_.erase(windows_.begin() + std::ptrdiff_t(i));
+      return;
+    }
+    fail("nccl: free_registered of a pointer it did not allocate");
+  }
 
   void all_reduce_sum(Tensor& t) override {
     const ncclDataType_t ty = nccl_type(t);
@@ -196,6 +223,7 @@ class NcclCommunicator : public Communicator {
   std::string version_;
   static constexpr int64_t kMarks = 64;
   cudaEvent_t marks_[kMarks] = {};
+  std::vector<std::pair<void*, ncclWindow_t>> windows_;  // alloc_registered's buffers
   int64_t next_mark_ = 0;
   int trace_every_ = 0;
   int64_t joins_ = 0;

@@ -1,6 +1,7 @@
 #include "biofm/models/params.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "biofm/core/rng.h"
 #include "biofm/ops/elementwise/op.h"
@@ -292,6 +293,17 @@ Shape ParamStore::concat_shape(const std::vector<std::string>& names) const {
     shape[0] += s[0];
   }
   return shape;
+}
+
+Tensor ParamStore::swap_grad_buffer(Tensor buffer) {
+  if (!grad_flat_.defined()) fail("swap_grad_buffer: this store holds no gradients");
+  if (!buffer.defined() || buffer.dtype() != DType::F32 || buffer.numel() != grad_flat_.numel() ||
+      buffer.device() != grad_flat_.device())
+    fail("swap_grad_buffer: need F32[", grad_flat_.numel(), "] on the gradients' device, got ",
+         buffer.defined() ? buffer.describe() : std::string("none"));
+  buffer.copy_from(grad_flat_);
+  std::swap(buffer, grad_flat_);
+  return buffer;
 }
 
 }  // namespace biofm

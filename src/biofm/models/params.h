@@ -113,6 +113,10 @@ class ParamStore {
   // parameter); nothing may run backward or touch gradients afterwards.
   void release_gradients() { grad_flat_ = Tensor(); }
   bool has_gradients() const { return grad_flat_.defined(); }
+  // Moves the gradients into `buffer` (F32, the same size and device; their values copied) and
+  // returns the buffer they were in: data-parallel runs reduce them in place in memory their
+  // communicator registered (train/data_parallel.cpp).
+  Tensor swap_grad_buffer(Tensor buffer);
 
   // ---- Sharded parameters (distributed.strategy=fsdp, train/fsdp.h) ----
   // Keeps only [begin, end) of the master, compute-copy and gradient buffers: flat(),

@@ -166,6 +166,7 @@ struct TrainConfig {
     ParallelStrategy strategy = ParallelStrategy::Ddp;  // ddp | zero1 | zero2
     int bucket_mb = 25;           // gradient reduction bucket size
     bool bf16_reduce = false;     // gradients travel (and are summed) as bf16
+    bool nccl_symmetric = false;  // ddp/zero: reduce in NCCL symmetric memory (registered windows)
     int step_timeout_s = 0;       // a step that long on any rank fails the run (0: 5x recent steps, >= 60 s)
     int io_timeout_s = 1800;      // the same for a step's validation, checkpoint or export
     int heartbeat_timeout_s = 30; // a rank silent that long (dead or frozen): the run fails

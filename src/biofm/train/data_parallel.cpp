@@ -1,6 +1,8 @@
 #include "biofm/train/data_parallel.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 
 #include "biofm/dist/comm.h"
 #include "biofm/ops/elementwise/op.h"
@@ -34,6 +36,17 @@ GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataP
     : comm_(comm), model_(model), o_(o) {
   const Tensor& g = model.params().grad_flat();
   if (o_.bf16_reduce && g.dtype() == DType::F32) bf16_grads_ = Tensor::empty({g.numel()}, DType::BF16, g.device());
+  if (o_.nccl_symmetric && g.device() == Device::CUDA && g.dtype() == DType::F32) {
+    const Tensor& wire = bf16_grads_.defined() ? bf16_grads_ : g;
+    registered_ = comm_.alloc_registered(wire.nbytes());
+    if (registered_) {
+      Tensor t = Tensor::borrowed(registered_, {wire.numel()}, wire.dtype(), Device::CUDA);
+      if (bf16_grads_.defined())
+        bf16_grads_ = t;
+      else
+        store_grads_ = model.params().swap_grad_buffer(t);
+    }
+  }
   // Layers last to first (backward's order), merged while contiguous up to bucket_bytes.
   const int64_t elem = int64_t(dtype_size(g.dtype()));
   std::vector<Range> covered;
@@ -60,7 +73,17 @@ GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataP
   });
 }
 
-GradientSync::~GradientSync() { model_.set_layer_hook({}); }
+GradientSync::~GradientSync() {
+  model_.set_layer_hook({});
+  if (!registered_) return;
+  try {
+    if (store_grads_.defined()) model_.params().swap_grad_buffer(store_grads_);
+    bf16_grads_ = Tensor();
+    comm_.free_registered(registered_);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "warning: releasing the registered gradient buffer: %s\n", e.what());
+  }
+}
 
 void GradientSync::arm() { armed_ = true; }
 

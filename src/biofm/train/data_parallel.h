@@ -37,6 +37,9 @@ struct DataParallelOptions {
   ParallelStrategy strategy = ParallelStrategy::Ddp;
   int64_t bucket_bytes = int64_t(25) << 20;
   bool bf16_reduce = false;
+  // NCCL: the reduced buffer (the gradients, or their bf16 copy) in ncclMemAlloc'd memory
+  // registered as a symmetric window (Communicator::alloc_registered).
+  bool nccl_symmetric = false;
 };
 
 class GradientSync : public StepSync {
@@ -69,6 +72,10 @@ class GradientSync : public StepSync {
   size_t next_ = 0;  // the first bucket not yet issued this step
   bool armed_ = false;
   Tensor bf16_grads_;   // bf16_reduce: the gradients as bf16, same layout
+  // nccl_symmetric: the communicator's registered buffer (the gradients or bf16_grads_ live
+  // there), and the store's own gradient buffer, given back at the end.
+  void* registered_ = nullptr;
+  Tensor store_grads_;
 };
 
 }  // namespace biofm

@@ -250,6 +250,7 @@ class TrainingRun {
       o.strategy = cfg_.distributed.strategy;
       o.bucket_bytes = int64_t(cfg_.distributed.bucket_mb) << 20;
       o.bf16_reduce = cfg_.distributed.bf16_reduce;
+      o.nccl_symmetric = cfg_.distributed.nccl_symmetric;
       if (o.strategy != ParallelStrategy::Fsdp) sync_ = std::make_unique<GradientSync>(*comm_, *model_, o);
     }
     summary_.ckpt_dir = ckpt_dir_;
@@ -279,9 +280,11 @@ class TrainingRun {
     coord_ = std::make_unique<Coordinator>(env_, co);
     comm_ = make_communicator(*coord_, device_, env_, cfg_.distributed.comm_sms);
     if (root_)
-      std::printf("distributed: %d ranks (%s), %s, strategy %s%s\n", env_.world_size, env_.source.c_str(),
+      std::printf("distributed: %d ranks (%s), %s, strategy %s%s%s\n", env_.world_size, env_.source.c_str(),
                   comm_->name().c_str(), strategy_name(cfg_.distributed.strategy),
-                  cfg_.distributed.bf16_reduce ? ", bf16 gradient reduction" : "");
+                  cfg_.distributed.bf16_reduce ? ", bf16 gradient reduction" : "",
+                  cfg_.distributed.nccl_symmetric && cfg_.distributed.strategy != ParallelStrategy::Fsdp
+                      ? ", symmetric-memory reduction (if the backend has it)" : "");
   }
 
   void build_model() {
