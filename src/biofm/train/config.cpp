@@ -353,7 +353,7 @@ Registry build_registry() {
   BIND(distributed.bucket_mb, .range = gt(0), .help = "gradient reduction bucket (MiB), overlapped with backward");
   BIND(distributed.bf16_reduce, .help = "reduce gradients in bf16 (half the traffic)");
   BIND(distributed.nccl_symmetric, .help = "ddp/zero1/zero2 on NCCL: the reduced gradients live in ncclMemAlloc'd "
-                                           "memory registered as a symmetric window (fewer SMs held beside backward)");
+                                           "memory registered as a symmetric window (fewer SMs held beside backward; experimental)");
   BIND(distributed.step_timeout_s, .range = ge(0), .help = "a training step this long on any rank fails the run, "
                                                           "naming it (0: adaptive, 5x the slowest of the last 20 "
                                                           "steps and at least 60 s; the first step 600 s)");
