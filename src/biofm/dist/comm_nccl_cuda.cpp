@@ -80,11 +80,22 @@ class NcclCommunicator : public Communicator {
   std::string name() const override { return "nccl " + version_; }
 
   void* alloc_registered(size_t bytes) override {
+    // Where NCCL cannot (no cuMem support, an old driver), the run goes on with plain buffers.
+    // (A system refuses this on every rank alike, so the ranks stay in step.)
     void* ptr = nullptr;
-    BIOFM_NCCL_CHECK(ncclMemAlloc(&ptr, bytes));
-    BIOFM_CUDA_CHECK(cudaMemset(ptr, 0, bytes));
+    ncclResult_t r = ncclMemAlloc(&ptr, bytes);
     ncclWindow_t win = nullptr;
-    BIOFM_NCCL_CHECK(ncclCommWindowRegister(comm_, ptr, bytes, &win, NCCL_WIN_COLL_SYMMETRIC));
+    if (r == ncclSuccess) {
+      BIOFM_CUDA_CHECK(cudaMemset(ptr, 0, bytes));
+      r = ncclCommWindowRegister(comm_, ptr, bytes, &win, NCCL_WIN_COLL_SYMMETRIC);
+      if (r != ncclSuccess) ncclMemFree(ptr);
+    }
+    if (r != ncclSuccess) {
+      if (rank_ == 0)
+        std::fprintf(stderr, "note: NCCL symmetric memory unavailable (%s); reducing in plain buffers\n",
+                     ncclGetErrorString(r));
+      return nullptr;
+    }
     windows_.emplace_back(ptr, win);
     return ptr;
   }
