@@ -43,7 +43,7 @@ TEST(ModelFlags, OpsFlagSetsOpOptions) {
     return parse_flags(spec, 4, argv);
   };
   const testkit::ScopedOpOptions restore([](ops::OpOptions&) {});
-  apply_ops_flag(parse("sdpa_autotune=true,ops.gemm_fused_gelu=false,attention=fallback"));
+  apply_ops_flag(parse("sdpa_autotune=true, ops.gemm_fused_gelu=false,,attention=fallback,"));
   EXPECT_TRUE(ops::op_options().sdpa_autotune);
   EXPECT_FALSE(ops::op_options().gemm_fused_gelu);
   EXPECT_EQ(ops::op_options().attention, ops::AttentionBackend::Fallback);

@@ -65,6 +65,8 @@ void apply_ops_flag(const Flags& f) {
   std::vector<std::string> overrides;
   std::stringstream ss(list);
   for (std::string item; std::getline(ss, item, ',');) {
+    const size_t first = item.find_first_not_of(" \t"), last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? std::string() : item.substr(first, last - first + 1);
     if (item.empty()) continue;
     if (item.rfind("ops.", 0) != 0) item = "ops." + item;
     const size_t eq = item.find('=');
