@@ -35,17 +35,20 @@ Tensor slice(const Tensor& flat, Range r) { return flat.flat_slice(r.first, {r.s
 GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataParallelOptions& o)
     : comm_(comm), model_(model), o_(o) {
   const Tensor& g = model.params().grad_flat();
-  if (o_.bf16_reduce && g.dtype() == DType::F32) bf16_grads_ = Tensor::empty({g.numel()}, DType::BF16, g.device());
-  if (o_.nccl_symmetric && g.device() == Device::CUDA && g.dtype() == DType::F32) {
-    const Tensor& wire = bf16_grads_.defined() ? bf16_grads_ : g;
-    registered_ = comm_.alloc_registered(wire.nbytes());
-    if (registered_) {
-      Tensor t = Tensor::borrowed(registered_, {wire.numel()}, wire.dtype(), Device::CUDA);
-      if (bf16_grads_.defined())
-        bf16_grads_ = t;
-      else
-        store_grads_ = model.params().swap_grad_buffer(t);
-    }
+  // The buffer the reductions run on: the gradients, or (bf16_reduce) a bf16 copy of them; in
+  // the communicator's registered memory when asked for and available.
+  const bool bf16_wire = o_.bf16_reduce && g.dtype() == DType::F32;
+  const DType wire_dtype = bf16_wire ? DType::BF16 : g.dtype();
+  if (o_.nccl_symmetric && g.device() == Device::CUDA && g.dtype() == DType::F32)
+    registered_ = comm_.alloc_registered(size_t(g.numel()) * dtype_size(wire_dtype));
+  if (registered_) {
+    Tensor t = Tensor::borrowed(registered_, {g.numel()}, wire_dtype, Device::CUDA);
+    if (bf16_wire)
+      bf16_grads_ = t;
+    else
+      store_grads_ = model.params().swap_grad_buffer(t);
+  } else if (bf16_wire) {
+    bf16_grads_ = Tensor::empty({g.numel()}, DType::BF16, g.device());
   }
   // Layers last to first (backward's order), merged while contiguous up to bucket_bytes.
   const int64_t elem = int64_t(dtype_size(g.dtype()));
