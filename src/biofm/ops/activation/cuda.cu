@@ -2,11 +2,10 @@
 // (16-byte bf16 / 2×16-byte f32 accesses) when every pointer is 16-byte aligned.
 //
 // Formulas as the CPU reference (ops/cpu_kernels.cpp), with CUDA's accurate erff / tanhf /
-// expf in place of its polynomial approximations:
-//   gelu_erf(x)  = ½x(1 + erf(x/√2)),            gelu_erf'(x)  = Φ(x) + x·φ(x)
-//   gelu_tanh(x) = ½x(1 + tanh(√(2/π)(x + 0.044715x³)))
+// expf in place of its polynomial approximations; the GELU ones in gelu_math.cuh:
 //   swiglu(g, u) = silu(g)·u,  d/dg = u·σ(g)(1 + g(1 - σ(g))),  d/du = g·σ(g)
 // Outputs may alias inputs element for element: each thread reads all its inputs first.
+#include "biofm/ops/activation/gelu_math.cuh"
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/cuda_util.cuh"
 
@@ -15,26 +14,8 @@ using namespace cuda_detail;
 
 namespace {
 
-constexpr float kInvSqrt2 = 0.70710678118654752440f;
-constexpr float kInvSqrt2Pi = 0.39894228040143267794f;  // 1/sqrt(2π)
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-constexpr float kTanhCoef = 0.044715f;
+using namespace gelu_math;
 
-__device__ __forceinline__ float gelu_erf(float x) {
-  return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
-}
-__device__ __forceinline__ float gelu_tanh(float x) {
-  return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + kTanhCoef * x * x * x)));
-}
-__device__ __forceinline__ float gelu_erf_grad(float x) {
-  return 0.5f * (1.0f + erff(x * kInvSqrt2)) + x * kInvSqrt2Pi * expf(-0.5f * x * x);
-}
-__device__ __forceinline__ float gelu_tanh_grad(float x) {
-  const float x2 = x * x;
-  const float t = tanhf(kSqrt2OverPi * (x + kTanhCoef * x2 * x));
-  const float du = kSqrt2OverPi * (1.0f + 3.0f * kTanhCoef * x2);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
-}
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // Grid-stride loop: fn.template run<VEC>(i) for i = 0, VEC, ... below n - n % VEC, then

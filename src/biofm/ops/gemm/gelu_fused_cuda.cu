@@ -20,6 +20,7 @@
 #include <atomic>
 #include <type_traits>
 
+#include "biofm/ops/activation/gelu_math.cuh"
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/gemm/op.h"
 #include "biofm/ops/options.h"
@@ -40,14 +41,12 @@ namespace {
 
 using bf16 = cutlass::bfloat16_t;
 
-// d/dz of the exact GELU z·Φ(z), times the incoming gradient: d·(Φ(z) + z·φ(z)).
+// d/dz of the exact GELU, times the incoming gradient: d·gelu_erf'(z) (activation/gelu_math.cuh,
+// the formula the elementwise GELU backward uses).
 template <class T>
 struct GeluErfGrad {
   CUTLASS_HOST_DEVICE T operator()(T const& d, T const& z) const {
-    const float zf = float(z);
-    const float cdf = 0.5f * (1.0f + erff(zf * 0.70710678118654752f));
-    const float pdf = 0.39894228040143268f * expf(-0.5f * zf * zf);
-    return T(float(d) * (cdf + zf * pdf));
+    return T(float(d) * gelu_math::gelu_erf_grad(float(z)));
   }
 };
 template <class T, int N>

