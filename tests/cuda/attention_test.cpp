@@ -557,6 +557,59 @@ TEST(CudaAttention, UniformBatchesRunDenseCudnnGraphs) {
   }
 }
 
+TEST(CudaAttention, PackedQkvIsReadInPlaceAndMatchesCpu) {
+  // attention_*_packed: q, k, v as the parts of one projection output [N, (Hq + 2·Hkv)·D];
+  // cuDNN reads them (and writes dq | dk | dv) through strides, ragged and dense graphs alike,
+  // and padding rows of dqkv come out zero. Every path matches the CPU op on the same q, k, v.
+  std::string why;
+  if (!cudnn_available(DType::BF16, 64, 8, 2, &why)) GTEST_SKIP() << "cuDNN path unavailable: " << why;
+  uint64_t seed = 2000;
+  std::vector<Batch> batches = {Batch::packed({37, 128, 5, 300}, 8, 2, 64, false),
+                                Batch::packed({256, 256}, 4, 4, 64, true)};
+  batches[1].uniform = true;
+  Batch padded = Batch::packed({9, 40, 3}, 4, 2, 32, false);
+  padded.slots = {16, 48, 8};
+  padded.tail = 5;
+  batches.push_back(padded);
+  for (const Batch& b : batches) {
+    for (AttentionPath path : {AttentionPath::Cudnn, AttentionPath::Fallback}) {
+      SCOPED_TRACE(b.name() + " path " + ops::attention_backend_name(path));
+      const Inputs in = make_inputs(b, seed++, true);
+      const Result ref = run_cpu(b, in);
+      const int64_t N = b.rows(), wq = b.Hq * b.D, wkv = b.Hkv * b.D, row = wq + 2 * wkv;
+      Tensor qkv_h = Tensor::empty({N, row}, DType::F32);
+      for (int64_t n = 0; n < N; ++n) {
+        std::copy(in.q.f32() + n * wq, in.q.f32() + (n + 1) * wq, qkv_h.f32() + n * row);
+        std::copy(in.k.f32() + n * wkv, in.k.f32() + (n + 1) * wkv, qkv_h.f32() + n * row + wq);
+        std::copy(in.v.f32() + n * wkv, in.v.f32() + (n + 1) * wkv, qkv_h.f32() + n * row + wq + wkv);
+      }
+      const Tensor qkv = to_gpu(qkv_h, DType::BF16), dout = to_gpu(in.dout, DType::BF16);
+      const Tensor cu = b.cu().to(Device::CUDA), lens = b.seq_lens().to(Device::CUDA);
+      Tensor out = nan_gpu(in.q.shape(), DType::BF16), lse = nan_gpu({N, b.Hq}, DType::F32);
+      Tensor dqkv = nan_gpu({N, row}, DType::BF16);
+      const ops::QkvHeads h{b.Hq, b.Hkv, b.D};
+      const size_t packed0 = ad::cudnn_sdpa_packed_runs();
+      ad::attention_forward_packed_with(path, out, lse, qkv, h, cu, lens, b.shape());
+      ad::attention_backward_packed_with(path, dqkv, dout, qkv, h, out, lse, cu, lens, b.shape());
+      device_sync();
+      EXPECT_EQ(ad::cudnn_sdpa_packed_runs(), packed0 + (path == AttentionPath::Cudnn ? 2 : 0));
+      EXPECT_TRUE(matches("out", to_cpu_f32(out), ref.out, b, 2e-2));
+      EXPECT_TRUE(matches("lse", to_cpu_f32(lse), ref.lse, b, 2e-2, /*absolute=*/true));
+      const Tensor d = to_cpu_f32(dqkv);
+      Tensor dq = Tensor::empty(in.q.shape(), DType::F32), dk = Tensor::empty(in.k.shape(), DType::F32),
+             dv = Tensor::empty(in.v.shape(), DType::F32);
+      for (int64_t n = 0; n < N; ++n) {
+        std::copy(d.f32() + n * row, d.f32() + n * row + wq, dq.f32() + n * wq);
+        std::copy(d.f32() + n * row + wq, d.f32() + n * row + wq + wkv, dk.f32() + n * wkv);
+        std::copy(d.f32() + n * row + wq + wkv, d.f32() + (n + 1) * row, dv.f32() + n * wkv);
+      }
+      EXPECT_TRUE(matches("dq (packed)", dq, ref.dq, b, 2e-2));
+      EXPECT_TRUE(matches("dk (packed)", dk, ref.dk, b, 2e-2));
+      EXPECT_TRUE(matches("dv (packed)", dv, ref.dv, b, 2e-2));
+    }
+  }
+}
+
 TEST(CudaAttention, BrokenUniformPromiseIsAnError) {
   // N != B·max_seqlen is caught without a sync; unequal lengths in equal slots are caught by
   // ops.attention_check (which reads the layout back).

@@ -162,7 +162,8 @@ void add_gemm(std::vector<Case>& t) {
     bool bias, residual;
   };
   for (G g : {G{7, 13, 5, true, false}, G{64, 64, 96, true, true}, G{33, 48, 40, false, false},
-              G{130, 72, 24, false, true}, G{1, 16, 16, true, false}}) {
+              G{130, 72, 24, false, true}, G{1, 16, 16, true, false},
+              G{300, 64, 33, true, false}}) {  // (33: ESM-2's vocabulary, rows padded for cuBLASLt)
     const std::string shape = dims({g.N, g.I, g.O}) + (g.bias ? "+bias" : "") + (g.residual ? "+res" : "");
     t.push_back({"linear_forward", shape, {F32, BF16}, [g](Env& e) {
                    Tensor x = e.in({g.N, g.I}), w = e.in({g.O, g.I}, 0.3f);
@@ -366,6 +367,15 @@ void add_rope(std::vector<Case>& t) {
                      e.check("k", k);
                      e.check("v", v);
                    }});
+      for (bool inverse : {false, true}) {
+        t.push_back({"rope_qk_packed", shape + (inverse ? " inverse" : ""), {F32, BF16}, [=](Env& e) {
+                       Tensor qkv = e.in({N, row});
+                       Tensor f = Tensor::from_f32({D / 2}, inv_freq_of(D));
+                       ops::rope_qk_packed(qkv, e.i32({N}, positions_of(l)), e.gpu() ? f.to(Device::CUDA) : f, Hq, Hkv,
+                                           inverse);
+                       e.check("qkv", qkv);
+                     }});
+      }
       t.push_back({"rope_pack_qkv_grad", shape, {F32, BF16}, [=](Env& e) {
                      Tensor dq = e.in({N, Hq, D}), dk = e.in({N, Hkv, D}), dv = e.in({N, Hkv, D});
                      Tensor f = Tensor::from_f32({D / 2}, inv_freq_of(D));
@@ -411,6 +421,25 @@ void add_attention(std::vector<Case>& t) {
       };
       t.push_back({"attention_forward", shape, {F32, BF16}, [=](Env& e) { forward(e, false); }});
       t.push_back({"attention_backward", shape, {F32, BF16}, [=](Env& e) { forward(e, true); }});
+      // The same from one packed projection output (cuDNN reads it through strides).
+      auto packed = [=](Env& e, bool backward) {
+        const ops::QkvHeads h{a.Hq, a.Hkv, a.D};
+        Tensor qkv = e.in({N, (a.Hq + 2 * a.Hkv) * a.D});
+        Tensor cu = e.i32({l.b() + 1}, l.cu), lens = e.i32({l.b()}, l.lens);
+        const ops::AttentionShape s{1.0f / std::sqrt(float(a.D)), a.causal, l.max_len(), false};
+        Tensor out = e.out({N, a.Hq, a.D}), lse = e.out_as({N, a.Hq}, F32);
+        ops::attention_forward_packed(out, lse, qkv, h, cu, lens, s);
+        if (!backward) {
+          e.check("out", out);
+          e.check("lse", lse);
+          return;
+        }
+        Tensor dout = e.in({N, a.Hq, a.D}), dqkv = e.out(qkv.shape());
+        ops::attention_backward_packed(dqkv, dout, qkv, h, out, lse, cu, lens, s);
+        e.check("dqkv", dqkv);
+      };
+      t.push_back({"attention_forward_packed", shape, {F32, BF16}, [=](Env& e) { packed(e, false); }});
+      t.push_back({"attention_backward_packed", shape, {F32, BF16}, [=](Env& e) { packed(e, true); }});
     }
   }
   struct Dec {

@@ -379,4 +379,33 @@ TEST(CudaGemm, GeluFusionRunsWhereItApplies) {
 }
 
 }  // namespace
+
+TEST(CudaGemm, AutotuneTimesEachShapeBucketOnceAndKeepsResults) {
+  REQUIRE_GPU();
+  // ops.gemm_autotune: a shape bucket is timed once (its first shape tunes its GEMMs, the
+  // accumulating weight-gradient GEMM included, whose output is restored after the timing runs);
+  // a shape within 1024 in every dimension reuses the choice; with the option off nothing is
+  // timed. Results match the CPU every time, with either bias-gradient route.
+  for (bool bgradb : {false, true}) {
+    testkit::ScopedOpOptions on([&](ops::OpOptions& o) {
+      o.gemm_autotune = true;
+      o.gemm_fused_bgrad = bgradb;
+    });
+    const int64_t off = bgradb ? 2048 : 0;  // a fresh bucket for each route
+    const int64_t t0 = ops::cuda::gemm_autotune_tunings();
+    run_case({3001 + off, 264, 392, true, true, DType::BF16}, 900);
+    const int64_t t1 = ops::cuda::gemm_autotune_tunings();
+    EXPECT_GT(t1, t0) << "a new shape bucket should have been timed";
+    run_case({3007 + off, 264, 392, true, true, DType::BF16}, 901);  // same bucket
+    EXPECT_EQ(ops::cuda::gemm_autotune_tunings(), t1);
+    run_case({3001 + off, 264, 392, true, true, DType::F32}, 903);   // another dtype: its own buckets
+    const int64_t t2 = ops::cuda::gemm_autotune_tunings();
+    run_case({3005 + off, 264, 392, true, true, DType::F32}, 904);   // same bucket as the F32 one
+    EXPECT_EQ(ops::cuda::gemm_autotune_tunings(), t2);
+  }
+  const int64_t t3 = ops::cuda::gemm_autotune_tunings();
+  run_case({9001, 264, 392, true, true, DType::BF16}, 902);  // option off (the default): not timed
+  EXPECT_EQ(ops::cuda::gemm_autotune_tunings(), t3);
+}
+
 }  // namespace biofm

@@ -237,3 +237,53 @@ TEST(CudaNorm, MisalignedRowsUseTheScalarPath) {
         close("misaligned layernorm " + combo_name(dt), to_host_f32(out), out_ref, tol(dt.act)));
   }
 }
+
+TEST(CudaNorm, EveryChunksPerThreadChoiceMatchesCpu) {
+  BIOFM_REQUIRE_GPU();
+  // ops.norm_chunks picks how many 8-feature chunks a thread caches (threads per row follow);
+  // each compiled choice, forced, against the CPU (backward caps at 4: 8 reads as 4).
+  const std::vector<NormCase> cases = {{300, 1280}, {37, 2048}, {19, 640}, {5, 5120}};
+  const DtypeCombo dt = dtype_combos()[1];  // bf16 activations and weights, as in training
+  ASSERT_EQ(dt.param, DType::BF16);
+  for (int chunks : {1, 2, 4, 8}) {
+    testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.norm_chunks = chunks; });
+    for (const auto& c : cases) {
+      const Inputs in = make_inputs(c, dt, 4000 + uint64_t(chunks), 1.0f);
+      const std::string L = label("layernorm", c, dt) + " norm_chunks " + std::to_string(chunks);
+      Tensor out_ref = Tensor::empty({c.rows, c.C}, DType::F32);
+      Tensor mean_ref = Tensor::empty({c.rows}, DType::F32), rstd_ref = Tensor::empty({c.rows}, DType::F32);
+      ops::cpu::layernorm_forward(out_ref, mean_ref, rstd_ref, in.x, in.w, in.b, 1e-5f);
+      const Tensor res = round_to(randn({c.rows, c.C}, 77), dt.act);
+      Tensor dx_ref = Tensor::empty({c.rows, c.C}, DType::F32);
+      Tensor dw_ref = in.dw0.clone(), db_ref = in.db0.clone();
+      ops::cpu::layernorm_backward(dx_ref, dw_ref, db_ref, in.dout, in.x, in.w, mean_ref, rstd_ref, res);
+
+      Tensor x = to_device(in.x, dt.act), w = to_device(in.w, dt.param), b = to_device(in.b, dt.param);
+      Tensor out = Tensor::empty({c.rows, c.C}, dt.act, Device::CUDA);
+      Tensor mean = Tensor::empty({c.rows}, DType::F32, Device::CUDA), rstd = Tensor::empty({c.rows}, DType::F32, Device::CUDA);
+      poison(out);
+      ops::cuda::layernorm_forward(out, mean, rstd, x, w, b, 1e-5f);
+      EXPECT_TRUE(close(L + " out", to_host_f32(out), out_ref, tol(dt.act)));
+      Tensor dx = Tensor::empty({c.rows, c.C}, dt.act, Device::CUDA);
+      poison(dx);
+      Tensor dw = to_device(in.dw0, DType::F32), db = to_device(in.db0, DType::F32);
+      ops::cuda::layernorm_backward(dx, dw, db, to_device(in.dout, dt.act), x, w, mean, rstd, to_device(res, dt.act));
+      EXPECT_TRUE(close(L + " dx + dres", to_host_f32(dx), dx_ref, tol(dt.act)));
+      EXPECT_TRUE(close(L + " dw", to_host_f32(dw), dw_ref, 1e-4));
+      EXPECT_TRUE(close(L + " db", to_host_f32(db), db_ref, 1e-4));
+
+      Tensor rout_ref = Tensor::empty({c.rows, c.C}, DType::F32), rrstd_ref = Tensor::empty({c.rows}, DType::F32);
+      ops::cpu::rmsnorm_forward(rout_ref, rrstd_ref, in.x, in.w, 1e-6f, Tensor());
+      Tensor rdx_ref = Tensor::empty({c.rows, c.C}, DType::F32), rdw_ref = in.dw0.clone();
+      ops::cpu::rmsnorm_backward(rdx_ref, rdw_ref, in.dout, in.x, in.w, rrstd_ref, Tensor());
+      poison(out);
+      ops::cuda::rmsnorm_forward(out, rstd, x, w, 1e-6f, Tensor());
+      EXPECT_TRUE(close(L + " rmsnorm out", to_host_f32(out), rout_ref, tol(dt.act)));
+      poison(dx);
+      dw = to_device(in.dw0, DType::F32);
+      ops::cuda::rmsnorm_backward(dx, dw, to_device(in.dout, dt.act), x, w, rstd, Tensor());
+      EXPECT_TRUE(close(L + " rmsnorm dx", to_host_f32(dx), rdx_ref, tol(dt.act)));
+      EXPECT_TRUE(close(L + " rmsnorm dw", to_host_f32(dw), rdw_ref, 1e-4));
+    }
+  }
+}

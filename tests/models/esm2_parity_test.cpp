@@ -82,6 +82,13 @@ TEST(ModelsEsm2Parity, TinyPadded) { check_case("esm2_tiny", false); }
 TEST(ModelsEsm2Parity, TinyPacked) { check_case("esm2_tiny", true); }
 TEST(ModelsEsm2Parity, TinyPackedRecompute) { check_case("esm2_tiny", true, -1); }
 TEST(ModelsEsm2Parity, TinyPackedRecomputeFirstLayerOnly) { check_case("esm2_tiny", true, 1); }
+TEST(ModelsEsm2Parity, TinyPackedSeparateQkv) {
+  // ops.attention_packed_qkv off: q, k, v unpacked before attention (the default reads them in
+  // place from the projection output, as every other case here).
+  testkit::ScopedOpOptions off([](ops::OpOptions& o) { o.attention_packed_qkv = false; });
+  check_case("esm2_tiny", true);
+  check_case("esm2_tiny", false);
+}
 TEST(ModelsEsm2Parity, T6ShapePadded) { check_case("esm2_t6shape", false); }
 TEST(ModelsEsm2Parity, T6ShapePacked) { check_case("esm2_t6shape", true); }
 

@@ -118,6 +118,10 @@ TEST(ModelsLlamaParity, TinyPadded) { check_case("llama_tiny", false); }
 TEST(ModelsLlamaParity, TinyPacked) { check_case("llama_tiny", true); }
 TEST(ModelsLlamaParity, TinyPackedRecompute) { check_case("llama_tiny", true, -1); }
 TEST(ModelsLlamaParity, TinyPackedRecomputeFirstLayerOnly) { check_case("llama_tiny", true, 1); }
+TEST(ModelsLlamaParity, TinyPackedSeparateQkv) {
+  testkit::ScopedOpOptions off([](ops::OpOptions& o) { o.attention_packed_qkv = false; });
+  check_case("llama_tiny", true);
+}
 TEST(ModelsLlamaParity, TiedPadded) { check_case("llama_tied", false); }
 TEST(ModelsLlamaParity, TiedPacked) { check_case("llama_tied", true); }
 

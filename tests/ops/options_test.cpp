@@ -11,8 +11,10 @@ TEST(OpOptions, DefaultsSetAndParse) {
   const ops::OpOptions saved = ops::op_options();
   const ops::OpOptions d;
   EXPECT_EQ(d.attention, ops::AttentionBackend::Auto);
-  EXPECT_TRUE(d.gemm_fused_bgrad);
-  EXPECT_FALSE(d.gemm_inplace_splitk || d.sdpa_autotune || d.attention_check || d.attention_verbose);
+  EXPECT_TRUE(d.gemm_fused_gelu && d.sdpa_dense);
+  EXPECT_FALSE(d.gemm_fused_bgrad || d.gemm_autotune || d.gemm_inplace_splitk || d.sdpa_autotune ||
+               d.attention_check || d.attention_verbose);
+  EXPECT_EQ(d.norm_chunks, 0);
 
   ops::OpOptions o;
   o.attention = ops::AttentionBackend::Fallback;

@@ -7,11 +7,13 @@ using namespace biofm;
 
 TEST(Setup, OpsKeysReachTheOps) {
   TrainConfig c = load_train_config_string("dataset:\n  path: x.fasta\n",
-                                           {"ops.attention=fallback", "ops.gemm_fused_bgrad=false"});
+                                           {"ops.attention=fallback", "ops.gemm_fused_bgrad=true",
+                                            "ops.gemm_autotune=true"});
   EXPECT_EQ(c.ops.attention, ops::AttentionBackend::Fallback);
   apply_op_options(c);
   EXPECT_EQ(ops::op_options().attention, ops::AttentionBackend::Fallback);
-  EXPECT_FALSE(ops::op_options().gemm_fused_bgrad);
+  EXPECT_TRUE(ops::op_options().gemm_fused_bgrad);
+  EXPECT_TRUE(ops::op_options().gemm_autotune);
   apply_op_options(TrainConfig{});  // back to the defaults for the tests that follow
   EXPECT_EQ(ops::op_options().attention, ops::AttentionBackend::Auto);
   EXPECT_THROW(load_train_config_string("dataset:\n  path: x.fasta\n", {"ops.attention=flash"}), Error);

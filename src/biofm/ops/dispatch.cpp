@@ -104,6 +104,16 @@ void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& 
 
 // ---- attention
 
+void attention_forward_packed(Tensor& out, Tensor& lse, const Tensor& qkv, const QkvHeads& heads,
+                              const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
+  BIOFM_DISPATCH(qkv.device(), attention_forward_packed, out, lse, qkv, heads, cu_seqlens, seq_lens, a);
+}
+void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const QkvHeads& heads,
+                               const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
+                               const Tensor& seq_lens, const AttentionShape& a) {
+  BIOFM_DISPATCH(qkv.device(), attention_backward_packed, dqkv, dout, qkv, heads, out, lse, cu_seqlens, seq_lens,
+                 a);
+}
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, const Tensor& cu_seqlens, const Tensor& seq_lens,
                        const AttentionShape& a) {
@@ -195,6 +205,10 @@ void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, cons
 void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                         const Tensor& positions, const Tensor& inv_freq) {
   BIOFM_DISPATCH(dq.device(), rope_pack_qkv_grad, dpacked, dq, dk, dv, positions, inv_freq);
+}
+void rope_qk_packed(Tensor& qkv, const Tensor& positions, const Tensor& inv_freq, int64_t hq, int64_t hkv,
+                    bool inverse) {
+  BIOFM_DISPATCH(qkv.device(), rope_qk_packed, qkv, positions, inv_freq, hq, hkv, inverse);
 }
 
 }  // namespace biofm::ops

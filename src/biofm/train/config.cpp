@@ -206,10 +206,15 @@ Registry build_registry() {
   BIND(ops.attention_verbose, .help = "print once per shape which attention path ran");
   BIND(ops.attention_check, .help = "check cu_seqlens/seq_lens on the host at every attention call (syncs; debug)");
   BIND(ops.sdpa_autotune, .help = "time every cuDNN SDPA engine configuration on a graph's first use");
+  BIND(ops.attention_packed_qkv, .help = "attention reads q, k, v in place from the QKV projection's output "
+                                         "(false: unpacked into separate tensors first)");
   BIND(ops.sdpa_dense, .help = "equal-length batches (full windows) take cuDNN's dense SDPA graph, not the ragged one");
-  BIND(ops.gemm_fused_bgrad, .help = "bias gradients from cuBLASLt's BGRADB epilogue where it applies");
+  BIND(ops.gemm_fused_bgrad, .help = "bias gradients from cuBLASLt's BGRADB epilogue where it applies (default: "
+                                     "the column-sum kernel)");
   BIND(ops.gemm_inplace_splitk, .help = "restrict split-K GEMM algorithms to in-place reduction (experiment)");
   BIND(ops.gemm_fused_gelu, .help = "ESM-2 MLP: GELU fused into the GEMMs (CUTLASS epilogues; bf16 on Hopper)");
+  BIND(ops.gemm_autotune, .help = "time cuBLASLt's candidate algorithms on each GEMM shape's first call and keep "
+                                  "the fastest (one host sync per shape bucket)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");

@@ -155,9 +155,11 @@ struct TrainConfig {
     bool attention_check = false;
     bool sdpa_autotune = false;
     bool sdpa_dense = true;
-    bool gemm_fused_bgrad = true;
+    bool attention_packed_qkv = true;
+    bool gemm_fused_bgrad = false;
     bool gemm_inplace_splitk = false;
     bool gemm_fused_gelu = true;
+    bool gemm_autotune = false;
     bool operator==(const Ops&) const = default;
   };
 

@@ -21,9 +21,11 @@ void apply_op_options(const TrainConfig& cfg) {
   o.attention_check = cfg.ops.attention_check;
   o.sdpa_autotune = cfg.ops.sdpa_autotune;
   o.sdpa_dense = cfg.ops.sdpa_dense;
+  o.attention_packed_qkv = cfg.ops.attention_packed_qkv;
   o.gemm_fused_bgrad = cfg.ops.gemm_fused_bgrad;
   o.gemm_inplace_splitk = cfg.ops.gemm_inplace_splitk;
   o.gemm_fused_gelu = cfg.ops.gemm_fused_gelu;
+  o.gemm_autotune = cfg.ops.gemm_autotune;
   ops::set_op_options(o);
 }
 

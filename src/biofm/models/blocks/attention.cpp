@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "biofm/ops/attention/op.h"
+#include "biofm/ops/options.h"
 #include "biofm/ops/rope/op.h"
 
 namespace biofm {
@@ -10,31 +11,44 @@ namespace biofm {
 void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residual, const Batch& b, AttentionActs& a,
                             bool keep_fp8, const Tensor& xn_amax, KvCache* cache, int layer) const {
   const int64_t T = xn.size(0), nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
-  {
-    Tensor packed = ctx_->act({T, (nh + 2 * nkv) * hd});  // one GEMM for q | k | v
-    qkv_.forward(packed, xn, Tensor(), keep_fp8 ? &a.fp8_qkv : nullptr, xn_amax);
+  Tensor packed = ctx_->act({T, (nh + 2 * nkv) * hd});  // one GEMM for q | k | v
+  qkv_.forward(packed, xn, Tensor(), keep_fp8 ? &a.fp8_qkv : nullptr, xn_amax);
+  a.attn = ctx_->act({T, nh, hd});
+  const float scale = 1.0f / std::sqrt(float(hd));
+  // Training, scoring, embedding: rope in place, attention reads q, k, v from the packed rows.
+  // Not for uniform batches (full windows: cuDNN's dense graphs), where the strided inputs
+  // measured 0.8% slower for Llama 1B on H100 than separate tensors; ragged ESM-2 batches gain
+  // 1-1.7% (docs/PERFORMANCE.md, session 14).
+  const bool in_place = !cache && ops::op_options().attention_packed_qkv && !b.uniform();
+  if (in_place) {
+    ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
+    a.qkv = packed;
+    a.lse = ctx_->f32({T, nh});
+    ops::attention_forward_packed(a.attn, a.lse, a.qkv, ops::QkvHeads{nh, nkv, hd}, b.cu_seqlens, b.seq_lens,
+                                  ops::AttentionShape{scale, spec_.causal, b.max_seqlen, b.uniform()});
+  } else {
+    // Separate q, k, v: decoding (k and v go into the cache), or ops.attention_packed_qkv off.
     a.q = ctx_->act({T, nh, hd});
     a.k = ctx_->act({T, nkv, hd});
     a.v = ctx_->act({T, nkv, hd});
     ops::rope_unpack_qkv(a.q, a.k, a.v, packed, b.positions, *inv_freq_);
-  }
-  a.attn = ctx_->act({T, nh, hd});
-  const float scale = 1.0f / std::sqrt(float(hd));
-  if (cache) {
-    const int64_t p0 = cache->length;
-    Tensor kdst = cache->k[size_t(layer)].narrow0(p0, T), vdst = cache->v[size_t(layer)].narrow0(p0, T);
-    kdst.copy_from(a.k);
-    vdst.copy_from(a.v);
-  }
-  if (cache && cache->length > 0) {
-    // Decoding: the new rows (positions length .. length+T-1) against the cache rows
-    // [0, length+T), which now include their own keys/values.
-    ops::attention_decode(a.attn, a.q, cache->k[size_t(layer)], cache->v[size_t(layer)], cache->length + T,
-                          cache->length, scale);
-  } else {
-    a.lse = ctx_->f32({T, nh});
-    ops::attention_forward(a.attn, a.lse, a.q, a.k, a.v, b.cu_seqlens, b.seq_lens,
-                           ops::AttentionShape{scale, spec_.causal, b.max_seqlen, b.uniform()});
+    packed = Tensor();
+    if (cache) {
+      const int64_t p0 = cache->length;
+      Tensor kdst = cache->k[size_t(layer)].narrow0(p0, T), vdst = cache->v[size_t(layer)].narrow0(p0, T);
+      kdst.copy_from(a.k);
+      vdst.copy_from(a.v);
+    }
+    if (cache && cache->length > 0) {
+      // The new rows (positions length .. length+T-1) against the cache rows [0, length+T),
+      // which now include their own keys/values.
+      ops::attention_decode(a.attn, a.q, cache->k[size_t(layer)], cache->v[size_t(layer)], cache->length + T,
+                            cache->length, scale);
+    } else {
+      a.lse = ctx_->f32({T, nh});
+      ops::attention_forward(a.attn, a.lse, a.q, a.k, a.v, b.cu_seqlens, b.seq_lens,
+                             ops::AttentionShape{scale, spec_.causal, b.max_seqlen, b.uniform()});
+    }
   }
   out = ctx_->act({T, residual.size(1)});
   out_.forward(out, a.attn.view({T, nh * hd}), residual, keep_fp8 ? &a.fp8_o : nullptr);
@@ -45,13 +59,20 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
   const int64_t T = dout.size(0), nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
   Tensor dattn = ctx_->act({T, nh * hd});
   out_.backward(dattn, dout, a.attn.view({T, nh * hd}), &a.fp8_o);
-  Tensor dq = ctx_->act({T, nh, hd}), dk = ctx_->act({T, nkv, hd}), dv = ctx_->act({T, nkv, hd});
-  ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
-                          b.seq_lens, ops::AttentionShape{1.0f / std::sqrt(float(hd)), spec_.causal, b.max_seqlen, b.uniform()});
-  dattn = Tensor();
+  const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, b.max_seqlen, b.uniform()};
   Tensor dpacked = ctx_->act({T, (nh + 2 * nkv) * hd});
-  ops::rope_pack_qkv_grad(dpacked, dq, dk, dv, b.positions, *inv_freq_);
-  dq = dk = dv = Tensor();
+  if (a.qkv.defined()) {
+    ops::attention_backward_packed(dpacked, dattn.view({T, nh, hd}), a.qkv, ops::QkvHeads{nh, nkv, hd}, a.attn,
+                                   a.lse, b.cu_seqlens, b.seq_lens, shape);
+    dattn = Tensor();
+    ops::rope_qk_packed(dpacked, b.positions, *inv_freq_, nh, nkv, /*inverse=*/true);
+  } else {
+    Tensor dq = ctx_->act({T, nh, hd}), dk = ctx_->act({T, nkv, hd}), dv = ctx_->act({T, nkv, hd});
+    ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
+                            b.seq_lens, shape);
+    dattn = Tensor();
+    ops::rope_pack_qkv_grad(dpacked, dq, dk, dv, b.positions, *inv_freq_);
+  }
   dxn = ctx_->act({T, xn.size(1)});
   qkv_.backward(dxn, dpacked, xn, &a.fp8_qkv);
 }

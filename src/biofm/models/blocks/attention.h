@@ -23,7 +23,9 @@ struct KvCache {
 
 // What backward needs from forward (FP8: the inputs' transposed codes when kept).
 struct AttentionActs {
-  Tensor q, k, v, attn, lse;
+  Tensor qkv;      // the projection's output, q and k rotated in place (what backward reads)
+  Tensor q, k, v;  // instead of qkv: decoding (k, v also go to the cache), or ops.attention_packed_qkv off
+  Tensor attn, lse;
   ops::Fp8SavedInput fp8_qkv, fp8_o;
 };
 

@@ -21,7 +21,7 @@ struct LayerActs {
   bool keep_fp8 = false;  // keep the FP8 input codes for backward
   bool lean = false;      // the cheap activations were dropped (drop_cheap)
 
-  bool recompute_pending() const { return !attn.q.defined(); }  // only x_in was kept
+  bool recompute_pending() const { return !attn.qkv.defined() && !attn.q.defined(); }  // only x_in was kept
 };
 
 class TransformerLayer {

@@ -249,4 +249,55 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, 
   }
 }
 
+namespace {
+
+// The packed qkv[N, (hq + 2·hkv)·D] split into (pack = false) or filled from (pack = true)
+// separate q[N, hq, D], k and v[N, hkv, D].
+void move_packed(const char* op, const Tensor& qkv, const QkvHeads& h, Tensor& q, Tensor& k, Tensor& v, bool pack) {
+  require_f32(qkv, op, "qkv");
+  const int64_t wq = h.hq * h.head_dim, wkv = h.hkv * h.head_dim, row = wq + 2 * wkv;
+  if (h.hq <= 0 || h.hkv <= 0 || h.head_dim <= 0 || qkv.dim() != 2 || qkv.size(1) != row)
+    fail(op, ": qkv must be [N, (Hq + 2·Hkv)·D] = [N, ", row, "], got ", qkv.describe());
+  const int64_t N = qkv.size(0);
+  if (!pack) {
+    q = Tensor::empty({N, h.hq, h.head_dim}, DType::F32);
+    k = Tensor::empty({N, h.hkv, h.head_dim}, DType::F32);
+    v = Tensor::empty({N, h.hkv, h.head_dim}, DType::F32);
+  }
+  float* base = qkv.f32();
+  for (int64_t n = 0; n < N; ++n) {
+    float* r = base + n * row;
+    float* parts[3] = {q.f32() + n * wq, k.f32() + n * wkv, v.f32() + n * wkv};
+    const int64_t at[3] = {0, wq, wq + wkv}, width[3] = {wq, wkv, wkv};
+    for (int i = 0; i < 3; ++i) {
+      float* dst = pack ? r + at[i] : parts[i];
+      const float* src = pack ? parts[i] : r + at[i];
+      std::copy(src, src + width[i], dst);
+    }
+  }
+}
+
+}  // namespace
+
+void attention_forward_packed(Tensor& out, Tensor& lse, const Tensor& qkv, const QkvHeads& heads,
+                              const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
+  Tensor q, k, v;
+  move_packed("attention_forward_packed", qkv, heads, q, k, v, /*pack=*/false);
+  cpu::attention_forward(out, lse, q, k, v, cu_seqlens, seq_lens, a);
+}
+
+void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const QkvHeads& heads,
+                               const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
+                               const Tensor& seq_lens, const AttentionShape& a) {
+  const char* op = "attention_backward_packed";
+  Tensor q, k, v;
+  move_packed(op, qkv, heads, q, k, v, /*pack=*/false);
+  require_f32(dqkv, op, "dqkv");
+  if (dqkv.shape() != qkv.shape()) fail(op, ": dqkv ", dqkv.describe(), " must match qkv ", qkv.describe());
+  Tensor dq = Tensor::empty(q.shape(), DType::F32), dk = Tensor::empty(k.shape(), DType::F32),
+         dv = Tensor::empty(v.shape(), DType::F32);
+  cpu::attention_backward(dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens, seq_lens, a);
+  move_packed(op, dqkv, heads, dq, dk, dv, /*pack=*/true);
+}
+
 }  // namespace biofm::ops::cpu

@@ -677,6 +677,9 @@ int64_t inspect_layout(const char* op, const Tensor& cu, const Tensor& lens, int
   return mx;
 }
 
+Problem problem_for(const char* op, DType dtype, int64_t N, int64_t Hq, int64_t Hkv, int64_t D, const Tensor& cu,
+                    const Tensor& lens, const AttentionShape& a);
+
 Problem make_problem(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
                      const Tensor& cu, const Tensor& lens, const AttentionShape& a) {
   require_cuda(q, op, "q");
@@ -684,14 +687,21 @@ Problem make_problem(const char* op, const Tensor& q, const Tensor& k, const Ten
     fail(op, ": q must be F32 or BF16, got ", q.describe());
   if (q.dim() != 3) fail(op, ": q must be [N, Hq, D], got ", q.describe());
   if (k.dim() != 3) fail(op, ": k must be [N, Hkv, D], got ", k.describe());
+  require(k, q.dtype(), {q.size(0), k.size(1), q.size(2)}, op, "k");
+  require(v, q.dtype(), {q.size(0), k.size(1), q.size(2)}, op, "v");
+  return problem_for(op, q.dtype(), q.size(0), q.size(1), k.size(1), q.size(2), cu, lens, a);
+}
+
+// The problem of N token rows with Hq query / Hkv key-value heads of D (checked), batch layout
+// from cu_seqlens / seq_lens and the shape hints.
+Problem problem_for(const char* op, DType dtype, int64_t N, int64_t Hq, int64_t Hkv, int64_t D, const Tensor& cu,
+                    const Tensor& lens, const AttentionShape& a) {
   Problem p;
-  p.dtype = q.dtype();
-  p.N = q.size(0);
-  p.Hq = q.size(1);
-  p.D = q.size(2);
-  p.Hkv = k.size(1);
-  require(k, p.dtype, {p.N, p.Hkv, p.D}, op, "k");
-  require(v, p.dtype, {p.N, p.Hkv, p.D}, op, "v");
+  p.dtype = dtype;
+  p.N = N;
+  p.Hq = Hq;
+  p.D = D;
+  p.Hkv = Hkv;
   if (p.Hkv <= 0 || p.Hq % p.Hkv != 0)
     fail(op, ": query heads (", p.Hq, ") must be a multiple of kv heads (", p.Hkv, ")");
   if (p.D < 1 || p.D > 128) fail(op, ": head dim ", p.D, " is not supported on the GPU (1..128)");
@@ -861,6 +871,117 @@ void attention_backward_with(AttentionPath path, Tensor& dq, Tensor& dk, Tensor&
   zero_pad();
 }
 
+namespace {
+
+// The packed qkv[N, (Hq + 2·Hkv)·D] of attention_*_packed, checked: its problem.
+Problem packed_problem(const char* op, const Tensor& qkv, const QkvHeads& h, const Tensor& cu, const Tensor& lens,
+                       const AttentionShape& a) {
+  require_cuda(qkv, op, "qkv");
+  if (qkv.dtype() != DType::F32 && qkv.dtype() != DType::BF16) fail(op, ": qkv must be F32 or BF16, got ", qkv.describe());
+  const int64_t row = (h.hq + 2 * h.hkv) * h.head_dim;
+  if (h.hq <= 0 || h.hkv <= 0 || h.head_dim <= 0 || qkv.dim() != 2 || qkv.size(1) != row)
+    fail(op, ": qkv must be [N, (Hq + 2·Hkv)·D] = [N, ", row, "] for Hq = ", h.hq, ", Hkv = ", h.hkv, ", D = ",
+         h.head_dim, "; got ", qkv.describe());
+  return problem_for(op, qkv.dtype(), qkv.size(0), h.hq, h.hkv, h.head_dim, cu, lens, a);
+}
+
+// Copies q, k, v between the packed rows and separate tensors (pack: into the rows), for the
+// paths that read separate tensors.
+void move_packed(const Problem& p, const Tensor& qkv, const Tensor& q, const Tensor& k, const Tensor& v, bool pack) {
+  const size_t es = dtype_size(p.dtype), row = size_t((p.Hq + 2 * p.Hkv) * p.D) * es;
+  const size_t wq = size_t(p.Hq * p.D) * es, wkv = size_t(p.Hkv * p.D) * es;
+  char* base = static_cast<char*>(qkv.raw());
+  const std::pair<const Tensor*, std::pair<size_t, size_t>> parts[] = {
+      {&q, {0, wq}}, {&k, {wq, wkv}}, {&v, {wq + wkv, wkv}}};
+  for (const auto& [t, at] : parts) {
+    char* in_row = base + at.first;
+    char* own = static_cast<char*>(t->raw());
+    BIOFM_CUDA_CHECK(cudaMemcpy2DAsync(pack ? in_row : own, pack ? row : at.second, pack ? own : in_row,
+                                       pack ? at.second : row, at.second, size_t(p.N), cudaMemcpyDeviceToDevice,
+                                       cuda_ctx::stream()));
+  }
+}
+
+SdpaCall packed_call(const Problem& p, const AttentionShape& a, const Tensor& cu, const Tensor& lens,
+                     const Tensor& qkv) {
+  SdpaCall c;
+  c.N = p.N, c.B = p.B, c.Hq = p.Hq, c.Hkv = p.Hkv, c.D = p.D, c.max_seqlen = p.max_seqlen;
+  c.scale = a.scale, c.causal = a.causal, c.uniform = p.uniform;
+  c.cu_seqlens = cu.i32(), c.seq_lens = lens.i32();
+  c.qkv_row = (p.Hq + 2 * p.Hkv) * p.D;
+  const char* base = static_cast<const char*>(qkv.raw());
+  const size_t es = dtype_size(p.dtype);
+  c.q = base;
+  c.k = base + size_t(p.Hq * p.D) * es;
+  c.v = base + size_t((p.Hq + p.Hkv) * p.D) * es;
+  return c;
+}
+
+}  // namespace
+
+void attention_forward_packed_with(AttentionPath path, Tensor& out, Tensor& lse, const Tensor& qkv,
+                                   const QkvHeads& h, const Tensor& cu_seqlens, const Tensor& seq_lens,
+                                   const AttentionShape& a) {
+  const char* op = "attention_forward_packed (CUDA)";
+  const Problem p = packed_problem(op, qkv, h, cu_seqlens, seq_lens, a);
+  require(out, p.dtype, {p.N, p.Hq, p.D}, op, "out");
+  if (lse.defined()) require(lse, DType::F32, {p.N, p.Hq}, op, "lse");
+  if (p.N == 0) return;
+  if (p.B > 0 && p.max_seqlen > 0 && choose(path, p, op, {&qkv, &out, &lse}) == AttentionPath::Cudnn) {
+    Tensor lse_buf = lse.defined() ? lse : Tensor::empty({p.N, p.Hq}, DType::F32, Device::CUDA);
+    SdpaCall c = packed_call(p, a, cu_seqlens, seq_lens, qkv);
+    c.out = out.raw(), c.lse = lse_buf.f32();
+    std::string why;
+    if (cudnn_sdpa_forward(c, &why)) {
+      verbose_once(shape_line("forward", p, a) + " packed qkv -> cudnn");
+      zero_padding(p, cu_seqlens, seq_lens, {{&out, p.Hq * p.D}, {&lse, p.Hq}});
+      return;
+    }
+    verbose_once(shape_line("forward", p, a) + " packed qkv: cuDNN failed (" + why + "); unpacking");
+  }
+  // Every other case: the general op on unpacked copies (which may still take cuDNN's graph for
+  // separate tensors).
+  Tensor q = Tensor::empty({p.N, p.Hq, p.D}, p.dtype, Device::CUDA);
+  Tensor k = Tensor::empty({p.N, p.Hkv, p.D}, p.dtype, Device::CUDA), v = Tensor::empty(k.shape(), p.dtype, Device::CUDA);
+  move_packed(p, qkv, q, k, v, /*pack=*/false);
+  attention_forward_with(path, out, lse, q, k, v, cu_seqlens, seq_lens, a);
+}
+
+void attention_backward_packed_with(AttentionPath path, Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                                    const QkvHeads& h, const Tensor& out, const Tensor& lse,
+                                    const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
+  const char* op = "attention_backward_packed (CUDA)";
+  const Problem p = packed_problem(op, qkv, h, cu_seqlens, seq_lens, a);
+  require(dqkv, p.dtype, qkv.shape(), op, "dqkv");
+  require(dout, p.dtype, {p.N, p.Hq, p.D}, op, "dout");
+  require(out, p.dtype, {p.N, p.Hq, p.D}, op, "out");
+  require(lse, DType::F32, {p.N, p.Hq}, op, "lse");
+  if (p.N == 0) return;
+  const int64_t row = (p.Hq + 2 * p.Hkv) * p.D;
+  if (p.B > 0 && p.max_seqlen > 0 &&
+      choose(path, p, op, {&qkv, &dqkv, &dout, &out, &lse}) == AttentionPath::Cudnn) {
+    SdpaCall c = packed_call(p, a, cu_seqlens, seq_lens, qkv);
+    c.out = out.raw(), c.lse = lse.f32(), c.dout = dout.raw();
+    char* d = static_cast<char*>(dqkv.raw());
+    const size_t es = dtype_size(p.dtype);
+    c.dq = d, c.dk = d + size_t(p.Hq * p.D) * es, c.dv = d + size_t((p.Hq + p.Hkv) * p.D) * es;
+    std::string why;
+    if (cudnn_sdpa_backward(c, &why)) {
+      verbose_once(shape_line("backward", p, a) + " packed qkv -> cudnn");
+      zero_padding(p, cu_seqlens, seq_lens, {{&dqkv, row}});
+      return;
+    }
+    verbose_once(shape_line("backward", p, a) + " packed qkv: cuDNN failed (" + why + "); unpacking");
+  }
+  Tensor q = Tensor::empty({p.N, p.Hq, p.D}, p.dtype, Device::CUDA);
+  Tensor k = Tensor::empty({p.N, p.Hkv, p.D}, p.dtype, Device::CUDA), v = Tensor::empty(k.shape(), p.dtype, Device::CUDA);
+  move_packed(p, qkv, q, k, v, /*pack=*/false);
+  Tensor dq = Tensor::empty(q.shape(), p.dtype, Device::CUDA), dk = Tensor::empty(k.shape(), p.dtype, Device::CUDA),
+         dv = Tensor::empty(k.shape(), p.dtype, Device::CUDA);
+  attention_backward_with(path, dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens, seq_lens, a);
+  move_packed(p, dqkv, dq, dk, dv, /*pack=*/true);
+}
+
 }  // namespace attention_detail
 
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -874,6 +995,19 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, 
                         const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
   attention_detail::attention_backward_with(op_options().attention, dq, dk, dv, dout, q, k, v,
                                             out, lse, cu_seqlens, seq_lens, a);
+}
+
+void attention_forward_packed(Tensor& out, Tensor& lse, const Tensor& qkv, const QkvHeads& heads,
+                              const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
+  attention_detail::attention_forward_packed_with(op_options().attention, out, lse, qkv, heads, cu_seqlens,
+                                                  seq_lens, a);
+}
+
+void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const QkvHeads& heads,
+                               const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
+                               const Tensor& seq_lens, const AttentionShape& a) {
+  attention_detail::attention_backward_packed_with(op_options().attention, dqkv, dout, qkv, heads, out, lse,
+                                                   cu_seqlens, seq_lens, a);
 }
 
 }  // namespace biofm::ops::cuda

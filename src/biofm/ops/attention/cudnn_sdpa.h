@@ -46,6 +46,14 @@ void attention_backward_with(AttentionPath path, Tensor& dq, Tensor& dk, Tensor&
                              const Tensor& cu_seqlens, const Tensor& seq_lens,
                              const AttentionShape& a);
 
+// The packed ops (attention_*_packed) with an explicit path.
+void attention_forward_packed_with(AttentionPath path, Tensor& out, Tensor& lse, const Tensor& qkv,
+                                   const QkvHeads& heads, const Tensor& cu_seqlens, const Tensor& seq_lens,
+                                   const AttentionShape& a);
+void attention_backward_packed_with(AttentionPath path, Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
+                                    const QkvHeads& heads, const Tensor& out, const Tensor& lse,
+                                    const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
+
 // ---- between cuda.cu and cudnn_sdpa_cuda.cpp ----
 
 // Everything the cuDNN path needs for one call. Pointers are device pointers; B = number of
@@ -56,6 +64,10 @@ struct SdpaCall {
   float scale = 1.0f;
   bool causal = false;
   bool uniform = false;  // every sequence exactly max_seqlen rows, back to back (N == B·max_seqlen)
+  // Elements from one token's row of q to the next, the same for k and v (and dq, dk, dv): 0 for
+  // separate tensors (Hq·D, Hkv·D); (Hq + 2·Hkv)·D when q, k, v are the three parts of one packed
+  // projection output (attention_*_packed), read and written in place through strides.
+  int64_t qkv_row = 0;
   const int32_t* cu_seqlens = nullptr;  // [B+1]
   const int32_t* seq_lens = nullptr;    // [B]
   // forward: q, k, v in; out, lse out. backward: also dout, out, lse in; dq, dk, dv out.
@@ -81,6 +93,8 @@ bool cudnn_sdpa_backward(const SdpaCall& c, std::string* why);
 size_t cudnn_sdpa_graph_count();
 // Calls (forward or backward) that ran a dense graph (SdpaCall.uniform, ops.sdpa_dense).
 size_t cudnn_sdpa_dense_runs();
+// Calls that read q, k, v (and wrote dq, dk, dv) in place in a packed projection output.
+size_t cudnn_sdpa_packed_runs();
 
 // Bucketing used for graph keys (exposed for tests): batch → next power of two; max_seqlen →
 // next power of two, at least 64; total tokens (the backward's ragged workspace bound) → next

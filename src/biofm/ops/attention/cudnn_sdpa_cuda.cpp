@@ -7,6 +7,10 @@
 // offset per sequence, offset[b] = cu_seqlens[b]·H·D elements, plus a padding mask with actual
 // lengths seq_len[b] = seq_lens[b]. Padding rows of a BSHD batch (rows after a sequence's
 // seq_lens inside its slot) are simply never touched; cuda.cu zeroes them afterwards.
+// q, k and v may instead be the three parts of one fused projection output [N, (Hq + 2·Hkv)·D]
+// (SdpaCall::qkv_row): the same views with row stride (Hq + 2·Hkv)·D and offsets
+// cu_seqlens[b]·(Hq + 2·Hkv)·D, so attention reads them, and backward writes dq, dk, dv, in
+// place without unpacking.
 // The softmax statistics (cuDNN's "Stats": natural-log logsumexp of the scaled scores per
 // (b, h, s), F32) are declared as a ragged tensor [B, Hq, S, 1] with strides [-, 1, Hq, 1] and
 // offset[b] = cu_seqlens[b]·Hq: element (b, h, s) then lives at (cu_seqlens[b] + s)·Hq + h,
@@ -90,6 +94,7 @@ struct GraphKey {
   int64_t B, S, T, Hq, Hkv, D;
   bool causal, backward;
   bool dense;  // plain BSHD: no ragged offsets, no padding mask (every sequence S long)
+  int64_t qkv_row;  // SdpaCall::qkv_row (0: separate q, k, v)
   auto operator<=>(const GraphKey&) const = default;
 };
 
@@ -98,7 +103,7 @@ std::string describe(const GraphKey& k) {
   os << (k.backward ? "backward" : "forward") << " B=" << k.B << " S=" << k.S;
   if (k.backward) os << " T=" << k.T;
   os << " Hq=" << k.Hq << " Hkv=" << k.Hkv << " D=" << k.D << (k.causal ? " causal" : " bidirectional")
-     << " bf16" << (k.dense ? " dense" : " ragged");
+     << " bf16" << (k.dense ? " dense" : " ragged") << (k.qkv_row ? " packed-qkv" : "");
   return os.str();
 }
 
@@ -119,6 +124,7 @@ std::mutex g_mutex;  // guards everything below
 std::map<GraphKey, GraphEntry> g_cache;
 size_t g_built = 0;
 size_t g_dense_runs = 0;
+size_t g_packed_runs = 0;
 cudnnHandle_t g_handle = nullptr;
 
 // device_release_at_exit(): the graphs (and their plans) and the handle go before the process
@@ -160,21 +166,23 @@ std::shared_ptr<fe::graph::Tensor_attributes> index_tensor(fe::graph::Graph& g, 
                       .set_data_type(dt));
 }
 
-// [B, H, S, D] view of packed rows [N, H, D]: ragged (offset[b] = first row of sequence b) when
-// `off` is given, else dense (sequence b starts at row b·S).
+// [B, H, S, D] view of token rows of `row` elements whose first H·D are the heads: ragged
+// (offset[b] = first row of sequence b, times row) when `off` is given, else dense (sequence b
+// starts at row b·S). row = H·D for packed [N, H, D]; (Hq + 2·Hkv)·D for a part of a fused
+// QKV projection's output.
 fe::graph::Tensor_attributes& set_bhsd(fe::graph::Tensor_attributes& t, int64_t uid, int64_t B, int64_t H,
                                        int64_t S, int64_t D,
-                                       const std::shared_ptr<fe::graph::Tensor_attributes>& off) {
-  t.set_uid(uid).set_dim({B, H, S, D}).set_stride({S * H * D, D, H * D, 1});
+                                       const std::shared_ptr<fe::graph::Tensor_attributes>& off, int64_t row) {
+  t.set_uid(uid).set_dim({B, H, S, D}).set_stride({S * row, D, row, 1});
   if (off) t.set_ragged_offset(off);
   return t;
 }
 
 fe::graph::Tensor_attributes bhsd(const char* name, int64_t uid, int64_t B, int64_t H, int64_t S, int64_t D,
-                                  const std::shared_ptr<fe::graph::Tensor_attributes>& off) {
+                                  const std::shared_ptr<fe::graph::Tensor_attributes>& off, int64_t row) {
   fe::graph::Tensor_attributes t;
   t.set_name(name);
-  set_bhsd(t, uid, B, H, S, D, off);
+  set_bhsd(t, uid, B, H, S, D, off, row);
   return t;
 }
 
@@ -236,9 +244,13 @@ GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
                              .set_stride({1, 1, 1, 1})
                              .set_is_pass_by_value(true)
                              .set_data_type(fe::DataType_t::FLOAT));
-  auto Q = g->tensor(bhsd("Q", kUidQ, B, Hq, S, D, off_qo));
-  auto K = g->tensor(bhsd("K", kUidK, B, Hkv, S, D, off_kv));
-  auto V = g->tensor(bhsd("V", kUidV, B, Hkv, S, D, off_kv));
+  // Separate q, k, v: rows of Hq·D / Hkv·D, q offsets like out's. Packed: q, k and v rows all
+  // qkv_row long, so q takes the k/v offsets (their multiplier is qkv_row, run() below).
+  const int64_t row_q = k.qkv_row ? k.qkv_row : Hq * D, row_kv = k.qkv_row ? k.qkv_row : Hkv * D;
+  const auto& off_q = k.qkv_row ? off_kv : off_qo;
+  auto Q = g->tensor(bhsd("Q", kUidQ, B, Hq, S, D, off_q, row_q));
+  auto K = g->tensor(bhsd("K", kUidK, B, Hkv, S, D, off_kv, row_kv));
+  auto V = g->tensor(bhsd("V", kUidV, B, Hkv, S, D, off_kv, row_kv));
 
   if (!k.backward) {
     auto opts = fe::graph::SDPA_attributes().set_name("biofm_sdpa_fwd").set_generate_stats(true).set_attn_scale(scale);
@@ -247,7 +259,7 @@ GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
     if (k.causal)
       opts.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
     auto [O, Stats] = g->sdpa(Q, K, V, std::move(opts));
-    set_bhsd(O->set_output(true), kUidO, B, Hq, S, D, off_qo);
+    set_bhsd(O->set_output(true), kUidO, B, Hq, S, D, off_qo, Hq * D);
     if (!Stats) {
       entry.error = "sdpa returned no Stats tensor";
       return entry;
@@ -255,8 +267,8 @@ GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
     Stats->set_output(true);
     set_stats(*Stats, B, Hq, S, off_st);
   } else {
-    auto O = g->tensor(bhsd("O", kUidO, B, Hq, S, D, off_qo));
-    auto dO = g->tensor(bhsd("dO", kUidDO, B, Hq, S, D, off_qo));
+    auto O = g->tensor(bhsd("O", kUidO, B, Hq, S, D, off_qo, Hq * D));
+    auto dO = g->tensor(bhsd("dO", kUidDO, B, Hq, S, D, off_qo, Hq * D));
     auto Stats = g->tensor(fe::graph::Tensor_attributes().set_name("Stats"));
     set_stats(*Stats, B, Hq, S, off_st, /*packed_bhs=*/k.dense);
     auto opts = fe::graph::SDPA_backward_attributes().set_name("biofm_sdpa_bwd").set_attn_scale(scale);
@@ -269,9 +281,9 @@ GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
     if (k.causal)
       opts.set_diagonal_alignment(fe::DiagonalAlignment_t::TOP_LEFT).set_diagonal_band_right_bound(0);
     auto [dQ, dK, dV] = g->sdpa_backward(Q, K, V, O, dO, Stats, std::move(opts));
-    set_bhsd(dQ->set_output(true), kUidDQ, B, Hq, S, D, off_qo);
-    set_bhsd(dK->set_output(true), kUidDK, B, Hkv, S, D, off_kv);
-    set_bhsd(dV->set_output(true), kUidDV, B, Hkv, S, D, off_kv);
+    set_bhsd(dQ->set_output(true), kUidDQ, B, Hq, S, D, off_q, row_q);
+    set_bhsd(dK->set_output(true), kUidDK, B, Hkv, S, D, off_kv, row_kv);
+    set_bhsd(dV->set_output(true), kUidDV, B, Hkv, S, D, off_kv, row_kv);
   }
 
   try {
@@ -315,10 +327,11 @@ bool run(const SdpaCall& c, bool backward, std::string* why) {
                             c.D,
                             c.causal,
                             backward,
-                            false};
+                            false,
+                            c.qkv_row};
   // A uniform batch (every sequence max_seqlen long, back to back) takes the dense graph of its
   // exact shape; should cuDNN refuse that, the ragged graph serves it as any other batch.
-  const GraphKey dense_key{c.B, c.max_seqlen, 0, c.Hq, c.Hkv, c.D, c.causal, backward, true};
+  const GraphKey dense_key{c.B, c.max_seqlen, 0, c.Hq, c.Hkv, c.D, c.causal, backward, true, c.qkv_row};
   std::lock_guard<std::mutex> lock(g_mutex);
   cudnnHandle_t h = handle_locked();
   // Only for power-of-two lengths (full training windows), so that single sequences of every
@@ -353,8 +366,8 @@ bool run(const SdpaCall& c, bool backward, std::string* why) {
   if (bhs_bytes) launch_lse_to_bhs(c.lse, c.B, c.max_seqlen, c.Hq, stats_bhs);
 
   if (!key.dense)
-    launch_sdpa_offsets(c.cu_seqlens, c.seq_lens, c.B, Bb, c.Hq * c.D, c.Hkv * c.D, c.Hq, seq_len,
-                        off_qo, off_kv, off_st);
+    launch_sdpa_offsets(c.cu_seqlens, c.seq_lens, c.B, Bb, c.Hq * c.D, c.qkv_row ? c.qkv_row : c.Hkv * c.D, c.Hq,
+                        seq_len, off_qo, off_kv, off_st);
 
   float scale = c.scale;
   std::unordered_map<int64_t, void*> pack = {
@@ -398,6 +411,7 @@ bool run(const SdpaCall& c, bool backward, std::string* why) {
   }
   BIOFM_CUDA_LAUNCH_CHECK();
   g_dense_runs += key.dense;
+  g_packed_runs += key.qkv_row != 0;
   return true;
 }
 
@@ -454,6 +468,11 @@ size_t cudnn_sdpa_graph_count() {
 size_t cudnn_sdpa_dense_runs() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_dense_runs;
+}
+
+size_t cudnn_sdpa_packed_runs() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_packed_runs;
 }
 
 }  // namespace biofm::ops::cuda::attention_detail

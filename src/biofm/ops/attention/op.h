@@ -40,6 +40,22 @@ void attention_backward(Tensor& dq, Tensor& dk, Tensor& dv, const Tensor& dout, 
 void attention_decode(Tensor& out, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                       int64_t cache_len, int64_t q_start_pos, float scale);
 
-BIOFM_BACKENDS(attention_forward, attention_backward, attention_decode)
+// Attention read straight from a fused QKV projection's output, qkv[N, (Hq + 2·Hkv)·D] with
+// each row q | k | v of one token (rope already applied in place, ops::rope_qk_packed): the
+// same results as attention_forward / attention_backward on its q, k, v parts, without
+// unpacking them. Backward writes dq | dk | dv into dqkv in the same layout (overwritten). On
+// CUDA the cuDNN path reads (and writes) the packed rows through strides; the other paths work
+// on unpacked copies.
+struct QkvHeads {
+  int64_t hq = 0, hkv = 0, head_dim = 0;
+};
+void attention_forward_packed(Tensor& out, Tensor& lse, const Tensor& qkv, const QkvHeads& heads,
+                              const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
+void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const QkvHeads& heads,
+                               const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
+                               const Tensor& seq_lens, const AttentionShape& a);
+
+BIOFM_BACKENDS(attention_forward, attention_backward, attention_decode, attention_forward_packed,
+               attention_backward_packed)
 
 }  // namespace biofm::ops

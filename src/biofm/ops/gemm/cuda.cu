@@ -27,6 +27,8 @@
 //   ops.gemm_inplace_splitk: true restrict split-K algorithms to in-place reduction (no
 //                                 separate split-K reduction kernel); an experiment, off by
 //                                 default: it may make the heuristic pick slower kernels.
+//   ops.gemm_autotune: true       time cuBLASLt's candidate algorithms once per shape bucket
+//                                 (the plan cache, cublaslt_plans_cuda.cpp).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
@@ -38,6 +40,7 @@
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
+#include <vector>
 
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/elementwise/op.h"
@@ -53,177 +56,6 @@ namespace {
 
 cudaDataType_t cuda_type(DType t) { return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F; }
 
-const char* type_name(int64_t t) {
-  switch (cudaDataType_t(t)) {
-    case CUDA_R_16BF: return "bf16";
-    case CUDA_R_32F: return "f32";
-    case CUDA_R_8F_E4M3: return "e4m3";
-    case CUDA_R_8F_E5M2: return "e5m2";
-    default: return "?";
-  }
-}
-
-struct GemmKeyHash {
-  size_t operator()(const GemmKey& k) const {
-    const auto* p = reinterpret_cast<const unsigned char*>(&k);
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (size_t i = 0; i < sizeof(GemmKey); ++i) h = (h ^ p[i]) * 1099511628211ull;
-    return size_t(h);
-  }
-};
-
-bool fused_bgrad_enabled() { return op_options().gemm_fused_bgrad; }
-bool inplace_splitk_only() { return op_options().gemm_inplace_splitk; }
-
-#define GEMM_CHECK(expr, key)                                                                   \
-  do {                                                                                          \
-    cublasStatus_t st_ = (expr);                                                                \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                           \
-      ::biofm::fail(__FILE__, ":", __LINE__, ": cuBLASLt error ", int(st_), " in " #expr " for ", \
-                    describe(key));                                                             \
-  } while (0)
-
-struct GemmPlan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  bool found = false;  // the heuristic returned an algorithm (and cuBLASLt accepted it)
-};
-
-class PlanCache {
- public:
-  // Runs D = alpha·op(A)·op(B) + beta·C (+ bias, or bias gradient into `bias`) with C = D.
-  // Returns false (nothing queued) when cuBLASLt has no algorithm for this GEMM, so that the
-  // caller can take another route. With `optional` (a fused epilogue the caller can do
-  // without), every heuristic failure and a cublasLtMatmul that rejects the configuration
-  // (NOT_SUPPORTED / INVALID_VALUE: checked before anything is launched) also return false,
-  // and the key is remembered as unavailable.
-  // C (same layout as D) defaults to D itself.
-  bool run(const GemmKey& key, const void* A, const void* B, void* D, float alpha, float beta,
-           const void* bias, bool optional = false, const void* C = nullptr, const float* a_scale = nullptr,
-           const float* b_scale = nullptr) {
-    std::lock_guard<std::mutex> lock(mu_);
-    GemmPlan& plan = get(key, bias, optional, a_scale, b_scale);
-    if (!plan.found) return false;
-    if (a_scale)
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
-                                                sizeof(a_scale)),
-                 key);
-    if (b_scale)
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
-                                                sizeof(b_scale)),
-                 key);
-    if (key.epilogue != CUBLASLT_EPILOGUE_DEFAULT)
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                sizeof(bias)),
-                 key);
-    const cublasStatus_t st =
-        cublasLtMatmul(cuda_ctx::cublaslt(), plan.desc, &alpha, A, plan.a, B, plan.b, &beta, C ? C : D, plan.c, D,
-                       plan.c, &plan.algo, cuda_ctx::cublaslt_workspace(), cuda_ctx::cublaslt_workspace_size(),
-                       cuda_ctx::stream());
-    if (optional && (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE)) {
-      plan.found = false;
-      return false;
-    }
-    GEMM_CHECK(st, key);
-    return true;
-  }
-
- private:
-  GemmPlan& get(const GemmKey& key, const void* bias, bool optional, const float* a_scale, const float* b_scale) {
-    auto it = plans_.find(key);
-    if (it != plans_.end()) return *it->second;
-    auto plan = std::make_unique<GemmPlan>();
-    build(*plan, key, bias, optional, a_scale, b_scale);
-    return *plans_.emplace(key, std::move(plan)).first->second;
-  }
-
-  static void build(GemmPlan& p, const GemmKey& key, const void* bias, bool optional, const float* a_scale,
-                    const float* b_scale) {
-    GEMM_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), key);
-    const cublasOperation_t ta_op = cublasOperation_t(key.ta), tb_op = cublasOperation_t(key.tb);
-    GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta_op, sizeof(ta_op)), key);
-    GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb_op, sizeof(tb_op)), key);
-    if (key.block_scaled) {
-      // cuBLASLt 13.1 offers VEC128 algorithms only when the scale pointers are already set at
-      // the heuristic query (without them: INVALID_VALUE; docs/evidence/session11): the first
-      // call's pointers go in here, every call sets its own below.
-      const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)), key);
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)), key);
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale,
-                                                sizeof(a_scale)),
-                 key);
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale,
-                                                sizeof(b_scale)),
-                 key);
-    }
-    if (key.fast_accum) {
-      const int8_t on = 1;
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof(on)), key);
-    }
-    if (key.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
-      const cublasLtEpilogue_t epi = cublasLtEpilogue_t(key.epilogue);
-      const int32_t bias_type = int32_t(key.bias_type);  // the attribute is an int32 cudaDataType
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), key);
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                sizeof(bias_type)),
-                 key);
-      GEMM_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
-                 key);
-    }
-    // Stored (pre-op) shapes: op_N keeps rows x cols = m x k (A) / k x n (B).
-    const bool ta = key.ta == CUBLAS_OP_T, tb = key.tb == CUBLAS_OP_T;
-    const cudaDataType_t at = cudaDataType_t(key.a_type), bt = cudaDataType_t(key.b_type),
-                         cd = cudaDataType_t(key.cd_type);
-    GEMM_CHECK(cublasLtMatrixLayoutCreate(&p.a, at, uint64_t(ta ? key.k : key.m),
-                                          uint64_t(ta ? key.m : key.k), key.lda),
-               key);
-    GEMM_CHECK(cublasLtMatrixLayoutCreate(&p.b, bt, uint64_t(tb ? key.n : key.k),
-                                          uint64_t(tb ? key.k : key.n), key.ldb),
-               key);
-    GEMM_CHECK(cublasLtMatrixLayoutCreate(&p.c, cd, uint64_t(key.m), uint64_t(key.n), key.ldc), key);
-
-    cublasLtMatmulPreference_t pref = nullptr;
-    GEMM_CHECK(cublasLtMatmulPreferenceCreate(&pref), key);
-    const size_t ws = cuda_ctx::cublaslt_workspace_size();
-    GEMM_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-               key);
-    const uint32_t aligns[4] = {uint32_t(key.align_a), uint32_t(key.align_b), uint32_t(key.align_c),
-                                uint32_t(key.align_c)};
-    const cublasLtMatmulPreferenceAttributes_t attrs[4] = {
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    for (int i = 0; i < 4; ++i)
-      GEMM_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attrs[i], &aligns[i], sizeof(uint32_t)), key);
-    if (inplace_splitk_only()) {
-      // Split-K parts summed in the output buffer (or no split-K): no separate reduction kernel.
-      const uint32_t mask = CUBLASLT_REDUCTION_SCHEME_INPLACE;
-      GEMM_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask,
-                                                      sizeof(mask)),
-                 key);
-    }
-    cublasLtMatmulHeuristicResult_t result{};
-    int count = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cuda_ctx::cublaslt(), p.desc, p.a, p.b, p.c, p.c,
-                                                             pref, 1, &result, &count);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st == CUBLAS_STATUS_SUCCESS && count > 0) {
-      p.algo = result.algo;
-      p.found = true;
-    } else if (!optional && st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) {
-      fail("cuBLASLt heuristic query failed (status ", int(st), ") for ", describe(key));
-    }
-  }
-
-  std::mutex mu_;
-  std::unordered_map<GemmKey, std::unique_ptr<GemmPlan>, GemmKeyHash> plans_;
-};
-
-PlanCache& plan_cache() {
-  static PlanCache* c = new PlanCache;  // descriptors live for the process
-  return *c;
-}
 
 // A copy of device tensor t in a fresh (256-byte aligned) allocation.
 Tensor aligned_copy(const Tensor& t) {
@@ -233,10 +65,29 @@ Tensor aligned_copy(const Tensor& t) {
   return c;
 }
 
+// A bf16 row-major matrix whose rows are not a whole number of 16-byte units (ESM-2's 33-token
+// vocabulary in its LM head) keeps cuBLASLt off its tensor-core kernels: the LM head's weight
+// gradient ran in cuBLAS's generic fallback, 1.2 ms of a 183 ms ESM-2 650M step. A copy with rows
+// padded to 16 bytes (the padding is never read) lets them run; ld is the padded row length.
+struct PaddedRows {
+  Tensor t;
+  int64_t ld = 0;
+};
+PaddedRows padded_rows(const Tensor& m, int64_t rows, int64_t cols) {
+  const int64_t per16 = 16 / int64_t(dtype_size(m.dtype()));
+  if (m.dtype() != DType::BF16 || cols % per16 == 0 || rows == 0) return {m, cols};
+  PaddedRows p{Tensor::empty({rows, ceil_div(cols, per16) * per16}, m.dtype(), Device::CUDA), 0};
+  p.ld = p.t.size(1);
+  const size_t es = dtype_size(m.dtype());
+  BIOFM_CUDA_CHECK(cudaMemcpy2DAsync(p.t.raw(), size_t(p.ld) * es, m.raw(), size_t(cols) * es, size_t(cols) * es,
+                                     size_t(rows), cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
+  return p;
+}
+
 // D = op(A)·op(B) + beta·D. When cuBLASLt has no algorithm for the operands' alignments
 // (views at odd element offsets), runs on aligned copies instead.
 void gemm(GemmKey key, const Tensor& A, const Tensor& B, const Tensor& D, float beta) {
-  if (plan_cache().run(key, A.raw(), B.raw(), D.raw(), 1.0f, beta, nullptr)) return;
+  if (run_plan(key, A.raw(), B.raw(), D.raw(), 1.0f, beta, nullptr)) return;
   if (key.align_a >= 16 && key.align_b >= 16 && key.align_c >= 16)
     fail("cuBLASLt has no algorithm for ", describe(key));
   const Tensor a = key.align_a < 16 ? aligned_copy(A) : A;
@@ -246,7 +97,7 @@ void gemm(GemmKey key, const Tensor& A, const Tensor& B, const Tensor& D, float 
   key.align_a = alignment_of(a.raw());
   key.align_b = alignment_of(b.raw());
   key.align_c = alignment_of(d.raw());
-  if (!plan_cache().run(key, a.raw(), b.raw(), d.raw(), 1.0f, beta, nullptr))
+  if (!run_plan(key, a.raw(), b.raw(), d.raw(), 1.0f, beta, nullptr))
     fail("cuBLASLt has no algorithm for ", describe(key));
   if (copy_d)
     BIOFM_CUDA_CHECK(cudaMemcpyAsync(D.raw(), d.raw(), D.nbytes(), cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
@@ -257,7 +108,7 @@ void gemm(GemmKey key, const Tensor& A, const Tensor& B, const Tensor& D, float 
 // off, an operand not 16-byte aligned (views at odd offsets), or no algorithm / a rejection
 // from cuBLASLt (noted once on stderr). The caller then runs the plain GEMM and the column sums.
 bool dw_dbias_fused(GemmKey key, const Tensor& x, const Tensor& dout, const Tensor& dw, Tensor& dbias) {
-  if (!fused_bgrad_enabled()) return false;
+  if (!op_options().gemm_fused_bgrad) return false;
   if (key.align_a < 16 || key.align_b < 16 || key.align_c < 16) return false;
   // cuBLASLt writes the bias gradient (in D's type, F32); our contract accumulates.
   const Tensor grad = Tensor::empty(dbias.shape(), DType::F32, Device::CUDA);
@@ -266,7 +117,7 @@ bool dw_dbias_fused(GemmKey key, const Tensor& x, const Tensor& dout, const Tens
   if (alignment_of(grad.raw()) < 256) return false;
   key.epilogue = CUBLASLT_EPILOGUE_BGRADB;  // reduce op(B) = dout[N,O] over k = N: one value per o
   key.bias_type = CUDA_R_32F;
-  if (!plan_cache().run(key, x.raw(), dout.raw(), dw.raw(), 1.0f, 1.0f, grad.raw(), /*optional=*/true)) {
+  if (!run_plan(key, x.raw(), dout.raw(), dw.raw(), 1.0f, 1.0f, grad.raw(), /*optional=*/true)) {
     static std::atomic<bool> noted{false};
     if (!noted.exchange(true))
       std::fprintf(stderr,
@@ -291,7 +142,7 @@ __global__ void fill_rows_kernel(T* out, const B* bias, int64_t N, int64_t O) {
 }
 
 constexpr int kColThreadsX = 32, kColThreadsY = 8;
-constexpr int64_t kColRowsPerSplit = 128;  // enough blocks in flight to stream dout at full bandwidth
+constexpr int64_t kColMinRowsPerSplit = 32;
 
 // Stage 1 of dbias: a block of (32 x 8) threads owns 32·V columns (V consecutive columns per
 // thread, one vector load per row) and sums rows [split·R, split·R + R) of them, each of the
@@ -333,22 +184,38 @@ __global__ void __launch_bounds__(kColThreadsX* kColThreadsY)
   }
 }
 
-// Stage 2 of dbias: dbias[col] += Σ_split partial[split, col], in double, in split order.
-__global__ void colsum_finish_kernel(const float* partial, int64_t splits, int64_t O, float* dbias) {
-  const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (col >= O) return;
+// Stage 2 of dbias: dbias[col] += Σ_split partial[split, col], in double. A block is 32
+// columns x kFinishLanes lanes; lane y sums splits y, y + kFinishLanes, ... and the lanes' sums
+// are added in lane order (a fixed order: deterministic), so that a few columns with many
+// splits (O = 640 at 16k rows: 352 splits) are not one long serial chain per column.
+constexpr int kFinishLanes = 32;
+__global__ void __launch_bounds__(32 * kFinishLanes)
+    colsum_finish_kernel(const float* partial, int64_t splits, int64_t O, float* dbias) {
+  __shared__ double red[kFinishLanes][32];
+  const int64_t col = int64_t(blockIdx.x) * 32 + threadIdx.x;
   double s = 0;
-  for (int64_t i = 0; i < splits; ++i) s += partial[i * O + col];
-  dbias[col] += float(s);
+  if (col < O)
+    for (int64_t i = threadIdx.y; i < splits; i += kFinishLanes) s += partial[i * O + col];
+  red[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y != 0 || col >= O) return;
+  double t = 0;
+  for (int y = 0; y < kFinishLanes; ++y) t += red[y][threadIdx.x];
+  dbias[col] += float(t);
 }
 
 template <class T, int V>
 void launch_colsum_v(const T* g, int64_t N, int64_t O, float* dbias) {
   cudaStream_t st = cuda_ctx::stream();
-  const int64_t splits = std::min<int64_t>((N + kColRowsPerSplit - 1) / kColRowsPerSplit, 65535);
-  const int64_t rows_per_split = (N + splits - 1) / splits;
+  // Enough row splits for about 8 resident blocks per SM over the column blocks (fewer splits
+  // than one per 128 rows: the finishing pass, one thread per column, then stays short), at
+  // least kColMinRowsPerSplit rows each.
   const int64_t cols_per_block = int64_t(kColThreadsX) * V;
-  const dim3 grid(unsigned((O + cols_per_block - 1) / cols_per_block), unsigned(splits));
+  const int64_t col_blocks = (O + cols_per_block - 1) / cols_per_block;
+  const int64_t splits = std::clamp<int64_t>(ceil_div(sm_waves(8), col_blocks), 1,
+                                             std::min<int64_t>(ceil_div(N, kColMinRowsPerSplit), 65535));
+  const int64_t rows_per_split = (N + splits - 1) / splits;
+  const dim3 grid{unsigned(col_blocks), unsigned(splits)};
   const dim3 block(kColThreadsX, kColThreadsY);
   if (splits == 1) {
     colsum_kernel<T, V><<<grid, block, 0, st>>>(g, N, O, rows_per_split, nullptr, dbias);
@@ -358,7 +225,8 @@ void launch_colsum_v(const T* g, int64_t N, int64_t O, float* dbias) {
   Scratch partial(size_t(splits * O) * sizeof(float));
   colsum_kernel<T, V><<<grid, block, 0, st>>>(g, N, O, rows_per_split, partial.as<float>(), nullptr);
   BIOFM_CUDA_LAUNCH_CHECK();
-  colsum_finish_kernel<<<grid_for(O, 256, int64_t(1) << 20), 256, 0, st>>>(partial.as<float>(), splits, O, dbias);
+  colsum_finish_kernel<<<unsigned(ceil_div(O, 32)), dim3(32, kFinishLanes), 0, st>>>(partial.as<float>(), splits, O,
+                                                                                   dbias);
   BIOFM_CUDA_LAUNCH_CHECK();
 }
 
@@ -418,51 +286,6 @@ void check_weight(const Tensor& w, const char* op) {
 }  // namespace
 
 namespace gemm_detail {
-
-// Largest power of two (up to 256) that divides the address: cuBLASLt picks kernels that
-// assume at most this alignment.
-uint32_t alignment_of(const void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  uint32_t al = 256;
-  while (al > 1 && a % al) al >>= 1;
-  return al;
-}
-
-GemmKey make_key(cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, int64_t lda,
-                 int64_t ldb, int64_t ldc, DType ab, DType cd, const void* A, const void* B, const void* D) {
-  GemmKey key{};
-  key.ta = ta;
-  key.tb = tb;
-  key.m = m;
-  key.n = n;
-  key.k = k;
-  key.lda = lda;
-  key.ldb = ldb;
-  key.ldc = ldc;
-  key.a_type = key.b_type = cuda_type(ab);
-  key.cd_type = cuda_type(cd);
-  key.bias_type = key.cd_type;
-  key.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  key.align_a = alignment_of(A);
-  key.align_b = alignment_of(B);
-  key.align_c = alignment_of(D);
-  return key;
-}
-
-std::string describe(const GemmKey& k) {
-  std::ostringstream os;
-  os << "GEMM m=" << k.m << " n=" << k.n << " k=" << k.k << " op(A)=" << (k.ta == CUBLAS_OP_T ? "T" : "N")
-     << " op(B)=" << (k.tb == CUBLAS_OP_T ? "T" : "N") << " lda=" << k.lda << " ldb=" << k.ldb
-     << " ldc=" << k.ldc << " A " << type_name(k.a_type) << " B " << type_name(k.b_type) << " C/D "
-     << type_name(k.cd_type) << " epilogue " << int(k.epilogue) << (k.block_scaled ? " VEC128 scales" : "")
-     << " alignments " << k.align_a << "/" << k.align_b << "/" << k.align_c;
-  return os.str();
-}
-
-bool run_plan(const GemmKey& key, const void* A, const void* B, void* D, float alpha, float beta,
-              const void* bias, bool optional, const void* C, const float* a_scale, const float* b_scale) {
-  return plan_cache().run(key, A, B, D, alpha, beta, bias, optional, C, a_scale, b_scale);
-}
 
 void column_sums_into(Tensor& dbias, const Tensor& g) {
   const int64_t O = dbias.numel(), N = O ? g.numel() / O : 0;
@@ -532,7 +355,7 @@ void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tens
     // The residual add as the GEMM's C operand: out = x·Wᵀ + bias + residual in one pass.
     if (alignment_of(residual.raw()) >= key.align_c && (!bias.defined() || aligned(bias.raw(), 16))) {
       key.epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
-      if (plan_cache().run(key, w.raw(), x.raw(), out.raw(), 1.0f, 1.0f, bias.defined() ? bias.raw() : nullptr,
+      if (run_plan(key, w.raw(), x.raw(), out.raw(), 1.0f, 1.0f, bias.defined() ? bias.raw() : nullptr,
                            /*optional=*/true, residual.raw()))
         return;
       key.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
@@ -541,9 +364,22 @@ void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tens
     add_inplace(out, residual);
     return;
   }
+  if (dt == DType::BF16 && O % 8 != 0 && (!bias.defined() || aligned(bias.raw(), 16))) {
+    // Rows of out not a whole number of 16 bytes (see padded_rows): the GEMM writes a padded
+    // scratch and one strided copy packs it into out.
+    Tensor p = Tensor::empty({N, ceil_div(O, int64_t(8)) * 8}, dt, Device::CUDA);
+    GemmKey pk = make_key(CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, I, I, p.size(1), dt, dt, w.raw(), x.raw(), p.raw());
+    pk.epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    if (run_plan(pk, w.raw(), x.raw(), p.raw(), 1.0f, 0.0f, bias.defined() ? bias.raw() : nullptr,
+                         /*optional=*/true)) {
+      BIOFM_CUDA_CHECK(cudaMemcpy2DAsync(out.raw(), size_t(O) * 2, p.raw(), size_t(p.size(1)) * 2, size_t(O) * 2,
+                                         size_t(N), cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
+      return;
+    }
+  }
   if (bias.defined() && aligned(bias.raw(), 16)) {
     key.epilogue = CUBLASLT_EPILOGUE_BIAS;
-    if (plan_cache().run(key, w.raw(), x.raw(), out.raw(), 1.0f, 0.0f, bias.raw())) return;
+    if (run_plan(key, w.raw(), x.raw(), out.raw(), 1.0f, 0.0f, bias.raw())) return;
     key.epilogue = CUBLASLT_EPILOGUE_DEFAULT;  // no fused-bias algorithm: bias first, then GEMM
   }
   if (bias.defined()) {
@@ -559,23 +395,25 @@ void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, 
   const auto [N, I, O] = check_linear_backward("linear_backward", dx, dw, dbias, dout, x, w_in);
   const DType dt = x.dtype();
 
+  const bool gemms = N > 0 && I > 0 && O > 0 && (dx.defined() || dw.defined());
+  const PaddedRows g = gemms ? padded_rows(dout, N, O) : PaddedRows{dout, O};  // dout, rows padded if needed
   if (dx.defined() && N > 0 && I > 0) {
     if (O == 0) {
       dx.zero_();
     } else {
       const Tensor w = in_dtype(w_in, dt);
       const GemmKey key =
-          make_key(CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, I, O, I, dt, dt, w.raw(), dout.raw(), dx.raw());
-      gemm(key, w, dout, dx, 0.0f);
+          make_key(CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, I, g.ld, I, dt, dt, w.raw(), g.t.raw(), dx.raw());
+      gemm(key, w, g.t, dx, 0.0f);
     }
   }
   if (N == 0) return;
   bool dbias_done = false;
   if (dw.defined() && O > 0 && I > 0) {
-    const GemmKey key = make_key(CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, I, O, I, dt, DType::F32, x.raw(),
-                                 dout.raw(), dw.raw());
-    if (dbias.defined()) dbias_done = dw_dbias_fused(key, x, dout, dw, dbias);
-    if (!dbias_done) gemm(key, x, dout, dw, 1.0f);
+    const GemmKey key = make_key(CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, I, g.ld, I, dt, DType::F32, x.raw(),
+                                 g.t.raw(), dw.raw());
+    if (dbias.defined()) dbias_done = dw_dbias_fused(key, x, g.t, dw, dbias);
+    if (!dbias_done) gemm(key, x, g.t, dw, 1.0f);
   }
   if (dbias.defined() && O > 0 && !dbias_done) column_sums_into(dbias, dout);
 }

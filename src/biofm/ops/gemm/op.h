@@ -93,6 +93,8 @@ namespace cuda {
 int64_t gemm_gelu_fused_calls();
 // How many Float8BlockScaling GEMMs have run emulated on CUDA in this process (tests, reports).
 int64_t fp8_block_emulated_calls();
+// How many GEMM tuning buckets ops.gemm_autotune has timed candidates for in this process.
+int64_t gemm_autotune_tunings();
 }  // namespace cuda
 
 // The emulated Float8BlockScaling linear layers on either device (what cpu:: runs, and cuda::

@@ -1,23 +1,25 @@
 // LayerNorm and RMSNorm over the last dimension, CUDA.
 //
 // Layout: a row of C features is owned by a group of `tpr` threads (a multiple of 32, at most
-// 512; one warp for C <= 1024 in the forward); a block holds `rpb` such groups (about 256
-// threads). Each
-// thread keeps its chunks of VEC consecutive features (VEC = 8 with 16-byte loads when C % 8 == 0
-// and every pointer is 16-byte aligned, else 1) in registers, so a row is read from memory
-// once: the statistics are computed from registers (mean first, then the centred variance,
-// which keeps fp32 exact for rows with a large mean) and the output is written from them.
-// Register caching bounds C: 16384 (forward) and 8192 (backward) with VEC = 8, 4096 otherwise.
+// 512); a block holds `rpb` such groups (about 256 threads). Each thread keeps up to MAXC chunks
+// of VEC consecutive features (VEC = 8 with 16-byte loads when C % 8 == 0 and every pointer is
+// 16-byte aligned, else 1) in registers, so a row is read from memory once: the statistics are
+// computed from registers (mean first, then the centred variance, which keeps fp32 exact for
+// rows with a large mean) and the output is written from them. MAXC trades registers (and so
+// resident threads) against threads per row (a row of one warp needs no barrier); it is chosen
+// per C by pick_chunks (measured on H100, docs/PERFORMANCE.md) unless ops.norm_chunks sets it.
+// Register caching bounds C: 32768 (forward) and 16384 (backward) with VEC = 8, 4096 otherwise.
 //
 // Backward computes dx in the same single read of x and dout, with both row reductions
 // (Σ dout·w and Σ dout·w·x̂) in one combined warp/block reduction. Blocks loop over rows
-// (grid ≈ resident blocks) and accumulate dw / db for their fixed columns in registers; at the
+// (grid = resident blocks) and accumulate dw / db for their fixed columns in registers; at the
 // end each block writes one partial row [C], and a second small kernel sums the partial rows in
 // a fixed order and adds them to dw / db (deterministic, no atomics).
 #include <algorithm>
 
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/norm/op.h"
+#include "biofm/ops/options.h"
 
 namespace biofm::ops::cuda {
 using namespace cuda_detail;
@@ -27,14 +29,28 @@ namespace {
 constexpr int kMaxThreadsPerRow = 512;  // also the kernels' __launch_bounds__ (<= 128 registers)
 constexpr int kBlockTarget = 256;       // threads per block to aim for
 
-// Chunks each thread may cache in registers (forward / backward), per vector width.
-template <int VEC>
-constexpr int fwd_max_chunks() {
-  return VEC == 8 ? 4 : 8;
-}
-template <int VEC>
-constexpr int bwd_max_chunks() {
-  return VEC == 8 ? 2 : 8;
+// Chunks per thread (MAXC) the kernels are compiled for: VEC = 8 offers a choice, VEC = 1
+// (odd C, unaligned views) always caches 8.
+constexpr int kFwdChunks[] = {1, 2, 4, 8};
+constexpr int kBwdChunks[] = {1, 2, 4};
+constexpr int kMaxChunks = 8;
+// The automatic choice (VEC = 8), measured on H100 with bench/norm_bias_bench.cpp over C = 480
+// to 5120 at 16k rows (docs/PERFORMANCE.md, session 14): backward 1 (C = 1280: 110 -> 75 us,
+// 2.2 TB/s; the fewer registers, the more rows in flight), RMSNorm forward 2, LayerNorm
+// forward 4 (its second, centred pass over the registers favours more chunks per thread).
+constexpr int kAutoBwdChunks = 1;
+constexpr int auto_fwd_chunks(bool rms) { return rms ? 2 : 4; }
+
+// The chunks per thread for C features: `requested` (ops.norm_chunks, 0 = automatic) or the
+// automatic choice, raised to the smallest compiled value that fits a row in 512 threads.
+template <size_t K>
+int pick_chunks(int64_t C, int vec, int requested, int automatic, const int (&compiled)[K]) {
+  if (vec != 8) return kMaxChunks;
+  const int64_t need = ceil_div(ceil_div(C, int64_t(vec)), int64_t(kMaxThreadsPerRow));
+  const int want = std::max<int64_t>(requested > 0 ? requested : automatic, need);
+  for (int c : compiled)
+    if (c >= want) return c;
+  return compiled[K - 1];  // too large for any: row_layout reports it
 }
 
 struct RowLayout {
@@ -58,11 +74,10 @@ RowLayout row_layout(int64_t C, int vec, int max_chunks, const char* op) {
 // ---------------------------------------------------------------------------------------
 // Forward.
 
-template <class T, class W, int VEC, bool RMS>
+template <class T, class W, int VEC, int MAXC, bool RMS>
 __global__ void __launch_bounds__(kMaxThreadsPerRow)
     norm_forward_kernel(T* out, float* mean_out, float* rstd_out, const T* x, const W* w,
                         const W* b, int64_t N, int C, int tpr, float eps, unsigned* amax_bits) {
-  constexpr int MAXC = fwd_max_chunks<VEC>();
   extern __shared__ float smem[];
   const int rpb = blockDim.x / tpr;
   const int g = threadIdx.x / tpr, t = threadIdx.x % tpr;
@@ -179,12 +194,11 @@ __device__ __forceinline__ void write_block_partial(float* prow, const float (&a
 
 // dx (may alias dout; may be null), partial rows part_w / part_b [gridDim.x, C] (may be null),
 // dres: the residual gradient added to dx (may alias dx; may be null).
-template <class T, class W, int VEC, bool RMS>
+template <class T, class W, int VEC, int MAXC, bool RMS>
 __global__ void __launch_bounds__(kMaxThreadsPerRow)
     norm_backward_kernel(T* dx, float* part_w, float* part_b, const T* dout, const T* x, const W* w,
                          const float* mean, const float* rstd, const T* dres, int64_t N, int C,
                          int tpr) {
-  constexpr int MAXC = bwd_max_chunks<VEC>();
   extern __shared__ float smem[];
   const int rpb = blockDim.x / tpr;
   const int g = threadIdx.x / tpr, t = threadIdx.x % tpr;
@@ -343,12 +357,12 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
     using T = typename decltype(tt)::type;
     dispatch_float(w.dtype(), op, [&](auto wt) {
       using Wt = typename decltype(wt)::type;
-      auto go = [&](auto vec_c) {
-        constexpr int VEC = decltype(vec_c)::value;
-        const RowLayout l = row_layout(a.C, VEC, fwd_max_chunks<VEC>(), op);
+      auto go = [&](auto vec_c, auto chunks_c) {
+        constexpr int VEC = decltype(vec_c)::value, MAXC = decltype(chunks_c)::value;
+        const RowLayout l = row_layout(a.C, VEC, MAXC, op);
         const unsigned grid = grid_for(a.N, l.rpb, sm_waves(2048 / l.threads() * 2));
         const size_t shm = size_t(l.rpb) * (l.tpr / 32) * sizeof(float);
-        norm_forward_kernel<T, Wt, VEC, RMS><<<grid, l.threads(), shm, cuda_ctx::stream()>>>(
+        norm_forward_kernel<T, Wt, VEC, MAXC, RMS><<<grid, l.threads(), shm, cuda_ctx::stream()>>>(
             static_cast<T*>(out.raw()), mean.defined() ? mean.f32() : nullptr,
             rstd.defined() ? rstd.f32() : nullptr, static_cast<const T*>(x.raw()),
             static_cast<const Wt*>(w.raw()),
@@ -356,10 +370,14 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
             eps, amax_bits);
         BIOFM_CUDA_LAUNCH_CHECK();
       };
-      if (vec8)
-        go(std::integral_constant<int, 8>{});
-      else
-        go(std::integral_constant<int, 1>{});
+      using I = std::integral_constant<int, 8>;
+      if (!vec8) return go(std::integral_constant<int, 1>{}, I{});
+      switch (pick_chunks(a.C, 8, op_options().norm_chunks, auto_fwd_chunks(RMS), kFwdChunks)) {
+        case 1: return go(I{}, std::integral_constant<int, 1>{});
+        case 2: return go(I{}, std::integral_constant<int, 2>{});
+        case 4: return go(I{}, std::integral_constant<int, 4>{});
+        default: return go(I{}, std::integral_constant<int, 8>{});
+      }
     });
   });
 }
@@ -402,18 +420,21 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
     using T = typename decltype(tt)::type;
     dispatch_float(w.dtype(), op, [&](auto wt) {
       using Wt = typename decltype(wt)::type;
-      auto go = [&](auto vec_c) {
-        constexpr int VEC = decltype(vec_c)::value;
-        const RowLayout l = row_layout(C, VEC, bwd_max_chunks<VEC>(), op);
-        // About 1024 resident threads per SM: enough loads in flight, few partial rows.
-        const int per_sm = std::max(1, 1024 / l.threads());
-        const unsigned grid = grid_for(N, l.rpb, sm_waves(per_sm));
+      auto go = [&](auto vec_c, auto chunks_c) {
+        constexpr int VEC = decltype(vec_c)::value, MAXC = decltype(chunks_c)::value;
+        const RowLayout l = row_layout(C, VEC, MAXC, op);
         const size_t shm = std::max(size_t(l.rpb) * (l.tpr / 32) * sizeof(float2),
                                     l.rpb > 1 ? size_t(l.threads()) * VEC * sizeof(float) : 0);
+        // One wave of resident blocks: as many loads in flight as the registers allow, and no
+        // more partial rows than needed.
+        auto kernel = norm_backward_kernel<T, Wt, VEC, MAXC, RMS>;
+        int per_sm = 0;
+        BIOFM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, l.threads(), shm));
+        const unsigned grid = grid_for(N, l.rpb, sm_waves(std::max(per_sm, 1)));
         Tensor part_w, part_b;
         if (want_w) part_w = Tensor::empty({int64_t(grid), C}, DType::F32, Device::CUDA);
         if (want_b) part_b = Tensor::empty({int64_t(grid), C}, DType::F32, Device::CUDA);
-        norm_backward_kernel<T, Wt, VEC, RMS><<<grid, l.threads(), shm, cuda_ctx::stream()>>>(
+        kernel<<<grid, l.threads(), shm, cuda_ctx::stream()>>>(
             dx.defined() ? static_cast<T*>(dx.raw()) : nullptr, want_w ? part_w.f32() : nullptr,
             want_b ? part_b.f32() : nullptr, static_cast<const T*>(dout.raw()),
             static_cast<const T*>(x.raw()), static_cast<const Wt*>(w.raw()),
@@ -429,10 +450,13 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
         }
         // part_w / part_b go back to the caching allocator here; the stream orders their reuse.
       };
-      if (vec8)
-        go(std::integral_constant<int, 8>{});
-      else
-        go(std::integral_constant<int, 1>{});
+      using I = std::integral_constant<int, 8>;
+      if (!vec8) return go(std::integral_constant<int, 1>{}, I{});
+      switch (pick_chunks(C, 8, op_options().norm_chunks, kAutoBwdChunks, kBwdChunks)) {
+        case 1: return go(I{}, std::integral_constant<int, 1>{});
+        case 2: return go(I{}, std::integral_constant<int, 2>{});
+        default: return go(I{}, std::integral_constant<int, 4>{});
+      }
     });
   });
 }

@@ -20,21 +20,12 @@ void token_angles(float* cs, float* sn, int32_t pos, const float* inv_freq, int6
 }
 }  // namespace
 
-void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
-  const char* op = "rope_apply";
-  require_f32(x, op, "x");
-  require_i32(positions, op, "positions");
-  require_f32(inv_freq, op, "inv_freq");
-  if (x.dim() != 3) fail(op, ": x must be [N, H, D], got ", x.describe());
-  const int64_t N = x.size(0), H = x.size(1), D = x.size(2);
-  if (D % 2 != 0) fail(op, ": head dimension must be even, got ", x.describe());
+namespace {
+
+// Rotates the first H heads of each of N rows of `row` floats (heads of D, back to back).
+void rotate_rows(float* xp, int64_t N, int64_t H, int64_t D, int64_t row, const int32_t* pos, const float* f,
+                 float sgn) {
   const int64_t half = D / 2;
-  check_shape(positions, {N}, "rope_apply: positions");
-  check_shape(inv_freq, {half}, "rope_apply: inv_freq");
-  const int32_t* pos = positions.i32();
-  const float* f = inv_freq.f32();
-  float* xp = x.f32();
-  const float sgn = inverse ? -1.0f : 1.0f;
 #pragma omp parallel num_threads(threads_for(N * H * D))
   {
     std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
@@ -42,7 +33,7 @@ void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
     for (int64_t n = 0; n < N; ++n) {
       token_angles(cs.data(), sn.data(), pos[n], f, half, sgn);
       for (int64_t h = 0; h < H; ++h) {
-        float* v = xp + (n * H + h) * D;
+        float* v = xp + n * row + h * D;
         for (int64_t i = 0; i < half; ++i) {
           const float x1 = v[i], x2 = v[i + half];
           v[i] = x1 * cs[size_t(i)] - x2 * sn[size_t(i)];
@@ -51,6 +42,35 @@ void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
       }
     }
   }
+}
+
+}  // namespace
+
+void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
+  const char* op = "rope_apply";
+  require_f32(x, op, "x");
+  require_i32(positions, op, "positions");
+  require_f32(inv_freq, op, "inv_freq");
+  if (x.dim() != 3) fail(op, ": x must be [N, H, D], got ", x.describe());
+  const int64_t N = x.size(0), H = x.size(1), D = x.size(2);
+  if (D % 2 != 0) fail(op, ": head dimension must be even, got ", x.describe());
+  check_shape(positions, {N}, "rope_apply: positions");
+  check_shape(inv_freq, {D / 2}, "rope_apply: inv_freq");
+  rotate_rows(x.f32(), N, H, D, H * D, positions.i32(), inv_freq.f32(), inverse ? -1.0f : 1.0f);
+}
+
+void rope_qk_packed(Tensor& qkv, const Tensor& positions, const Tensor& inv_freq, int64_t hq, int64_t hkv,
+                    bool inverse) {
+  const char* op = "rope_qk_packed";
+  require_f32(qkv, op, "qkv");
+  require_i32(positions, op, "positions");
+  require_f32(inv_freq, op, "inv_freq");
+  const int64_t D = 2 * inv_freq.numel(), row = (hq + 2 * hkv) * D;
+  if (hq < 0 || hkv < 0 || inv_freq.dim() != 1) fail(op, ": bad head counts or inv_freq ", inv_freq.describe());
+  const int64_t N = row ? rows_of(qkv, row, op, "qkv") : 0;
+  check_shape(positions, {N}, "rope_qk_packed: positions");
+  if (N == 0 || D == 0) return;
+  rotate_rows(qkv.f32(), N, hq + hkv, D, row, positions.i32(), inv_freq.f32(), inverse ? -1.0f : 1.0f);
 }
 
 namespace {

@@ -44,9 +44,11 @@ __device__ __forceinline__ void rotate(T* dst, const T* src, int half, const flo
   store_vec<VEC>(dst + half, y2);
 }
 
+// Rotates the first H heads of every one of N rows of `row` elements (rope_apply: row = H·D;
+// rope_qk_packed: the q and k heads of a fused projection row).
 template <class T, int VEC>
 __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_freq, int64_t N, int H,
-                            int half, bool inverse) {
+                            int half, int64_t row, bool inverse) {
   const int groups = half / VEC;
   const int64_t total = N * groups;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
@@ -55,7 +57,7 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
     const int i0 = int(idx - n * groups) * VEC;
     float cs[VEC], sn[VEC];
     token_angles<VEC>(cs, sn, float(positions[n]), inv_freq, i0, inverse);
-    T* base = x + n * int64_t(H) * (2 * half) + i0;
+    T* base = x + n * row + i0;
 #pragma unroll 4
     for (int h = 0; h < H; ++h) {
       T* v = base + int64_t(h) * (2 * half);
@@ -102,6 +104,37 @@ __global__ void rope_qkv_kernel(T* packed, T* q, T* k, T* v, const int32_t* posi
 
 }  // namespace
 
+namespace {
+
+// Launches rope_kernel over N rows of `row` elements of x (H heads rotated), with the widest
+// vector access D/2 and the alignment of x and row allow.
+void launch_rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, int64_t N, int64_t H,
+                 int64_t half, int64_t row, bool inverse, const char* op) {
+  if (N == 0 || H == 0 || half == 0) return;
+  dispatch_float(x.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    T* p = static_cast<T*>(x.raw());
+    auto fits = [&](int64_t vec) {
+      return half % vec == 0 && row % vec == 0 && reinterpret_cast<uintptr_t>(p) % (vec * sizeof(T)) == 0;
+    };
+    auto go = [&](auto vec_c) {
+      constexpr int VEC = decltype(vec_c)::value;
+      const int64_t total = N * (half / VEC);
+      rope_kernel<T, VEC><<<grid_for(total, 256, sm_waves(16)), 256, 0, cuda_ctx::stream()>>>(
+          p, positions.i32(), inv_freq.f32(), N, int(H), int(half), row, inverse);
+      BIOFM_CUDA_LAUNCH_CHECK();
+    };
+    if (fits(4))
+      go(std::integral_constant<int, 4>{});
+    else if (fits(2))
+      go(std::integral_constant<int, 2>{});
+    else
+      go(std::integral_constant<int, 1>{});
+  });
+}
+
+}  // namespace
+
 void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool inverse) {
   const char* op = "rope_apply";
   require_float(x, op, "x");
@@ -113,25 +146,20 @@ void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
   const int64_t half = D / 2;
   require_shape(positions, {N}, op, "positions");
   require_shape(inv_freq, {half}, op, "inv_freq");
-  if (N == 0 || H == 0 || half == 0) return;
-  dispatch_float(x.dtype(), op, [&](auto tt) {
-    using T = typename decltype(tt)::type;
-    T* p = static_cast<T*>(x.raw());
-    const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
-    auto go = [&](auto vec_c) {
-      constexpr int VEC = decltype(vec_c)::value;
-      const int64_t total = N * (half / VEC);
-      rope_kernel<T, VEC><<<grid_for(total, 256, sm_waves(16)), 256, 0, cuda_ctx::stream()>>>(
-          p, positions.i32(), inv_freq.f32(), N, int(H), int(half), inverse);
-      BIOFM_CUDA_LAUNCH_CHECK();
-    };
-    if (half % 4 == 0 && addr % (4 * sizeof(T)) == 0)
-      go(std::integral_constant<int, 4>{});
-    else if (half % 2 == 0 && addr % (2 * sizeof(T)) == 0)
-      go(std::integral_constant<int, 2>{});
-    else
-      go(std::integral_constant<int, 1>{});
-  });
+  launch_rope(x, positions, inv_freq, N, H, half, H * D, inverse, op);
+}
+
+void rope_qk_packed(Tensor& qkv, const Tensor& positions, const Tensor& inv_freq, int64_t hq, int64_t hkv,
+                    bool inverse) {
+  const char* op = "rope_qk_packed";
+  require_float(qkv, op, "qkv");
+  require_dtype(positions, DType::I32, op, "positions");
+  require_dtype(inv_freq, DType::F32, op, "inv_freq");
+  if (hq < 0 || hkv < 0 || inv_freq.dim() != 1) fail(op, ": bad head counts or inv_freq ", inv_freq.describe());
+  const int64_t half = inv_freq.numel(), row = (hq + 2 * hkv) * 2 * half;
+  const int64_t N = row ? rows_of(qkv, row, op, "qkv") : 0;
+  require_shape(positions, {N}, op, "positions");
+  launch_rope(qkv, positions, inv_freq, N, hq + hkv, half, row, inverse, op);
 }
 
 namespace {

@@ -20,6 +20,12 @@ void rope_unpack_qkv(Tensor& q, Tensor& k, Tensor& v, const Tensor& packed, cons
 void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                         const Tensor& positions, const Tensor& inv_freq);
 
-BIOFM_BACKENDS(rope_apply, rope_unpack_qkv, rope_pack_qkv_grad)
+// The same rotation in place on the fused projection's output, left packed:
+// qkv[N, (hq + 2·hkv)·D], each row q | k | v; the hq query heads and hkv key heads of every row
+// are rotated (inverse: the gradient's backward rotation), the value heads untouched.
+void rope_qk_packed(Tensor& qkv, const Tensor& positions, const Tensor& inv_freq, int64_t hq, int64_t hkv,
+                    bool inverse);
+
+BIOFM_BACKENDS(rope_apply, rope_unpack_qkv, rope_pack_qkv_grad, rope_qk_packed)
 
 }  // namespace biofm::ops
