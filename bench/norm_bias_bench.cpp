@@ -21,32 +21,16 @@
 #include "biofm/ops/gemm/op.h"
 #include "biofm/ops/norm/op.h"
 #include "biofm/ops/options.h"
+#include "op_bench_util.h"
 
 using namespace biofm;
+using bench::random_gpu;
 
 namespace {
 
-Tensor random_gpu(const Shape& s, uint64_t seed, float scale, DType dt = DType::BF16) {
-  Tensor h = Tensor::empty(s, DType::F32);
-  for (int64_t i = 0; i < h.numel(); ++i) h.f32()[i] = scale * rng_normal(seed, RngStream::Eval, uint64_t(i), 0);
-  return h.to(dt).to(Device::CUDA);
-}
-
 template <class Fn>
 double time_us(int iters, Fn&& fn) {
-  for (int i = 0; i < 3; ++i) fn();
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  cudaEventRecord(e0, cuda_ctx::stream());
-  for (int i = 0; i < iters; ++i) fn();
-  cudaEventRecord(e1, cuda_ctx::stream());
-  cudaEventSynchronize(e1);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, e0, e1);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  return 1000.0 * ms / iters;
+  return 1000.0 * bench::time_ms(iters, fn);
 }
 
 void set_options(int norm_chunks, bool fused_bgrad) {
