@@ -18,8 +18,11 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
   // Training, scoring, embedding: rope in place, attention reads q, k, v from the packed rows.
   // Not for uniform batches (full windows: cuDNN's dense graphs), where the strided inputs
   // measured 0.8% slower for Llama 1B on H100 than separate tensors; ragged ESM-2 batches gain
-  // 1-1.7% (docs/PERFORMANCE.md, session 14).
-  const bool in_place = !cache && ops::op_options().attention_packed_qkv && !b.uniform();
+  // 1-1.7% (docs/PERFORMANCE.md, session 14). On the GPU only where cuDNN can read them in place
+  // (bf16, head dim a multiple of 8); the other CUDA paths would unpack anyway, and the unpacking
+  // rope kernel does that in the same pass. (The CPU takes it too: its copies are cheap there.)
+  const bool cudnn_like = xn.device() != Device::CUDA || (xn.dtype() == DType::BF16 && hd % 8 == 0);
+  const bool in_place = !cache && ops::op_options().attention_packed_qkv && !b.uniform() && cudnn_like;
   if (in_place) {
     ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
     a.qkv = packed;

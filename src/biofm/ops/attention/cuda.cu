@@ -937,6 +937,7 @@ void attention_forward_packed_with(AttentionPath path, Tensor& out, Tensor& lse,
       zero_padding(p, cu_seqlens, seq_lens, {{&out, p.Hq * p.D}, {&lse, p.Hq}});
       return;
     }
+    if (path == AttentionPath::Cudnn) fail(op, ": cuDNN path requested but failed: ", why);
     verbose_once(shape_line("forward", p, a) + " packed qkv: cuDNN failed (" + why + "); unpacking");
   }
   // Every other case: the general op on unpacked copies (which may still take cuDNN's graph for
@@ -971,6 +972,7 @@ void attention_backward_packed_with(AttentionPath path, Tensor& dqkv, const Tens
       zero_padding(p, cu_seqlens, seq_lens, {{&dqkv, row}});
       return;
     }
+    if (path == AttentionPath::Cudnn) fail(op, ": cuDNN path requested but failed: ", why);
     verbose_once(shape_line("backward", p, a) + " packed qkv: cuDNN failed (" + why + "); unpacking");
   }
   Tensor q = Tensor::empty({p.N, p.Hq, p.D}, p.dtype, Device::CUDA);

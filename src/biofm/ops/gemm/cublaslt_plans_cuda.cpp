@@ -7,7 +7,9 @@
 // shared by every GEMM of the same tuning bucket (m, n, k rounded up to multiples of 1024), so
 // packed batches of varying token counts tune once rather than per count; later keys of a bucket
 // take its algorithm where cuBLASLt accepts it for their exact shape (cublasLtMatmulAlgoCheck),
-// else their own heuristic's first. Measured on H100 (bench/gemm_algos_bench.cpp, session 14):
+// else their own heuristic's first. The choice rests on timings, so a tuned run is not
+// bit-reproducible (another run, a resumed one, or another rank may pick another algorithm with
+// another summation order); that is why it is opt-in. Measured on H100 (bench/gemm_algos_bench.cpp, session 14):
 // the first candidate is up to 16% slower than the best for some shapes of a training step.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -56,6 +58,7 @@ bool autotune_enabled() { return op_options().gemm_autotune; }
 
 constexpr int kTuneCandidates = 8;  // heuristic results timed per tuning bucket
 constexpr int kTuneRuns = 3;        // timed runs per candidate (after one untimed)
+constexpr size_t kTuneMaxSavedBytes = size_t(256) << 20;
 
 // The key whose tuned algorithm a GEMM shares: m, n, k rounded up to multiples of 1024, leading
 // dimensions dropped (the exact key is checked against the algorithm before it is used).
@@ -235,13 +238,16 @@ class PlanCache {
         p.algo = it->second;
       return;
     }
-    if (p.candidates.size() < 2) {
-      tuned_.emplace(bucket, p.algo);
-      return;
-    }
-    const size_t d_bytes = size_t(key.ldc) * size_t(key.n) * (key.cd_type == CUDA_R_32F ? 4 : 2);
+    if (p.candidates.size() < 2) return;  // nothing to choose (and no choice to lend the bucket)
+    // D's extent: n columns of ldc elements, the last one m long.
+    const size_t d_bytes =
+        (size_t(key.n - 1) * size_t(key.ldc) + size_t(key.m)) * (key.cd_type == CUDA_R_32F ? 4 : 2);
+    const bool accumulates = beta != 0.0f && (C == nullptr || C == D);
+    // Saving an accumulated D costs its size in memory for a moment; above kTuneMaxSavedBytes
+    // (a vocabulary-sized weight gradient) the heuristic's choice stands.
+    if (accumulates && d_bytes > kTuneMaxSavedBytes) return;
     Tensor saved;
-    if (beta != 0.0f && (C == nullptr || C == D)) {
+    if (accumulates) {
       saved = Tensor::empty({int64_t(d_bytes)}, DType::U8, Device::CUDA);
       BIOFM_CUDA_CHECK(cudaMemcpyAsync(saved.raw(), D, d_bytes, cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
     }

@@ -36,10 +36,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <mutex>
-#include <sstream>
-#include <unordered_map>
 #include <vector>
 
 #include "biofm/ops/cuda_util.cuh"
@@ -54,7 +50,6 @@ using namespace gemm_detail;
 
 namespace {
 
-cudaDataType_t cuda_type(DType t) { return t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F; }
 
 
 // A copy of device tensor t in a fresh (256-byte aligned) allocation.
