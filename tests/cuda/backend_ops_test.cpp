@@ -337,6 +337,14 @@ void add_norm(std::vector<Case>& t) {
                    e.check("rstd", rstd);
                    e.check("amax", amax);
                  }});
+    t.push_back({"layernorm_forward", shape + "+bias+amax", {F32, BF16}, [=](Env& e) {
+                   Tensor x = e.in({N, C}), w = e.in({C}), b = e.in({C});
+                   Tensor y = e.out({N, C}), mean = e.out_as({N}, F32), rstd = e.out_as({N}, F32);
+                   Tensor amax = e.out_as({1}, F32);
+                   ops::layernorm_forward(y, mean, rstd, x, w, b, 1e-5f, amax);
+                   e.check("out", y);
+                   e.check("amax", amax);
+                 }});
   }
 }
 

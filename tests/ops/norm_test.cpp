@@ -150,12 +150,18 @@ TEST(OpsNorm, BadShapesThrow) {
   EXPECT_THROW(ops::rmsnorm_backward(dx, none, out, x, w, stat3), Error);
 }
 
-// RMSNorm's optional amax output: max |out| (what FP8 scaling of the output needs).
-TEST(OpsNorm, RmsnormAmaxOutput) {
+// The norms' optional amax output: max |out| (what FP8 scaling of the output needs).
+TEST(OpsNorm, AmaxOutput) {
   Tensor x = biofm::testkit::randn({6, 16}, 91, 3.0f), w = biofm::testkit::randn({16}, 92);
+  Tensor b = biofm::testkit::randn({16}, 93);
   Tensor out = Tensor::empty({6, 16}, DType::F32), rstd = Tensor::empty({6}, DType::F32);
+  Tensor mean = Tensor::empty({6}, DType::F32);
   Tensor amax = Tensor::empty({1}, DType::F32);
   ops::rmsnorm_forward(out, rstd, x, w, 1e-5f, amax);
+  EXPECT_EQ(amax.f32()[0], float(biofm::testkit::max_abs(out)));
+  EXPECT_GT(amax.f32()[0], 0.0f);
+  amax.f32()[0] = -1.0f;
+  ops::layernorm_forward(out, mean, rstd, x, w, b, 1e-5f, amax);
   EXPECT_EQ(amax.f32()[0], float(biofm::testkit::max_abs(out)));
   EXPECT_GT(amax.f32()[0], 0.0f);
 }

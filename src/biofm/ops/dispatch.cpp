@@ -54,8 +54,8 @@ void linear_backward_fp8_block(Tensor& dx, Tensor& dw, Tensor& dbias, const Tens
 // ---- norm
 
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
-                       const Tensor& w, const Tensor& b, float eps) {
-  BIOFM_DISPATCH(x.device(), layernorm_forward, out, mean, rstd, x, w, b, eps);
+                       const Tensor& w, const Tensor& b, float eps, const Tensor& out_amax) {
+  BIOFM_DISPATCH(x.device(), layernorm_forward, out, mean, rstd, x, w, b, eps, out_amax);
 }
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout,
                         const Tensor& x, const Tensor& w, const Tensor& mean,

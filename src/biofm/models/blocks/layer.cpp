@@ -5,12 +5,12 @@
 namespace biofm {
 
 void TransformerLayer::norm1(LayerActs& a) const {
-  if (attn_.qkv().fp8() && norm1_.emits_amax()) a.xn1_amax = ctx_->f32({1});  // the q|k|v quantization reuses it
+  if (attn_.qkv().fp8()) a.xn1_amax = ctx_->f32({1});  // the q|k|v quantization reuses it
   norm1_.forward(a.xn1, a.st1, a.x_in, a.xn1_amax);
 }
 
 void TransformerLayer::norm2(LayerActs& a) const {
-  if (attn_.qkv().fp8() && norm2_.emits_amax()) a.xn2_amax = ctx_->f32({1});
+  if (attn_.qkv().fp8()) a.xn2_amax = ctx_->f32({1});
   norm2_.forward(a.xn2, a.st2, a.x_mid, a.xn2_amax);
 }
 

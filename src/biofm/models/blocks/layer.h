@@ -15,7 +15,7 @@ struct LayerActs {
   Tensor x_in, xn1, x_mid, xn2;  // pre-norm: xn1/xn2 the norms' outputs
   Tensor h1, h2;                 // post-norm: the norms' inputs (residual sums)
   NormStats st1, st2;
-  Tensor xn1_amax, xn2_amax;  // FP8 with RMSNorm: max |xn| from the norm kernels
+  Tensor xn1_amax, xn2_amax;  // FP8: max |xn| from the norm kernels
   AttentionActs attn;
   MlpActs mlp;
   bool keep_fp8 = false;  // keep the FP8 input codes for backward

@@ -11,7 +11,7 @@ void Norm::forward(Tensor& out, NormStats& st, const Tensor& x, const Tensor& ou
   if (!st.rstd.defined()) st.rstd = ctx_->f32({T});
   if (kind_ == NormKind::LayerNorm) {
     if (!st.mean.defined()) st.mean = ctx_->f32({T});
-    ops::layernorm_forward(out, st.mean, st.rstd, x, w_.weight(p), b_.weight(p), eps_);
+    ops::layernorm_forward(out, st.mean, st.rstd, x, w_.weight(p), b_.weight(p), eps_, out_amax);
   } else {
     ops::rmsnorm_forward(out, st.rstd, x, w_.weight(p), eps_, out_amax);
   }

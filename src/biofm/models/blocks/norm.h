@@ -18,10 +18,9 @@ class Norm {
       : ctx_(ctx), kind_(kind), w_(weight), b_(bias), eps_(eps) {}
 
   bool defined() const { return w_.defined(); }
-  // Whether forward can also write max |out| (what an FP8 quantization of out needs).
-  bool emits_amax() const { return kind_ == NormKind::RMSNorm; }
   // out = norm(x) (allocated here); stats are allocated when undefined and overwritten.
-  // out_amax (F32 [1], only where emits_amax()) receives max |out|.
+  // out_amax (F32 [1]), when defined, receives max |out| (what an FP8 quantization of out needs,
+  // without another pass over it).
   void forward(Tensor& out, NormStats& st, const Tensor& x, const Tensor& out_amax = Tensor()) const;
   // dx = dnorm/dx · dout, plus dres when defined (a pre-norm block's residual gradient, folded
   // into the same pass; may alias dx); weight (and bias) gradients accumulate.

@@ -8,7 +8,7 @@ namespace biofm::ops::cpu {
 using namespace cpu_detail;
 
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
-                       const Tensor& b, float eps) {
+                       const Tensor& b, float eps, const Tensor& out_amax) {
   const char* op = "layernorm_forward";
   require_f32(x, op, "x");
   require_f32(w, op, "w");
@@ -48,6 +48,7 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
     if (mp) mp[n] = m;
     if (rp) rp[n] = r;
   }
+  write_amax(out_amax, out, op);
 }
 
 namespace {

@@ -464,8 +464,8 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
 }  // namespace
 
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
-                       const Tensor& b, float eps) {
-  launch_forward<false>(out, mean, rstd, x, w, b, eps, "layernorm_forward");
+                       const Tensor& b, float eps, const Tensor& out_amax) {
+  launch_forward<false>(out, mean, rstd, x, w, b, eps, "layernorm_forward", out_amax);
 }
 
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,

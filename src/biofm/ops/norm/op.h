@@ -5,9 +5,10 @@
 namespace biofm::ops {
 
 // out = (x - mean) * rstd * w + b; mean[N], rstd[N] (F32) saved for backward.
-// b undefined: no bias. mean/rstd undefined in forward: not saved (inference).
+// b undefined: no bias. mean/rstd undefined in forward: not saved (inference). out_amax, when
+// defined (F32 [1]), is set to max |out| as stored (as rmsnorm_forward's).
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
-                       const Tensor& b, float eps);
+                       const Tensor& b, float eps, const Tensor& out_amax = Tensor());
 // dx overwritten (plus dres, the residual branch's gradient, when defined: the residual add of
 // a pre-norm block folded into the same pass); dw, db accumulated. dres may alias dx.
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
