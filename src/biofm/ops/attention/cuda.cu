@@ -885,6 +885,14 @@ Problem packed_problem(const char* op, const Tensor& qkv, const QkvHeads& h, con
   return problem_for(op, qkv.dtype(), qkv.size(0), h.hq, h.hkv, h.head_dim, cu, lens, a);
 }
 
+struct SeparateQkv {
+  Tensor q, k, v;
+};
+SeparateQkv separate_qkv(const Problem& p) {
+  return {Tensor::empty({p.N, p.Hq, p.D}, p.dtype, Device::CUDA), Tensor::empty({p.N, p.Hkv, p.D}, p.dtype, Device::CUDA),
+          Tensor::empty({p.N, p.Hkv, p.D}, p.dtype, Device::CUDA)};
+}
+
 // Copies q, k, v between the packed rows and separate tensors (pack: into the rows), for the
 // paths that read separate tensors.
 void move_packed(const Problem& p, const Tensor& qkv, const Tensor& q, const Tensor& k, const Tensor& v, bool pack) {
@@ -942,10 +950,9 @@ void attention_forward_packed_with(AttentionPath path, Tensor& out, Tensor& lse,
   }
   // Every other case: the general op on unpacked copies (which may still take cuDNN's graph for
   // separate tensors).
-  Tensor q = Tensor::empty({p.N, p.Hq, p.D}, p.dtype, Device::CUDA);
-  Tensor k = Tensor::empty({p.N, p.Hkv, p.D}, p.dtype, Device::CUDA), v = Tensor::empty(k.shape(), p.dtype, Device::CUDA);
-  move_packed(p, qkv, q, k, v, /*pack=*/false);
-  attention_forward_with(path, out, lse, q, k, v, cu_seqlens, seq_lens, a);
+  const SeparateQkv s = separate_qkv(p);
+  move_packed(p, qkv, s.q, s.k, s.v, /*pack=*/false);
+  attention_forward_with(path, out, lse, s.q, s.k, s.v, cu_seqlens, seq_lens, a);
 }
 
 void attention_backward_packed_with(AttentionPath path, Tensor& dqkv, const Tensor& dout, const Tensor& qkv,
@@ -975,13 +982,11 @@ void attention_backward_packed_with(AttentionPath path, Tensor& dqkv, const Tens
     if (path == AttentionPath::Cudnn) fail(op, ": cuDNN path requested but failed: ", why);
     verbose_once(shape_line("backward", p, a) + " packed qkv: cuDNN failed (" + why + "); unpacking");
   }
-  Tensor q = Tensor::empty({p.N, p.Hq, p.D}, p.dtype, Device::CUDA);
-  Tensor k = Tensor::empty({p.N, p.Hkv, p.D}, p.dtype, Device::CUDA), v = Tensor::empty(k.shape(), p.dtype, Device::CUDA);
-  move_packed(p, qkv, q, k, v, /*pack=*/false);
-  Tensor dq = Tensor::empty(q.shape(), p.dtype, Device::CUDA), dk = Tensor::empty(k.shape(), p.dtype, Device::CUDA),
-         dv = Tensor::empty(k.shape(), p.dtype, Device::CUDA);
-  attention_backward_with(path, dq, dk, dv, dout, q, k, v, out, lse, cu_seqlens, seq_lens, a);
-  move_packed(p, dqkv, dq, dk, dv, /*pack=*/true);
+  const SeparateQkv s = separate_qkv(p);
+  move_packed(p, qkv, s.q, s.k, s.v, /*pack=*/false);
+  SeparateQkv d = separate_qkv(p);
+  attention_backward_with(path, d.q, d.k, d.v, dout, s.q, s.k, s.v, out, lse, cu_seqlens, seq_lens, a);
+  move_packed(p, dqkv, d.q, d.k, d.v, /*pack=*/true);
 }
 
 }  // namespace attention_detail

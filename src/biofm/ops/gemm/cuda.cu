@@ -36,7 +36,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/elementwise/op.h"
@@ -49,8 +48,6 @@ using namespace cuda_detail;
 using namespace gemm_detail;
 
 namespace {
-
-
 
 // A copy of device tensor t in a fresh (256-byte aligned) allocation.
 Tensor aligned_copy(const Tensor& t) {
@@ -68,14 +65,19 @@ struct PaddedRows {
   Tensor t;
   int64_t ld = 0;
 };
-PaddedRows padded_rows(const Tensor& m, int64_t rows, int64_t cols) {
-  const int64_t per16 = 16 / int64_t(dtype_size(m.dtype()));
-  if (m.dtype() != DType::BF16 || cols % per16 == 0 || rows == 0) return {m, cols};
-  PaddedRows p{Tensor::empty({rows, ceil_div(cols, per16) * per16}, m.dtype(), Device::CUDA), 0};
-  p.ld = p.t.size(1);
-  const size_t es = dtype_size(m.dtype());
-  BIOFM_CUDA_CHECK(cudaMemcpy2DAsync(p.t.raw(), size_t(p.ld) * es, m.raw(), size_t(cols) * es, size_t(cols) * es,
+// The row length cuBLASLt wants for `cols` bf16 columns: cols itself, or rounded up to 8.
+int64_t padded_cols(DType dt, int64_t cols) { return dt == DType::BF16 ? ceil_div(cols, int64_t(8)) * 8 : cols; }
+// Copies rows × cols elements between row-major buffers of row lengths dst_ld and src_ld.
+void copy_rows(void* dst, int64_t dst_ld, const void* src, int64_t src_ld, int64_t rows, int64_t cols, DType dt) {
+  const size_t es = dtype_size(dt);
+  BIOFM_CUDA_CHECK(cudaMemcpy2DAsync(dst, size_t(dst_ld) * es, src, size_t(src_ld) * es, size_t(cols) * es,
                                      size_t(rows), cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
+}
+PaddedRows padded_rows(const Tensor& m, int64_t rows, int64_t cols) {
+  const int64_t ld = padded_cols(m.dtype(), cols);
+  if (ld == cols || rows == 0) return {m, cols};
+  PaddedRows p{Tensor::empty({rows, ld}, m.dtype(), Device::CUDA), ld};
+  copy_rows(p.t.raw(), ld, m.raw(), cols, rows, cols, m.dtype());
   return p;
 }
 
@@ -202,9 +204,8 @@ __global__ void __launch_bounds__(32 * kFinishLanes)
 template <class T, int V>
 void launch_colsum_v(const T* g, int64_t N, int64_t O, float* dbias) {
   cudaStream_t st = cuda_ctx::stream();
-  // Enough row splits for about 8 resident blocks per SM over the column blocks (fewer splits
-  // than one per 128 rows: the finishing pass, one thread per column, then stays short), at
-  // least kColMinRowsPerSplit rows each.
+  // Enough row splits for about 8 resident blocks per SM over the column blocks, at least
+  // kColMinRowsPerSplit rows each.
   const int64_t cols_per_block = int64_t(kColThreadsX) * V;
   const int64_t col_blocks = (O + cols_per_block - 1) / cols_per_block;
   const int64_t splits = std::clamp<int64_t>(ceil_div(sm_waves(8), col_blocks), 1,
@@ -359,16 +360,15 @@ void linear_forward(Tensor& out, const Tensor& x, const Tensor& w_in, const Tens
     add_inplace(out, residual);
     return;
   }
-  if (dt == DType::BF16 && O % 8 != 0 && (!bias.defined() || aligned(bias.raw(), 16))) {
+  if (const int64_t ld = padded_cols(dt, O); ld != O && (!bias.defined() || aligned(bias.raw(), 16))) {
     // Rows of out not a whole number of 16 bytes (see padded_rows): the GEMM writes a padded
     // scratch and one strided copy packs it into out.
-    Tensor p = Tensor::empty({N, ceil_div(O, int64_t(8)) * 8}, dt, Device::CUDA);
-    GemmKey pk = make_key(CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, I, I, p.size(1), dt, dt, w.raw(), x.raw(), p.raw());
+    Tensor p = Tensor::empty({N, ld}, dt, Device::CUDA);
+    GemmKey pk = make_key(CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, I, I, ld, dt, dt, w.raw(), x.raw(), p.raw());
     pk.epilogue = bias.defined() ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     if (run_plan(pk, w.raw(), x.raw(), p.raw(), 1.0f, 0.0f, bias.defined() ? bias.raw() : nullptr,
-                         /*optional=*/true)) {
-      BIOFM_CUDA_CHECK(cudaMemcpy2DAsync(out.raw(), size_t(O) * 2, p.raw(), size_t(p.size(1)) * 2, size_t(O) * 2,
-                                         size_t(N), cudaMemcpyDeviceToDevice, cuda_ctx::stream()));
+                 /*optional=*/true)) {
+      copy_rows(out.raw(), O, p.raw(), ld, N, O, dt);
       return;
     }
   }
