@@ -240,6 +240,17 @@ void add_fp8(std::vector<Case>& t) {
                    }});
     }
   }
+  // The column sums of x from the quantization's own pass (the bias gradient of dout): tiles of
+  // 64 rows and columns, so cover a partial row tile, several row tiles and a partial column tile.
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {200, 144}, {130, 16}}) {
+    t.push_back({"fp8_quantize", dims({R, C}) + " E5M2+col_sums", {F32, BF16}, [=](Env& e) {
+                   Tensor x = e.in({R, C}, 3.0f);
+                   Tensor q = e.out_exact({R, C}, DType::U8), s = e.out_as({1}, F32), none;
+                   Tensor sums = e.accum("col_sums", {C});
+                   ops::fp8_quantize(q, none, s, x, ops::Fp8Type::E5M2, Tensor(), sums);
+                   e.check("scale_inv", s);
+                 }});
+  }
   for (auto [N, I, O] : {std::tuple<int64_t, int64_t, int64_t>{19, 32, 48}, {64, 64, 16}}) {
     const std::string shape = dims({N, I, O});
     t.push_back({"linear_forward_fp8", shape + "+bias+res", {BF16}, [=](Env& e) {
@@ -329,6 +340,26 @@ void add_norm(std::vector<Case>& t) {
                      e.check("dx", dx);
                    }});
     }
+    // dx_amax (FP8: the next quantization of dx skips its amax pass)
+    t.push_back({"layernorm_backward", shape + "+dres+amax", {F32, BF16}, [=](Env& e) {
+                   Tensor x = e.in({N, C}), w = e.in({C}), b = e.in({C}), dout = e.in({N, C}), res = e.in({N, C});
+                   Tensor y = e.out({N, C}), mean = e.out_as({N}, F32), rstd = e.out_as({N}, F32);
+                   ops::layernorm_forward(y, mean, rstd, x, w, b, 1e-5f);
+                   Tensor dx = e.out({N, C}), amax = e.out_as({1}, F32), none;
+                   ops::layernorm_backward(dx, none, none, dout, x, w, mean, rstd, res, amax);
+                   e.check("dx", dx);
+                   e.check("amax", amax);
+                 }});
+    t.push_back({"rmsnorm_backward", shape + "+amax", {F32, BF16}, [=](Env& e) {
+                   Tensor x = e.in({N, C}), w = e.in({C}), dout = e.in({N, C});
+                   Tensor y = e.out({N, C}), rstd = e.out_as({N}, F32);
+                   ops::rmsnorm_forward(y, rstd, x, w, 1e-6f);
+                   Tensor dx = e.out({N, C}), amax = e.out_as({1}, F32), none;
+                   Tensor dw = e.accum("dw", {C});
+                   ops::rmsnorm_backward(dx, dw, dout, x, w, rstd, none, amax);
+                   e.check("dx", dx);
+                   e.check("amax", amax);
+                 }});
     t.push_back({"rmsnorm_forward", shape + "+amax", {F32, BF16}, [=](Env& e) {
                    Tensor x = e.in({N, C}), w = e.in({C});
                    Tensor y = e.out({N, C}), rstd = e.out_as({N}, F32), amax = e.out_as({1}, F32);
@@ -482,6 +513,19 @@ void add_activation(std::vector<Case>& t) {
                      e.check("dx", dx);
                    }});
     }
+    t.push_back({"gelu_forward", shape + " erf+amax", {F32, BF16}, [=](Env& e) {
+                   Tensor x = e.in({N, F}, 2.0f), y = e.out({N, F}), amax = e.out_as({1}, F32);
+                   ops::gelu_forward(y, x, ops::GeluKind::Erf, amax);
+                   e.check("out", y);
+                   e.check("amax", amax);
+                 }});
+    t.push_back({"gelu_backward", shape + " erf+amax", {F32, BF16}, [=](Env& e) {
+                   Tensor x = e.in({N, F}, 2.0f), dout = e.in({N, F}), dx = e.out({N, F});
+                   Tensor amax = e.out_as({1}, F32);
+                   ops::gelu_backward(dx, dout, x, ops::GeluKind::Erf, amax);
+                   e.check("dx", dx);
+                   e.check("amax", amax);
+                 }});
     t.push_back({"swiglu_forward", shape, {F32, BF16}, [=](Env& e) {
                    Tensor g = e.in({N, F}, 2.0f), u = e.in({N, F}), y = e.out({N, F});
                    ops::swiglu_forward(y, g, u);

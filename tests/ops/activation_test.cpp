@@ -133,3 +133,16 @@ TEST(OpsActivation, SwigluPackedAmaxOutputs) {
   EXPECT_EQ(dgu_amax.f32()[0], float(biofm::testkit::max_abs(dgu)));
   EXPECT_GT(h_amax.f32()[0], 0.0f);
 }
+
+// GELU's optional amax outputs, as SwiGLU's: max |value| written.
+TEST(OpsActivation, GeluAmaxOutputs) {
+  const int64_t n = 40;
+  Tensor x = biofm::testkit::randn({n}, 73, 2.0f), g = biofm::testkit::randn({n}, 74);
+  Tensor y = Tensor::empty({n}, DType::F32), dx = Tensor::empty({n}, DType::F32);
+  Tensor y_amax = Tensor::empty({1}, DType::F32), dx_amax = Tensor::empty({1}, DType::F32);
+  ops::gelu_forward(y, x, ops::GeluKind::Erf, y_amax);
+  ops::gelu_backward(dx, g, x, ops::GeluKind::Erf, dx_amax);
+  EXPECT_EQ(y_amax.f32()[0], float(biofm::testkit::max_abs(y)));
+  EXPECT_EQ(dx_amax.f32()[0], float(biofm::testkit::max_abs(dx)));
+  EXPECT_GT(y_amax.f32()[0], 0.0f);
+}

@@ -113,6 +113,17 @@ TEST(OpsFp8, QuantizeCurrentScaling) {
       EXPECT_EQ(qtp[c * Rp + r], qp[r * C + c]);
       EXPECT_EQ(fake.f32()[r * C + c], fp8_decode(qp[r * C + c], Fp8Type::E4M3) * sinv.f32()[0]);
     }
+  // col_sums: += the column sums of x as given (not of the codes).
+  Tensor sums = Tensor::empty({C}, DType::F32), no_codes;
+  for (int64_t c = 0; c < C; ++c) sums.f32()[c] = float(c);
+  ops::fp8_quantize(no_codes, no_codes, sinv, x, Fp8Type::E5M2, Tensor(), sums);
+  for (int64_t c = 0; c < C; ++c) {
+    double want = c;
+    for (int64_t r = 0; r < R; ++r) want += x.f32()[r * C + c];
+    EXPECT_NEAR(sums.f32()[c], want, 1e-4) << c;
+  }
+  EXPECT_THROW(ops::fp8_quantize(no_codes, no_codes, sinv, x, Fp8Type::E5M2, Tensor(), Tensor::empty({C + 1}, DType::F32)),
+               Error);
   // An all-zero tensor keeps scale 1 (no division by zero).
   Tensor z = Tensor::zeros({4, 16}, DType::F32), none;
   ops::fp8_quantize(none, none, sinv, z, Fp8Type::E5M2);

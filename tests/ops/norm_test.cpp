@@ -164,4 +164,16 @@ TEST(OpsNorm, AmaxOutput) {
   ops::layernorm_forward(out, mean, rstd, x, w, b, 1e-5f, amax);
   EXPECT_EQ(amax.f32()[0], float(biofm::testkit::max_abs(out)));
   EXPECT_GT(amax.f32()[0], 0.0f);
+  // Backward: max |dx| of the input gradient (residual gradient included).
+  Tensor dout = biofm::testkit::randn({6, 16}, 94), dres = biofm::testkit::randn({6, 16}, 95, 4.0f);
+  Tensor dx = Tensor::empty({6, 16}, DType::F32), none;
+  amax.f32()[0] = -1.0f;
+  ops::layernorm_backward(dx, none, none, dout, x, w, mean, rstd, dres, amax);
+  EXPECT_EQ(amax.f32()[0], float(biofm::testkit::max_abs(dx)));
+  ops::rmsnorm_forward(out, rstd, x, w, 1e-5f);
+  amax.f32()[0] = -1.0f;
+  ops::rmsnorm_backward(dx, none, dout, x, w, rstd, Tensor(), amax);
+  EXPECT_EQ(amax.f32()[0], float(biofm::testkit::max_abs(dx)));
+  EXPECT_GT(amax.f32()[0], 0.0f);
+  EXPECT_THROW(ops::rmsnorm_backward(none, none, dout, x, w, rstd, Tensor(), amax), Error);
 }

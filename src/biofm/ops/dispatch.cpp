@@ -59,16 +59,16 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
 }
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout,
                         const Tensor& x, const Tensor& w, const Tensor& mean,
-                        const Tensor& rstd, const Tensor& dres) {
-  BIOFM_DISPATCH(x.device(), layernorm_backward, dx, dw, db, dout, x, w, mean, rstd, dres);
+                        const Tensor& rstd, const Tensor& dres, const Tensor& dx_amax) {
+  BIOFM_DISPATCH(x.device(), layernorm_backward, dx, dw, db, dout, x, w, mean, rstd, dres, dx_amax);
 }
 void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
                      const Tensor& out_amax) {
   BIOFM_DISPATCH(x.device(), rmsnorm_forward, out, rstd, x, w, eps, out_amax);
 }
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x,
-                      const Tensor& w, const Tensor& rstd, const Tensor& dres) {
-  BIOFM_DISPATCH(x.device(), rmsnorm_backward, dx, dw, dout, x, w, rstd, dres);
+                      const Tensor& w, const Tensor& rstd, const Tensor& dres, const Tensor& dx_amax) {
+  BIOFM_DISPATCH(x.device(), rmsnorm_backward, dx, dw, dout, x, w, rstd, dres, dx_amax);
 }
 
 // ---- elementwise
@@ -81,11 +81,11 @@ void sum_accumulate(Tensor& acc, const Tensor& x) {
 
 // ---- activation
 
-void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
-  BIOFM_DISPATCH(x.device(), gelu_forward, out, x, kind);
+void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind, const Tensor& out_amax) {
+  BIOFM_DISPATCH(x.device(), gelu_forward, out, x, kind, out_amax);
 }
-void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind) {
-  BIOFM_DISPATCH(x.device(), gelu_backward, dx, dout, x, kind);
+void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind, const Tensor& dx_amax) {
+  BIOFM_DISPATCH(x.device(), gelu_backward, dx, dout, x, kind, dx_amax);
 }
 void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up) {
   BIOFM_DISPATCH(gate.device(), swiglu_forward, out, gate, up);
@@ -154,8 +154,8 @@ void scale_rows_inplace(Tensor& dh, const Tensor& scale) {
 // ---- fp8
 
 void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
-                  const Tensor& amax) {
-  BIOFM_DISPATCH(x.device(), fp8_quantize, q, q_t, scale_inv, x, t, amax);
+                  const Tensor& amax, const Tensor& col_sums) {
+  BIOFM_DISPATCH(x.device(), fp8_quantize, q, q_t, scale_inv, x, t, amax, col_sums);
 }
 
 // ---- loss

@@ -56,11 +56,11 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
   out_.forward(out, a.attn.view({T, nh * hd}), residual, keep_fp8 ? &a.fp8_o : nullptr);
 }
 
-void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, const Batch& b,
-                             AttentionActs& a) const {
+void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, const Batch& b, AttentionActs& a,
+                             const Tensor& dout_amax) const {
   const int64_t T = dout.size(0), nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
   Tensor dattn = ctx_->act({T, nh * hd});
-  out_.backward(dattn, dout, a.attn.view({T, nh * hd}), &a.fp8_o);
+  out_.backward(dattn, dout, a.attn.view({T, nh * hd}), &a.fp8_o, dout_amax);
   const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, b.max_seqlen, b.uniform()};
   Tensor dpacked = ctx_->act({T, (nh + 2 * nkv) * hd});
   if (a.qkv.defined()) {

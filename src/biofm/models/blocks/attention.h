@@ -37,6 +37,7 @@ class SelfAttention {
       : ctx_(ctx), spec_(spec), qkv_(std::move(qkv)), out_(std::move(out)), inv_freq_(inv_freq) {}
 
   const Linear& qkv() const { return qkv_; }
+  const Linear& out() const { return out_; }
   // out = residual + W_o·Attn(rope(W_q·xn), rope(W_k·xn), W_v·xn) (+ biases). keep_fp8: keep the
   // FP8 input codes for backward; xn_amax: max |xn| from the norm. cache (decoding): this
   // layer's keys/values are appended at cache.length and the new rows attend to the cache.
@@ -44,7 +45,10 @@ class SelfAttention {
                bool keep_fp8, const Tensor& xn_amax, KvCache* cache, int layer) const;
   // dxn = the gradient w.r.t. xn (overwritten) given dout, the gradient w.r.t. out (whose
   // residual part the caller adds); parameter gradients accumulate.
-  void backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, const Batch& b, AttentionActs& a) const;
+  // dout_amax: max |dout| from its producer (FP8: the output projection's gradient
+  // quantization reuses it), or undefined.
+  void backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, const Batch& b, AttentionActs& a,
+                const Tensor& dout_amax = Tensor()) const;
 
  private:
   const BlockContext* ctx_ = nullptr;

@@ -49,7 +49,10 @@ void TransformerLayer::backward_post_norm(int layer, const Batch& b, LayerActs& 
   ops::add_inplace(dx, dh1);
 }
 
-void TransformerLayer::backward(int layer, const Batch& b, LayerActs& a, Tensor& dx) const {
+void TransformerLayer::backward(int layer, const Batch& b, LayerActs& a, Tensor& dx, Tensor* dx_amax,
+                               bool emit_amax) const {
+  const Tensor dout_amax = dx_amax ? *dx_amax : Tensor();
+  if (dx_amax) *dx_amax = Tensor();
   if (a.recompute_pending()) {
     forward(layer, b, a.x_in, a, nullptr, nullptr);
   } else if (a.lean) {
@@ -60,16 +63,22 @@ void TransformerLayer::backward(int layer, const Batch& b, LayerActs& a, Tensor&
     mlp_.activate(a.mlp);
   }
   if (!pre_norm_) return backward_post_norm(layer, b, a, dx);
-  // Mlp, then Norm2 with the residual gradient folded in.
+  // Mlp, then Norm2 with the residual gradient folded in. The norms' backward also write max
+  // |dx| where an FP8 output projection quantizes that gradient next (this layer's attention
+  // output, the layer below's MLP output).
   Tensor dxn2;
-  mlp_.backward(dxn2, dx, a.xn2, a.mlp);
-  Tensor dmid = ctx_->act(dx.shape());
-  norm2_.backward(dmid, dxn2, a.x_mid, a.st2, /*dres=*/dx);
+  mlp_.backward(dxn2, dx, a.xn2, a.mlp, dout_amax);
+  Tensor dmid = ctx_->act(dx.shape()), dmid_amax;
+  if (attn_.out().fp8()) dmid_amax = ctx_->f32({1});
+  norm2_.backward(dmid, dxn2, a.x_mid, a.st2, /*dres=*/dx, dmid_amax);
   dxn2 = Tensor();
   // Attention, then Norm1 likewise.
   Tensor dxn1;
-  attn_.backward(dxn1, dmid, a.xn1, b, a.attn);
-  norm1_.backward(dx, dxn1, a.x_in, a.st1, /*dres=*/dmid);
+  attn_.backward(dxn1, dmid, a.xn1, b, a.attn, dmid_amax);
+  Tensor din_amax;
+  if (dx_amax && emit_amax) din_amax = ctx_->f32({1});
+  norm1_.backward(dx, dxn1, a.x_in, a.st1, /*dres=*/dmid, din_amax);
+  if (dx_amax) *dx_amax = din_amax;
 }
 
 }  // namespace biofm

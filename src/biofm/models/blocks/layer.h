@@ -40,8 +40,13 @@ class TransformerLayer {
     a.lean = true;
   }
   // dx: the gradient w.r.t. the layer's output on entry, w.r.t. its input on exit. Recomputes
-  // or redoes what forward did not keep.
-  void backward(int layer, const Batch& b, LayerActs& a, Tensor& dx) const;
+  // or redoes what forward did not keep. FP8 (pre-norm): dx_amax, when given, holds max |dx|
+  // on entry (or is undefined) and on exit max |dx| of the input gradient when emit_amax (the
+  // layer below quantizes it), else undefined.
+  void backward(int layer, const Batch& b, LayerActs& a, Tensor& dx, Tensor* dx_amax = nullptr,
+                bool emit_amax = false) const;
+  // Whether the MLP's output projection quantizes its gradient with per-tensor scales.
+  bool mlp_out_fp8() const { return mlp_.out_fp8(); }
 
  private:
   void norm1(LayerActs& a) const;

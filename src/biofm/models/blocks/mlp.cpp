@@ -9,7 +9,8 @@ void Mlp::activate(MlpActs& a) const {
   const int64_t T = a.pre.size(0);
   if (kind_ == MlpKind::Gelu) {
     a.act = ctx_->act({T, a.pre.size(1)});
-    ops::gelu_forward(a.act, a.pre, ops::GeluKind::Erf);
+    if (out_.fp8()) a.act_amax = ctx_->f32({1});  // the W_out quantization reuses it
+    ops::gelu_forward(a.act, a.pre, ops::GeluKind::Erf, a.act_amax);
   } else {
     a.act = ctx_->act({T, a.pre.size(1) / 2});
     if (out_.fp8()) a.act_amax = ctx_->f32({1});  // the W_out quantization reuses it
@@ -35,7 +36,7 @@ void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs
   out_.forward(*out, a.act, residual, keep_fp8 ? &a.fp8_out : nullptr, a.act_amax);
 }
 
-void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a) const {
+void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a, const Tensor& dout_amax) const {
   const int64_t T = dout.size(0);
   if (fused_gelu()) {
     // dpre from W_out's input-gradient GEMM with the GELU backward in it; then W_out's own
@@ -48,14 +49,14 @@ void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a
     return;
   }
   Tensor dact = ctx_->act(a.act.shape());
-  out_.backward(dact, dout, a.act, &a.fp8_out);
+  out_.backward(dact, dout, a.act, &a.fp8_out, dout_amax);
   Tensor dpre, dpre_amax;
+  if (in_.fp8()) dpre_amax = ctx_->f32({1});  // the W_in gradient quantization reuses it
   if (kind_ == MlpKind::Gelu) {
-    ops::gelu_backward(dact, dact, a.pre, ops::GeluKind::Erf);
+    ops::gelu_backward(dact, dact, a.pre, ops::GeluKind::Erf, dpre_amax);
     dpre = dact;
   } else {
     dpre = ctx_->act(a.pre.shape());
-    if (in_.fp8()) dpre_amax = ctx_->f32({1});
     ops::swiglu_backward_packed(dpre, dact, a.pre, dpre_amax);
   }
   dact = Tensor();

@@ -28,8 +28,13 @@ class Mlp {
                const Tensor& xn_amax) const;
   // act from pre again (a lean layer drops act and redoes it in backward).
   void activate(MlpActs& a) const;
-  // dxn overwritten; parameter gradients accumulate.
-  void backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a) const;
+  // dxn overwritten; parameter gradients accumulate. dout_amax: max |dout| from its producer
+  // (FP8: W_out's gradient quantization reuses it), or undefined.
+  void backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a,
+                const Tensor& dout_amax = Tensor()) const;
+  // Whether W_out quantizes its output gradient with per-tensor scales (then the producer of
+  // that gradient saves it a pass by passing its amax).
+  bool out_fp8() const { return out_.fp8(); }
 
  private:
   // GELU with both linears in the compute precision and W_in's bias present: the fused ops.

@@ -17,14 +17,15 @@ void Norm::forward(Tensor& out, NormStats& st, const Tensor& x, const Tensor& ou
   }
 }
 
-void Norm::backward(Tensor& dx, const Tensor& dout, const Tensor& x, const NormStats& st, const Tensor& dres) const {
+void Norm::backward(Tensor& dx, const Tensor& dout, const Tensor& x, const NormStats& st, const Tensor& dres,
+                    const Tensor& dx_amax) const {
   const ParamStore& p = *ctx_->params;
   Tensor dw = w_.grad(p);
   if (kind_ == NormKind::LayerNorm) {
     Tensor db = b_.grad(p);
-    ops::layernorm_backward(dx, dw, db, dout, x, w_.weight(p), st.mean, st.rstd, dres);
+    ops::layernorm_backward(dx, dw, db, dout, x, w_.weight(p), st.mean, st.rstd, dres, dx_amax);
   } else {
-    ops::rmsnorm_backward(dx, dw, dout, x, w_.weight(p), st.rstd, dres);
+    ops::rmsnorm_backward(dx, dw, dout, x, w_.weight(p), st.rstd, dres, dx_amax);
   }
 }
 

@@ -23,9 +23,10 @@ class Norm {
   // without another pass over it).
   void forward(Tensor& out, NormStats& st, const Tensor& x, const Tensor& out_amax = Tensor()) const;
   // dx = dnorm/dx · dout, plus dres when defined (a pre-norm block's residual gradient, folded
-  // into the same pass; may alias dx); weight (and bias) gradients accumulate.
+  // into the same pass; may alias dx); weight (and bias) gradients accumulate. dx_amax as
+  // forward's out_amax, for dx.
   void backward(Tensor& dx, const Tensor& dout, const Tensor& x, const NormStats& st,
-                const Tensor& dres = Tensor()) const;
+                const Tensor& dres = Tensor(), const Tensor& dx_amax = Tensor()) const;
 
  private:
   const BlockContext* ctx_ = nullptr;

@@ -53,9 +53,11 @@ Tensor TransformerStack::forward_layers(const Batch& b, Tensor x, int layers,
 
 void TransformerStack::backward(const Batch& b, std::vector<LayerActs>& acts, Tensor& dx,
                                 const LayerHook& hook) const {
+  Tensor dx_amax;  // FP8: max |dx| from the layer above's norm backward, for this layer's W_out
   for (int l = num_layers() - 1; l >= 0; --l) {
     if (hook) hook(LayerEvent::BeforeBackward, l);
-    layers_[size_t(l)].backward(l, b, acts[size_t(l)], dx);
+    const bool below_fp8 = l > 0 && layers_[size_t(l - 1)].mlp_out_fp8();
+    layers_[size_t(l)].backward(l, b, acts[size_t(l)], dx, &dx_amax, below_fp8);
     acts[size_t(l)] = LayerActs{};  // free as we go
     if (hook) hook(LayerEvent::GradsReady, l);
   }

@@ -27,7 +27,7 @@ void check_same(const Tensor& a, const Tensor& ref, const char* op, const char* 
 
 }  // namespace
 
-void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
+void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind, const Tensor& out_amax) {
   const char* op = "gelu_forward";
   require_f32(x, op, "x");
   check_same(out, x, op, "out", "x");
@@ -36,9 +36,10 @@ void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
   const int64_t n = x.numel();
   const bool tanh_form = kind == GeluKind::Tanh;
   for_blocks(n, [&](int64_t a, int64_t b) { gelu_rows(yp + a, xp + a, b - a, tanh_form); });
+  write_amax(out_amax, out, op);
 }
 
-void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind) {
+void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind, const Tensor& dx_amax) {
   const char* op = "gelu_backward";
   require_f32(x, op, "x");
   check_same(dout, x, op, "dout", "x");
@@ -51,6 +52,7 @@ void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kin
   for_blocks(n, [&](int64_t a, int64_t b) {
     gelu_grad_rows(dp + a, gp + a, xp + a, b - a, tanh_form);
   });
+  write_amax(dx_amax, dx, op);
 }
 
 void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up) {

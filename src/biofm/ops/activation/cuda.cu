@@ -70,7 +70,7 @@ struct GeluForward {
 #pragma unroll
     for (int j = 0; j < V; ++j) v[j] = TANH ? gelu_tanh(v[j]) : gelu_erf(v[j]);
     store_vec<V>(y + i, v);
-    return 0.0f;  // (no caller asks for GELU's amax)
+    return stored_amax<T>(v);
   }
 };
 
@@ -87,7 +87,7 @@ struct GeluBackward {
 #pragma unroll
     for (int j = 0; j < V; ++j) g[j] *= TANH ? gelu_tanh_grad(v[j]) : gelu_erf_grad(v[j]);
     store_vec<V>(dx + i, g);
-    return 0.0f;
+    return stored_amax<T>(g);
   }
 };
 
@@ -147,7 +147,7 @@ struct SwigluBackward {
 
 }  // namespace
 
-void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
+void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind, const Tensor& out_amax) {
   const char* op = "gelu_forward";
   require_float(x, op, "x");
   require_like(out, x, op, "out", "x");
@@ -157,13 +157,13 @@ void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind) {
     T* y = static_cast<T*>(out.raw());
     const T* xp = static_cast<const T*>(x.raw());
     if (kind == GeluKind::Tanh)
-      launch_elementwise(x.numel(), vec8, GeluForward<T, true>{y, xp});
+      launch_elementwise(x.numel(), vec8, GeluForward<T, true>{y, xp}, out_amax);
     else
-      launch_elementwise(x.numel(), vec8, GeluForward<T, false>{y, xp});
+      launch_elementwise(x.numel(), vec8, GeluForward<T, false>{y, xp}, out_amax);
   });
 }
 
-void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind) {
+void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind, const Tensor& dx_amax) {
   const char* op = "gelu_backward";
   require_float(x, op, "x");
   require_like(dout, x, op, "dout", "x");
@@ -175,9 +175,9 @@ void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kin
     const T* g = static_cast<const T*>(dout.raw());
     const T* xp = static_cast<const T*>(x.raw());
     if (kind == GeluKind::Tanh)
-      launch_elementwise(x.numel(), vec8, GeluBackward<T, true>{d, g, xp});
+      launch_elementwise(x.numel(), vec8, GeluBackward<T, true>{d, g, xp}, dx_amax);
     else
-      launch_elementwise(x.numel(), vec8, GeluBackward<T, false>{d, g, xp});
+      launch_elementwise(x.numel(), vec8, GeluBackward<T, false>{d, g, xp}, dx_amax);
   });
 }
 

@@ -7,9 +7,10 @@ namespace biofm::ops {
 enum class GeluKind { Erf, Tanh };
 
 // out = gelu(x), elementwise (out may alias x).
-void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind);
+void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind, const Tensor& out_amax = Tensor());
 // dx = dout · gelu'(x) (dx may alias dout).
-void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind);
+void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind, const Tensor& dx_amax = Tensor());
+// out_amax / dx_amax as the SwiGLU ones below: max |value written|, for an FP8 quantization.
 
 // out[N,F] = silu(gate[N,F]) * up[N,F].
 void swiglu_forward(Tensor& out, const Tensor& gate, const Tensor& up);

@@ -102,13 +102,23 @@ float amax_of(const std::vector<float>& v) { return max_abs(v.data(), int64_t(v.
 
 }  // namespace
 
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax) {
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax,
+                  const Tensor& col_sums) {
   const char* op = "fp8_quantize";
   const std::vector<float> v = values_of(x, op);
   const int64_t C = x.dim() ? x.size(-1) : 1;
   const int64_t R = rows_of(x, C, op, "x");
   require_f32_shape(scale_inv, {1}, op, "scale_inv");
   if (amax.defined()) require_f32_shape(amax, {1}, op, "amax");
+  if (col_sums.defined()) {
+    require_f32_shape(col_sums, {C}, op, "col_sums");
+    float* s = col_sums.f32();
+    for (int64_t c = 0; c < C; ++c) {
+      double acc = 0;
+      for (int64_t r = 0; r < R; ++r) acc += v[size_t(r * C + c)];
+      s[c] += float(acc);
+    }
+  }
   const float scale = fp8_scale_for(amax.defined() ? amax.f32()[0] : amax_of(v), t);
   scale_inv.f32()[0] = 1.0f / scale;
   if (q.defined()) {

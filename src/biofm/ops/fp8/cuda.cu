@@ -5,9 +5,11 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/fp8/op.h"
+#include "biofm/ops/gemm/cublaslt_plans_cuda.h"
 
 namespace biofm::ops::cuda {
 using namespace cuda_detail;
@@ -59,9 +61,10 @@ __device__ __forceinline__ uint8_t encode(float v) {
 template <class T, Fp8Type kType>
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, const unsigned* amax_bits, float fmax,
-                    uint8_t* q, uint8_t* q_t, float* scale_inv) {
+                    uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial) {
   // 16-byte rows of codes; 80 bytes per tile row keeps every row 16-byte aligned.
   __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
+  __shared__ float warp_col_sums[kThreads / 32][kTile];
   const float amax = __uint_as_float(*amax_bits);
   float scale = 1.0f;
   if (amax > 0.0f && isfinite(amax)) {
@@ -74,10 +77,12 @@ __global__ void __launch_bounds__(kThreads)
   {
     const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
     const int64_t gr = row0 + r, gc = col0 + c;
+    float v[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) v[i] = 0.0f;
     if (gc < C) {  // C % 16 == 0: the 16 columns are all in range
       Pack<uint8_t, 16> codes;
       if (gr < R) {
-        float v[16];
         load_vec<16>(v, x + gr * C + gc);
 #pragma unroll
         for (int i = 0; i < 16; ++i) codes.v[i] = encode<kType>(v[i] * scale);
@@ -87,6 +92,26 @@ __global__ void __launch_bounds__(kThreads)
         for (int i = 0; i < 16; ++i) codes.v[i] = 0;
       }
       *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = codes;
+    }
+    if (col_partial) {  // uniform over the grid
+      // The tile's column sums of x as read (the bias gradient of an output gradient): over the
+      // warp's 8 rows by shuffles (lanes 4 apart hold the same columns), then over the 8 warps
+      // in a fixed order, so the result does not depend on scheduling.
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+#pragma unroll
+        for (int o = 4; o < 32; o <<= 1) v[i] += __shfl_xor_sync(0xffffffffu, v[i], o);
+      const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+      if (lane < 4)
+#pragma unroll
+        for (int i = 0; i < 16; ++i) warp_col_sums[warp][lane * 16 + i] = v[i];
+      __syncthreads();
+      if (threadIdx.x < kTile && col0 + threadIdx.x < C) {
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < kThreads / 32; ++w) s += warp_col_sums[w][threadIdx.x];
+        col_partial[int64_t(blockIdx.y) * C + col0 + threadIdx.x] = s;
+      }
     }
   }
   if (!q_t) return;  // uniform over the grid
@@ -103,7 +128,7 @@ __global__ void __launch_bounds__(kThreads)
 
 template <class T>
 void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, int64_t R, int64_t C,
-            const Tensor& given_amax) {
+            const Tensor& given_amax, const Tensor& col_sums) {
   cudaStream_t st = cuda_ctx::stream();
   const T* xp = static_cast<const T*>(x.raw());
   Tensor own_amax;
@@ -122,18 +147,24 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   uint8_t* qp = q.defined() ? static_cast<uint8_t*>(q.raw()) : nullptr;
   uint8_t* qtp = q_t.defined() ? static_cast<uint8_t*>(q_t.raw()) : nullptr;
   const float fmax = fp8_max(t);
+  // Column sums: one row of partial sums per row of tiles, then a deterministic finishing pass.
+  std::optional<Scratch> partial;
+  if (col_sums.defined()) partial.emplace(size_t(grid.y) * size_t(C) * sizeof(float));
+  float* pp = partial ? partial->as<float>() : nullptr;
   if (t == Fp8Type::E4M3)
     quantize_kernel<T, Fp8Type::E4M3><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp,
-                                                                  scale_inv.f32());
+                                                                  scale_inv.f32(), pp);
   else
     quantize_kernel<T, Fp8Type::E5M2><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp,
-                                                                  scale_inv.f32());
+                                                                  scale_inv.f32(), pp);
   BIOFM_CUDA_LAUNCH_CHECK();
+  if (pp) gemm_detail::column_partials_into(col_sums, pp, grid.y);
 }
 
 }  // namespace
 
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax) {
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax,
+                  const Tensor& col_sums) {
   const char* op = "fp8_quantize";
   require_float(x, op, "x");
   const int64_t C = x.dim() ? x.size(-1) : 1;
@@ -157,9 +188,14 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
     require_dtype(amax, DType::F32, op, "amax");
     if (amax.numel() != 1) fail(op, ": amax must have one element, got ", amax.describe());
   }
+  if (col_sums.defined()) {
+    require_dtype(col_sums, DType::F32, op, "col_sums");
+    if (col_sums.numel() != C) fail(op, ": col_sums must have ", C, " elements, got ", col_sums.describe());
+  }
   if (C == 0) return;
-  dispatch_float(x.dtype(), op,
-                 [&](auto tag) { launch<typename decltype(tag)::type>(q, q_t, scale_inv, x, t, R, C, amax); });
+  dispatch_float(x.dtype(), op, [&](auto tag) {
+    launch<typename decltype(tag)::type>(q, q_t, scale_inv, x, t, R, C, amax, col_sums);
+  });
 }
 
 }  // namespace biofm::ops::cuda

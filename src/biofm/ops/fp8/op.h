@@ -13,6 +13,8 @@
 // for the K-major operand of a weight gradient (they only take op(A) = T, op(B) = N).
 // amax (F32 [1], optional): max |x| when the producer of x already computed it (e.g.
 // swiglu_*_packed's amax output); the quantization then skips its own pass over x.
+// col_sums (F32 [C], optional): += the column sums of x as read (unquantized), in a fixed order
+// (deterministic): the bias gradient of an output gradient, without another pass over it.
 #pragma once
 #include <cstdint>
 
@@ -33,7 +35,7 @@ float fp8_decode(uint8_t code, Fp8Type t);
 float fp8_scale_for(float amax, Fp8Type t);  // fp8_max / amax, or 1
 
 void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
-                  const Tensor& amax = Tensor());
+                  const Tensor& amax = Tensor(), const Tensor& col_sums = Tensor());
 
 BIOFM_BACKENDS(fp8_quantize)
 

@@ -65,5 +65,9 @@ LinearDims check_linear_backward(const char* op, const Tensor& dx, const Tensor&
 
 // dbias[O] (F32) += column sums of g[N, O] (F32 or BF16), deterministic.
 void column_sums_into(Tensor& dbias, const Tensor& g);
+// dbias[O] += Σ_split partial[split, O] (partial: device F32 [splits, O]), in a fixed order:
+// the finishing pass of column_sums_into, shared with kernels that make the partial sums
+// themselves (fp8_quantize's col_sums).
+void column_partials_into(const Tensor& dbias, const float* partial, int64_t splits);
 
 }  // namespace biofm::ops::cuda::gemm_detail

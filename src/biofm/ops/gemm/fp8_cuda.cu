@@ -47,12 +47,12 @@ struct Quantized {
 
 // Codes of x (row-major [R, C]) and/or of xᵀ ([C, Rp]) with their shared scale.
 void quantize(const Tensor& x, int64_t R, int64_t C, bool row_major, int64_t Rp_transposed, Fp8Type t,
-              Quantized* rm, Quantized* tr, const Tensor& amax = Tensor()) {
+              Quantized* rm, Quantized* tr, const Tensor& amax = Tensor(), const Tensor& col_sums = Tensor()) {
   Tensor q, qt;
   if (row_major) q = Tensor::empty({R, C}, DType::U8, Device::CUDA);
   if (Rp_transposed > 0) qt = Tensor::empty({C, Rp_transposed}, DType::U8, Device::CUDA);
   Tensor s = Tensor::empty({1}, DType::F32, Device::CUDA);
-  cuda::fp8_quantize(q, qt, s, x, t, amax);
+  cuda::fp8_quantize(q, qt, s, x, t, amax, col_sums);
   if (rm) *rm = {q, s};
   if (tr) *tr = {qt, s};
 }
@@ -119,7 +119,8 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
   const DType dt = x.dtype();
   const int64_t Np = padded_rows(N);
   Quantized dq, dqt;
-  quantize(dout, N, O, dx.defined(), dw.defined() ? Np : 0, recipe.bwd, &dq, &dqt, dout_amax);
+  // dbias from the same pass over dout (the quantization's column sums)
+  quantize(dout, N, O, dx.defined(), dw.defined() ? Np : 0, recipe.bwd, &dq, &dqt, dout_amax, dbias);
   Tensor none;
   if (dx.defined()) {
     Quantized wt;
@@ -151,7 +152,6 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
       linear_backward(none, dw, none, dout, x, w);
     }
   }
-  if (dbias.defined()) column_sums_into(dbias, dout);
 }
 
 }  // namespace biofm::ops::cuda

@@ -63,8 +63,10 @@ const float* residual_grad(const Tensor& dres, const Tensor& dx, const Tensor& x
 }  // namespace
 
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres) {
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres,
+                        const Tensor& dx_amax) {
   const char* op = "layernorm_backward";
+  if (dx_amax.defined() && !dx.defined()) fail(op, ": dx_amax given without dx");
   require_f32(x, op, "x");
   require_f32(w, op, "w");
   require_f32(dout, op, "dout");
@@ -122,6 +124,7 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, 
   }
   if (want_w) pw.add_to(dw.f32());
   if (want_b) pb.add_to(db.f32());
+  if (dx_amax.defined()) write_amax(dx_amax, dx, op);
 }
 
 void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps, const Tensor& out_amax) {
@@ -152,8 +155,9 @@ void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w
 }
 
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd, const Tensor& dres) {
+                      const Tensor& rstd, const Tensor& dres, const Tensor& dx_amax) {
   const char* op = "rmsnorm_backward";
+  if (dx_amax.defined() && !dx.defined()) fail(op, ": dx_amax given without dx");
   require_f32(x, op, "x");
   require_f32(w, op, "w");
   require_f32(dout, op, "dout");
@@ -199,6 +203,7 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
     }
   }
   if (want_w) pw.add_to(dw.f32());
+  if (dx_amax.defined()) write_amax(dx_amax, dx, op);
 }
 
 }  // namespace biofm::ops::cpu

@@ -198,7 +198,7 @@ template <class T, class W, int VEC, int MAXC, bool RMS>
 __global__ void __launch_bounds__(kMaxThreadsPerRow)
     norm_backward_kernel(T* dx, float* part_w, float* part_b, const T* dout, const T* x, const W* w,
                          const float* mean, const float* rstd, const T* dres, int64_t N, int C,
-                         int tpr) {
+                         int tpr, unsigned* amax_bits) {
   extern __shared__ float smem[];
   const int rpb = blockDim.x / tpr;
   const int g = threadIdx.x / tpr, t = threadIdx.x % tpr;
@@ -207,6 +207,7 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
   const int nchunks = C / VEC;
   const float inv_c = C ? 1.0f / float(C) : 0.0f;
   const bool want_w = part_w != nullptr, want_b = part_b != nullptr;
+  float amax = 0.0f;  // of dx as stored (only with amax_bits)
 
   float wv[MAXC][VEC], aw[MAXC][VEC], ab[MAXC][VEC];
 #pragma unroll
@@ -278,9 +279,13 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
           for (int i = 0; i < VEC; ++i) y[i] += rv[i];
         }
         store_vec<VEC>(dr + int64_t(ch) * VEC, y);
+        if (amax_bits)
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) amax = fmaxf(amax, stored_abs<T>(y[i]));
       }
     }
   }
+  if (amax_bits) amax_reduce_into(amax_bits, amax);  // every thread of the block gets here
 
   // This block's column sums: reduce the rpb groups through shared memory (one chunk column
   // at a time), then group 0 writes the block's partial row.
@@ -385,7 +390,7 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
 template <bool RMS>
 void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
                      const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres,
-                     const char* op) {
+                     const Tensor& dx_amax, const char* op) {
   require_float(x, op, "x");
   require_float(w, op, "w");
   require_like(dout, x, op, "dout", "x");
@@ -411,6 +416,8 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
     require_dtype(db, DType::F32, op, "db");
     require_shape(db, {C}, op, "db");
   }
+  if (dx_amax.defined() && !dx.defined()) fail(op, ": dx_amax given without dx");
+  unsigned* amax_bits = amax_accumulator(dx_amax, op);  // (zeroed: 0 for N == 0)
   const bool want_w = dw.defined(), want_b = !RMS && db.defined();
   if (N == 0 || (!dx.defined() && !want_w && !want_b)) return;
   const bool vec8 = C % 8 == 0 && aligned16(x) && aligned16(dout) && aligned16(dx) && aligned16(w) &&
@@ -439,7 +446,7 @@ void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, con
             want_b ? part_b.f32() : nullptr, static_cast<const T*>(dout.raw()),
             static_cast<const T*>(x.raw()), static_cast<const Wt*>(w.raw()),
             RMS ? nullptr : mean.f32(), rstd.f32(),
-            dres.defined() ? static_cast<const T*>(dres.raw()) : nullptr, N, int(C), l.tpr);
+            dres.defined() ? static_cast<const T*>(dres.raw()) : nullptr, N, int(C), l.tpr, amax_bits);
         BIOFM_CUDA_LAUNCH_CHECK();
         if (want_w || want_b) {
           const dim3 rgrid(unsigned(ceil_div(C, 32)), 2);
@@ -469,8 +476,9 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
 }
 
 void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres) {
-  launch_backward<false>(dx, dw, db, dout, x, w, mean, rstd, dres, "layernorm_backward");
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres,
+                        const Tensor& dx_amax) {
+  launch_backward<false>(dx, dw, db, dout, x, w, mean, rstd, dres, dx_amax, "layernorm_backward");
 }
 
 void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w, float eps, const Tensor& out_amax) {
@@ -479,9 +487,9 @@ void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w
 }
 
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
-                      const Tensor& rstd, const Tensor& dres) {
+                      const Tensor& rstd, const Tensor& dres, const Tensor& dx_amax) {
   Tensor none;
-  launch_backward<true>(dx, dw, none, dout, x, w, none, rstd, dres, "rmsnorm_backward");
+  launch_backward<true>(dx, dw, none, dout, x, w, none, rstd, dres, dx_amax, "rmsnorm_backward");
 }
 
 }  // namespace biofm::ops::cuda
