@@ -65,6 +65,38 @@ int main(int argc, char** argv) {
     row("forward (act only)", [&] { ops::linear_gelu_forward(act, none, x, w1, b1); });
     row("backward dpre", [&] { ops::linear_dgelu_backward(dpre, dout, w2, pre); });
   }
+  // The fused kernels' persistent tile order at the 650M shape (ops.gemm_fused_swizzle /
+  // gemm_fused_raster), next to cuBLASLt's plain GEMM of the same shape (no GELU, no bias).
+  {
+    const int64_t N = 16384, H = 1280, F = 5120;
+    const Tensor x = random_gpu({N, H}, 1, 1.0f), w1 = random_gpu({F, H}, 2, 0.03f), b1 = random_gpu({F}, 3, 0.1f);
+    const Tensor w2 = random_gpu({H, F}, 4, 0.02f), dout = random_gpu({N, H}, 5, 1.0f);
+    Tensor act = Tensor::empty({N, F}, DType::BF16, Device::CUDA), pre = Tensor::empty({N, F}, DType::BF16, Device::CUDA);
+    Tensor dpre = Tensor::empty({N, F}, DType::BF16, Device::CUDA), none;
+    const double flop = 2.0 * double(N) * double(H) * double(F);
+    set_fused(false);
+    const double g = time_ms(iters, [&] { ops::linear_forward(pre, x, w1, none, none); });
+    std::printf("\n650M tile order (ms; cuBLASLt GEMM alone %.3f ms, %.0f TFLOP/s)\n", g, flop / g / 1e9);
+    std::printf("%8s %7s %12s %12s %12s\n", "swizzle", "raster", "fwd+pre", "fwd act", "bwd dpre");
+    set_fused(true);
+    for (int raster : {0, 1, 2})
+      for (int swizzle : {1, 2, 4, 8}) {
+        ops::OpOptions o = ops::op_options();
+        o.gemm_fused_swizzle = swizzle;
+        o.gemm_fused_raster = raster;
+        if (raster != 0 && swizzle > 2) continue;  // (measured in session 15 run E: no better)
+        ops::set_op_options(o);
+        const double a = time_ms(iters, [&] { ops::linear_gelu_forward(act, pre, x, w1, b1); });
+        const double b = time_ms(iters, [&] { ops::linear_gelu_forward(act, none, x, w1, b1); });
+        const double c = time_ms(iters, [&] { ops::linear_dgelu_backward(dpre, dout, w2, pre); });
+        std::printf("%8d %7s %12.3f %12.3f %12.3f\n", swizzle, raster == 0 ? "heur" : raster == 1 ? "M" : "N", a, b, c);
+      }
+    // (Session 15 run F also tried 128x192 ping-pong tiles for the training kernels: forward
+    // 0.384-0.461 ms, backward 0.892-1.053 ms, slower than 128x128; removed.)
+    ops::OpOptions o = ops::op_options();
+    o.gemm_fused_swizzle = o.gemm_fused_raster = 0;
+    ops::set_op_options(o);
+  }
   std::printf("fused calls: %lld\n", (long long)ops::cuda::gemm_gelu_fused_calls());
   return 0;
 }

@@ -49,6 +49,11 @@ struct OpOptions {
   // Chunks of 8 features each thread of the norm kernels caches (1, 2, 4 or 8; backward at most
   // 4; 0 = the measured automatic choice). No config key: for bench/norm_bench.cpp.
   int norm_chunks = 0;
+  // The fused GELU GEMMs' (CUTLASS) persistent tile order: swizzle width (1, 2, 4, 8; 0 = the
+  // default) and raster (0 = CUTLASS's heuristic, 1 = along M, 2 = along N). No config key: for
+  // bench/mlp_gelu_bench.cpp.
+  int gemm_fused_swizzle = 0;
+  int gemm_fused_raster = 0;
 };
 
 void set_op_options(const OpOptions& options);

@@ -140,6 +140,10 @@ typename Gemm::Arguments gemm_args(int64_t M, int64_t N, int64_t K, const void* 
   args.epilogue.dD = packed<typename K_::StrideD>(M);
   args.epilogue.thread.alpha = 1.0f;
   args.epilogue.thread.beta = 0.0f;
+  const OpOptions& o = op_options();
+  if (o.gemm_fused_swizzle > 0) args.scheduler.max_swizzle_size = o.gemm_fused_swizzle;
+  using Raster = decltype(args.scheduler.raster_order);
+  if (o.gemm_fused_raster > 0) args.scheduler.raster_order = o.gemm_fused_raster == 1 ? Raster::AlongM : Raster::AlongN;
   BIOFM_CUDA_CHECK(cudaGetDevice(&args.hw_info.device_id));
   args.hw_info.sm_count = cuda_ctx::sm_count();  // (else CUTLASS queries it on every call)
   return args;
