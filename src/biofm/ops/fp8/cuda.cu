@@ -64,7 +64,9 @@ __global__ void __launch_bounds__(kThreads)
                     uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial) {
   // 16-byte rows of codes; 80 bytes per tile row keeps every row 16-byte aligned.
   __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
-  __shared__ float warp_col_sums[kThreads / 32][kTile];
+  // x itself when column sums are wanted; rows padded by 16 bytes (aligned vector stores, and
+  // rows 4 apart start in different banks).
+  __shared__ __align__(16) T vals[kTile][kTile + 16 / sizeof(T)];
   const float amax = __uint_as_float(*amax_bits);
   float scale = 1.0f;
   if (amax > 0.0f && isfinite(amax)) {
@@ -93,36 +95,30 @@ __global__ void __launch_bounds__(kThreads)
       }
       *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = codes;
     }
-    if (col_partial) {  // uniform over the grid
-      // The tile's column sums of x as read (the bias gradient of an output gradient): over the
-      // warp's 8 rows by shuffles (lanes 4 apart hold the same columns), then over the 8 warps
-      // in a fixed order, so the result does not depend on scheduling.
-#pragma unroll
-      for (int i = 0; i < 16; ++i)
-#pragma unroll
-        for (int o = 4; o < 32; o <<= 1) v[i] += __shfl_xor_sync(0xffffffffu, v[i], o);
-      const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-      if (lane < 4)
-#pragma unroll
-        for (int i = 0; i < 16; ++i) warp_col_sums[warp][lane * 16 + i] = v[i];
-      __syncthreads();
-      if (threadIdx.x < kTile && col0 + threadIdx.x < C) {
-        float s = 0.0f;
-#pragma unroll
-        for (int w = 0; w < kThreads / 32; ++w) s += warp_col_sums[w][threadIdx.x];
-        col_partial[int64_t(blockIdx.y) * C + col0 + threadIdx.x] = s;
-      }
-    }
+    // x as read, for the column sums below (zeros past R and C).
+    if (col_partial) store_vec<16>(&vals[r][c], v);  // uniform over the grid
   }
-  if (!q_t) return;  // uniform over the grid
+  if (!q_t && !col_partial) return;  // uniform over the grid
   __syncthreads();
   const int j = threadIdx.x >> 2, r = (threadIdx.x & 3) * 16;
   const int64_t gc = col0 + j, gr = row0 + r;
-  if (gc < C && gr < Rp) {  // Rp % 16 == 0: the 16 rows are all in range
+  if (q_t && gc < C && gr < Rp) {  // Rp % 16 == 0: the 16 rows are all in range
     Pack<uint8_t, 16> codes;
 #pragma unroll
     for (int i = 0; i < 16; ++i) codes.v[i] = tile[r + i][j];
     *reinterpret_cast<Pack<uint8_t, 16>*>(q_t + gc * Rp + gr) = codes;
+  }
+  if (col_partial) {
+    // The tile's column sums (the bias gradient of an output gradient): the 4 threads of column
+    // j take rows k, k + 4, ... (k = thread & 3; rows 4 apart fall in different shared-memory
+    // banks), then add across the 4 lanes; a fixed order, so the result is deterministic.
+    const int k = threadIdx.x & 3;
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kTile / 4; ++i) sum += to_f32(vals[k + 4 * i][j]);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (k == 0 && gc < C) col_partial[int64_t(blockIdx.y) * C + gc] = sum;
   }
 }
 
