@@ -415,6 +415,15 @@ void add_rope(std::vector<Case>& t) {
                        e.check("qkv", qkv);
                      }});
       }
+      // amax over whole rows, value heads included (FP8: the dq|dk|dv quantization reuses it)
+      t.push_back({"rope_qk_packed", shape + " inverse+amax", {F32, BF16}, [=](Env& e) {
+                     Tensor qkv = e.in({N, row}), amax = e.out_as({1}, F32);
+                     Tensor f = Tensor::from_f32({D / 2}, inv_freq_of(D));
+                     ops::rope_qk_packed(qkv, e.i32({N}, positions_of(l)), e.gpu() ? f.to(Device::CUDA) : f, Hq, Hkv,
+                                         /*inverse=*/true, amax);
+                     e.check("qkv", qkv);
+                     e.check("amax", amax);
+                   }});
       t.push_back({"rope_pack_qkv_grad", shape, {F32, BF16}, [=](Env& e) {
                      Tensor dq = e.in({N, Hq, D}), dk = e.in({N, Hkv, D}), dv = e.in({N, Hkv, D});
                      Tensor f = Tensor::from_f32({D / 2}, inv_freq_of(D));

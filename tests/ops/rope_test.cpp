@@ -116,3 +116,16 @@ TEST(OpsRope, UnpackQkvMatchesSliceAndRotateAndPackInvertsIt) {
   Tensor bad = Tensor::empty({N, R - D}, DType::F32);
   EXPECT_THROW(ops::rope_pack_qkv_grad(bad, q, k, v, pos, f), Error);
 }
+
+// rope_qk_packed's amax: max |value| over whole rows after the rotation, value heads included
+// (the largest value is put in a value head, which the rotation leaves alone).
+TEST(OpsRope, PackedAmaxCoversValueHeads) {
+  const int64_t N = 3, Hq = 2, Hkv = 1, D = 8, R = (Hq + 2 * Hkv) * D;
+  Tensor qkv = randn({N, R}, 8);
+  qkv.f32()[2 * R + (Hq + Hkv) * D + 3] = -9.0f;  // a value head
+  Tensor pos = Tensor::from_i32({N}, {0, 5, 2});
+  Tensor amax = Tensor::empty({1}, DType::F32);
+  ops::rope_qk_packed(qkv, pos, inv_freq_for(D), Hq, Hkv, /*inverse=*/true, amax);
+  EXPECT_EQ(amax.f32()[0], 9.0f);
+  EXPECT_EQ(amax.f32()[0], float(max_abs(qkv)));
+}

@@ -207,8 +207,8 @@ void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, con
   BIOFM_DISPATCH(dq.device(), rope_pack_qkv_grad, dpacked, dq, dk, dv, positions, inv_freq);
 }
 void rope_qk_packed(Tensor& qkv, const Tensor& positions, const Tensor& inv_freq, int64_t hq, int64_t hkv,
-                    bool inverse) {
-  BIOFM_DISPATCH(qkv.device(), rope_qk_packed, qkv, positions, inv_freq, hq, hkv, inverse);
+                    bool inverse, const Tensor& amax) {
+  BIOFM_DISPATCH(qkv.device(), rope_qk_packed, qkv, positions, inv_freq, hq, hkv, inverse, amax);
 }
 
 }  // namespace biofm::ops

@@ -62,12 +62,14 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
   Tensor dattn = ctx_->act({T, nh * hd});
   out_.backward(dattn, dout, a.attn.view({T, nh * hd}), &a.fp8_o, dout_amax);
   const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, b.max_seqlen, b.uniform()};
-  Tensor dpacked = ctx_->act({T, (nh + 2 * nkv) * hd});
+  Tensor dpacked = ctx_->act({T, (nh + 2 * nkv) * hd}), dpacked_amax;
   if (a.qkv.defined()) {
     ops::attention_backward_packed(dpacked, dattn.view({T, nh, hd}), a.qkv, ops::QkvHeads{nh, nkv, hd}, a.attn,
                                    a.lse, b.cu_seqlens, b.seq_lens, shape);
     dattn = Tensor();
-    ops::rope_qk_packed(dpacked, b.positions, *inv_freq_, nh, nkv, /*inverse=*/true);
+    // FP8: the inverse rotation also gives max |dq|dk|dv| for the gradient's quantization.
+    if (qkv_.fp8()) dpacked_amax = ctx_->f32({1});
+    ops::rope_qk_packed(dpacked, b.positions, *inv_freq_, nh, nkv, /*inverse=*/true, dpacked_amax);
   } else {
     Tensor dq = ctx_->act({T, nh, hd}), dk = ctx_->act({T, nkv, hd}), dv = ctx_->act({T, nkv, hd});
     ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
@@ -76,7 +78,7 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
     ops::rope_pack_qkv_grad(dpacked, dq, dk, dv, b.positions, *inv_freq_);
   }
   dxn = ctx_->act({T, xn.size(1)});
-  qkv_.backward(dxn, dpacked, xn, &a.fp8_qkv);
+  qkv_.backward(dxn, dpacked, xn, &a.fp8_qkv, dpacked_amax);
 }
 
 }  // namespace biofm

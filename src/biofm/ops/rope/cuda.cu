@@ -28,10 +28,11 @@ __device__ __forceinline__ void token_angles(float (&cs)[VEC], float (&sn)[VEC],
   }
 }
 
-// Rotates the VEC pairs (src[j], src[j + half]) into dst (dst may be src).
+// Rotates the VEC pairs (src[j], src[j + half]) into dst (dst may be src); returns the largest
+// |value| stored, as stored (callers that do not want it leave it to dead-code elimination).
 template <int VEC, class T>
-__device__ __forceinline__ void rotate(T* dst, const T* src, int half, const float (&cs)[VEC],
-                                       const float (&sn)[VEC]) {
+__device__ __forceinline__ float rotate(T* dst, const T* src, int half, const float (&cs)[VEC],
+                                        const float (&sn)[VEC]) {
   float x1[VEC], x2[VEC], y1[VEC], y2[VEC];
   load_vec<VEC>(x1, src);
   load_vec<VEC>(x2, src + half);
@@ -42,15 +43,22 @@ __device__ __forceinline__ void rotate(T* dst, const T* src, int half, const flo
   }
   store_vec<VEC>(dst, y1);
   store_vec<VEC>(dst + half, y2);
+  float m = 0.0f;
+#pragma unroll
+  for (int j = 0; j < VEC; ++j) m = fmaxf(m, fmaxf(stored_abs<T>(y1[j]), stored_abs<T>(y2[j])));
+  return m;
 }
 
 // Rotates the first H heads of every one of N rows of `row` elements (rope_apply: row = H·D;
 // rope_qk_packed: the q and k heads of a fused projection row).
+// With amax_bits: also max |value| over the rotated heads and the next Hv heads of each row
+// (read only: rope_qk_packed's value heads), reduced into amax_bits.
 template <class T, int VEC>
 __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_freq, int64_t N, int H,
-                            int half, int64_t row, bool inverse) {
+                            int half, int64_t row, bool inverse, int Hv, unsigned* amax_bits) {
   const int groups = half / VEC;
   const int64_t total = N * groups;
+  float m = 0.0f;
   for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = idx / groups;
@@ -61,9 +69,19 @@ __global__ void rope_kernel(T* x, const int32_t* positions, const float* inv_fre
 #pragma unroll 4
     for (int h = 0; h < H; ++h) {
       T* v = base + int64_t(h) * (2 * half);
-      rotate<VEC>(v, v, half, cs, sn);
+      const float hm = rotate<VEC>(v, v, half, cs, sn);
+      if (amax_bits) m = fmaxf(m, hm);
     }
+    if (amax_bits)
+      for (int h = H; h < H + Hv; ++h) {
+        float a[VEC], b[VEC];
+        load_vec<VEC>(a, base + int64_t(h) * (2 * half));
+        load_vec<VEC>(b, base + int64_t(h) * (2 * half) + half);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) m = fmaxf(m, fmaxf(fabsf(a[j]), fabsf(b[j])));
+      }
   }
+  if (amax_bits) amax_reduce_into(amax_bits, m);  // every thread gets here (grid-stride loop)
 }
 
 // Fused-QKV move: one thread per (token, group of VEC frequencies), as rope_kernel, walking
@@ -109,8 +127,10 @@ namespace {
 // Launches rope_kernel over N rows of `row` elements of x (H heads rotated), with the widest
 // vector access D/2 and the alignment of x and row allow.
 void launch_rope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq, int64_t N, int64_t H,
-                 int64_t half, int64_t row, bool inverse, const char* op) {
-  if (N == 0 || H == 0 || half == 0) return;
+                 int64_t half, int64_t row, bool inverse, const char* op, int64_t Hv = 0,
+                 const Tensor& amax = Tensor()) {
+  unsigned* amax_bits = amax_accumulator(amax, op);  // zeroed: 0 when there is nothing to scan
+  if (N == 0 || (H == 0 && Hv == 0) || half == 0) return;
   dispatch_float(x.dtype(), op, [&](auto tt) {
     using T = typename decltype(tt)::type;
     T* p = static_cast<T*>(x.raw());
@@ -121,7 +141,7 @@ void launch_rope(const Tensor& x, const Tensor& positions, const Tensor& inv_fre
       constexpr int VEC = decltype(vec_c)::value;
       const int64_t total = N * (half / VEC);
       rope_kernel<T, VEC><<<grid_for(total, 256, sm_waves(16)), 256, 0, cuda_ctx::stream()>>>(
-          p, positions.i32(), inv_freq.f32(), N, int(H), int(half), row, inverse);
+          p, positions.i32(), inv_freq.f32(), N, int(H), int(half), row, inverse, int(Hv), amax_bits);
       BIOFM_CUDA_LAUNCH_CHECK();
     };
     if (fits(4))
@@ -150,7 +170,7 @@ void rope_apply(Tensor& x, const Tensor& positions, const Tensor& inv_freq, bool
 }
 
 void rope_qk_packed(Tensor& qkv, const Tensor& positions, const Tensor& inv_freq, int64_t hq, int64_t hkv,
-                    bool inverse) {
+                    bool inverse, const Tensor& amax) {
   const char* op = "rope_qk_packed";
   require_float(qkv, op, "qkv");
   require_dtype(positions, DType::I32, op, "positions");
@@ -159,7 +179,7 @@ void rope_qk_packed(Tensor& qkv, const Tensor& positions, const Tensor& inv_freq
   const int64_t half = inv_freq.numel(), row = (hq + 2 * hkv) * 2 * half;
   const int64_t N = row ? rows_of(qkv, row, op, "qkv") : 0;
   require_shape(positions, {N}, op, "positions");
-  launch_rope(qkv, positions, inv_freq, N, hq + hkv, half, row, inverse, op);
+  launch_rope(qkv, positions, inv_freq, N, hq + hkv, half, row, inverse, op, hkv, amax);
 }
 
 namespace {

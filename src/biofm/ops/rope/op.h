@@ -22,9 +22,11 @@ void rope_pack_qkv_grad(Tensor& dpacked, const Tensor& dq, const Tensor& dk, con
 
 // The same rotation in place on the fused projection's output, left packed:
 // qkv[N, (hq + 2·hkv)·D], each row q | k | v; the hq query heads and hkv key heads of every row
-// are rotated (inverse: the gradient's backward rotation), the value heads untouched.
+// are rotated (inverse: the gradient's backward rotation), the value heads untouched. amax, when
+// defined (F32 [1]), is set to max |qkv| over whole rows after the rotation (the value heads
+// read for it): the FP8 quantization of dq|dk|dv then skips its own pass.
 void rope_qk_packed(Tensor& qkv, const Tensor& positions, const Tensor& inv_freq, int64_t hq, int64_t hkv,
-                    bool inverse);
+                    bool inverse, const Tensor& amax = Tensor());
 
 BIOFM_BACKENDS(rope_apply, rope_unpack_qkv, rope_pack_qkv_grad, rope_qk_packed)
 
