@@ -1,7 +1,8 @@
 // How far cuBLASLt's first heuristic choice is from the fastest algorithm it offers, for the
 // GEMMs of a training step (forward, input gradient, weight gradient of each linear layer) at
 // the ESM-2 650M and Llama 1B shapes. biofm's plan cache takes the first choice unless
-// ops.gemm_autotune is on; this bench says what timing the candidates is worth.
+// ops.gemm_autotune is on; this bench says what timing the candidates is worth, and for the
+// weight gradients what splitting their long K (the tokens) would be worth.
 //
 // Standalone program (cuBLASLt and the CUDA runtime only):
 //   g++ -std=c++20 -O2 -I/usr/local/cuda/include bench/gemm_algos_bench.cpp \
@@ -55,9 +56,10 @@ void linear(std::vector<Gemm>& g, const char* name, int64_t N, int64_t I, int64_
   names.push_back(std::string(name) + " dgrad");
   g.push_back({names.back().c_str(), CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, I, O, I, CUDA_R_16BF, CUBLASLT_EPILOGUE_DEFAULT,
                0.0f});
+  // (bias gradients come from biofm's column-sum kernel by default, ops.gemm_fused_bgrad = false)
   names.push_back(std::string(name) + " wgrad");
-  g.push_back({names.back().c_str(), CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, I, O, I, CUDA_R_32F,
-               bias ? CUBLASLT_EPILOGUE_BGRADB : CUBLASLT_EPILOGUE_DEFAULT, 1.0f});
+  g.push_back({names.back().c_str(), CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, I, O, I, CUDA_R_32F, CUBLASLT_EPILOGUE_DEFAULT,
+               1.0f});
 }
 
 }  // namespace
@@ -163,6 +165,89 @@ int main(int argc, char** argv) {
     std::printf("%-22s %5lld %5lld %6lld %4d %10.1f %10.1f %5.1f%% %7.0f %d\n", g.name, (long long)g.m,
                 (long long)g.n, (long long)g.k, count, first, best, 100.0 * (first - best) / first,
                 flop / best / 1e6, best_i);
+    // Weight gradients (K = tokens, few output tiles): does splitting K pay? (1) cuBLASLt's own
+    // split-K on each candidate (CUBLASLT_ALGO_CONFIG_SPLITK_NUM, checked by AlgoCheck); (2) the
+    // two K halves as one strided-batched GEMM into an fp32 scratch (beta 0), whose sum into dW
+    // would cost another pass (its bandwidth estimate printed beside it).
+    if (g.beta == 1.0f && g.epilogue == CUBLASLT_EPILOGUE_DEFAULT) {
+      auto time_algo = [&](cublasLtMatmulAlgo_t& algo) -> double {
+        auto run = [&] {
+          return cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &g.beta, d, lc, d, lc, &algo, ws, ws_size, st);
+        };
+        if (run() != CUBLAS_STATUS_SUCCESS) return -1;
+        run();
+        cudaEventRecord(e0, st);
+        for (int r = 0; r < iters; ++r) run();
+        cudaEventRecord(e1, st);
+        CHECK_CUDA(cudaEventSynchronize(e1));
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        return 1000.0 * ms / iters;
+      };
+      double best_split = 1e30;
+      int best_split_i = -1, best_split_k = 0;
+      for (int i = 0; i < std::min(count, 8); ++i)
+        for (int32_t splits : {2, 3, 4, 6, 8}) {
+          cublasLtMatmulAlgo_t algo = res[size_t(i)].algo;
+          if (cublasLtMatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof(splits)) !=
+              CUBLAS_STATUS_SUCCESS)
+            continue;
+          cublasLtMatmulHeuristicResult_t check{};
+          if (cublasLtMatmulAlgoCheck(lt, desc, la, lb, lc, lc, &algo, &check) != CUBLAS_STATUS_SUCCESS ||
+              check.workspaceSize > ws_size)
+            continue;
+          const double us = time_algo(algo);
+          if (us > 0 && us < best_split) {
+            best_split = us;
+            best_split_i = i;
+            best_split_k = splits;
+          }
+        }
+      if (best_split_i >= 0)
+        std::printf("%-22s   cuBLASLt split-K: best %.1f us (%.0f TFLOP/s; candidate %d, %d splits)\n", "",
+                    best_split, flop / best_split / 1e6, best_split_i, best_split_k);
+      else
+        std::printf("%-22s   cuBLASLt split-K: no candidate accepts SPLITK_NUM\n", "");
+      // (2) two K halves, batched.
+      cublasLtMatrixLayout_t ba, bb, bc;
+      CHECK_LT(cublasLtMatrixLayoutCreate(&ba, CUDA_R_16BF, ta ? g.k / 2 : g.m, ta ? g.m : g.k / 2, g.lda));
+      CHECK_LT(cublasLtMatrixLayoutCreate(&bb, CUDA_R_16BF, tb ? g.n : g.k / 2, tb ? g.k / 2 : g.n, g.ldb));
+      CHECK_LT(cublasLtMatrixLayoutCreate(&bc, CUDA_R_32F, g.m, g.n, g.ldc));
+      const int32_t two = 2;
+      const int64_t sa = (g.k / 2) * (ta ? 1 : g.lda), sb = (g.k / 2) * (tb ? g.ldb : 1), sc = g.m * g.n;
+      for (auto [l, stride] : {std::pair{ba, sa}, std::pair{bb, sb}, std::pair{bc, sc}}) {
+        CHECK_LT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &two, sizeof(two)));
+        CHECK_LT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                  sizeof(stride)));
+      }
+      std::vector<cublasLtMatmulHeuristicResult_t> bres(8);
+      int bcount = 0;
+      CHECK_LT(cublasLtMatmulAlgoGetHeuristic(lt, desc, ba, bb, bc, bc, pref, 8, bres.data(), &bcount));
+      double bbest = 1e30;
+      const float zero = 0.0f;
+      for (int i = 0; i < bcount; ++i) {
+        auto run = [&] {
+          return cublasLtMatmul(lt, desc, &alpha, a, ba, b, bb, &zero, d, bc, d, bc, &bres[size_t(i)].algo, ws,
+                                ws_size, st);
+        };
+        if (run() != CUBLAS_STATUS_SUCCESS) continue;
+        run();
+        cudaEventRecord(e0, st);
+        for (int r = 0; r < iters; ++r) run();
+        cudaEventRecord(e1, st);
+        CHECK_CUDA(cudaEventSynchronize(e1));
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        bbest = std::min(bbest, 1000.0 * ms / iters);
+      }
+      // Summing the halves into dW: read 2 halves + dW, write dW (fp32) at ~3 TB/s.
+      const double sum_us = 4.0 * double(g.m) * double(g.n) * 4.0 / 3.0e6;
+      std::printf("%-22s   two K halves batched: %.1f us + ~%.1f us to sum = %.1f us (%.0f TFLOP/s)\n", "", bbest,
+                  sum_us, bbest + sum_us, flop / (bbest + sum_us) / 1e6);
+      cublasLtMatrixLayoutDestroy(ba);
+      cublasLtMatrixLayoutDestroy(bb);
+      cublasLtMatrixLayoutDestroy(bc);
+    }
     cublasLtMatmulPreferenceDestroy(pref);
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lb);
