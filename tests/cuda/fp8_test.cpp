@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <tuple>
+#include <vector>
 
 #include "biofm/data/causal.h"
 #include "biofm/data/dataset.h"
@@ -18,6 +19,7 @@
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/op.h"
 #include "biofm/ops/norm/op.h"
+#include "biofm/ops/rope/op.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
 #include "cuda_test_util.h"
@@ -169,8 +171,9 @@ TEST(CudaFp8, CachedWeightCodesGiveTheSameResults) {
   EXPECT_EQ(rel_error(to_host_f32(dx1), to_host_f32(dx2)), 0.0);
 }
 
-// The amax outputs of SwiGLU and RMSNorm are max |value| of what they stored, and quantizing with
-// them gives the codes the quantization's own amax pass gives.
+// Every producer's amax output (SwiGLU and GELU forward/backward, RMSNorm / LayerNorm forward and
+// backward with the residual gradient, the inverse rope pass over q|k|v) is max |value| of what it
+// stored, exactly, and quantizing with it gives the codes the quantization's own amax pass gives.
 TEST(CudaFp8, ProducerAmaxFeedsTheQuantization) {
   BIOFM_REQUIRE_GPU();
   const int64_t N = 70, F = 96;
@@ -187,8 +190,39 @@ TEST(CudaFp8, ProducerAmaxFeedsTheQuantization) {
   Tensor n_amax = Tensor::empty({1}, DType::F32, Device::CUDA);
   poison(n_amax);
   ops::rmsnorm_forward(n, rstd, x, nw, 1e-5f, n_amax);
+  auto amax_slot = [] {
+    Tensor a = Tensor::empty({1}, DType::F32, Device::CUDA);
+    poison(a);
+    return a;
+  };
+  auto like = [&](const Tensor& t) { return Tensor::empty(t.shape(), bf, Device::CUDA); };
+  // GELU forward / backward (backward in place, as the MLP runs it)
+  Tensor pre = to_device(randn({N, F}, 65, 2.0f), bf), g = like(pre), g_amax = amax_slot();
+  ops::gelu_forward(g, pre, ops::GeluKind::Erf, g_amax);
+  Tensor dg = to_device(randn({N, F}, 66, 1e-2f), bf), dg_amax = amax_slot();
+  ops::gelu_backward(dg, dg, pre, ops::GeluKind::Erf, dg_amax);
+  // LayerNorm forward; LayerNorm and RMSNorm backward with the residual gradient folded in
+  Tensor lb = to_device(randn({F}, 67), bf), ln = like(x), mean = Tensor::empty({N}, DType::F32, Device::CUDA);
+  Tensor lrstd = Tensor::empty({N}, DType::F32, Device::CUDA), ln_amax = amax_slot(), none;
+  ops::layernorm_forward(ln, mean, lrstd, x, nw, lb, 1e-5f, ln_amax);
+  Tensor dy = to_device(randn({N, F}, 68), bf), dres = to_device(randn({N, F}, 69, 3.0f), bf);
+  Tensor ldx = like(x), ldx_amax = amax_slot(), rdx = like(x), rdx_amax = amax_slot();
+  ops::layernorm_backward(ldx, none, none, dy, x, nw, mean, lrstd, dres, ldx_amax);
+  ops::rmsnorm_backward(rdx, none, dy, x, nw, rstd, dres, rdx_amax);
+  // the inverse rope pass over a packed q|k|v gradient (2 query, 1 key/value heads of 32)
+  const int64_t D = 32;
+  std::vector<float> f(D / 2);
+  for (int64_t i = 0; i < D / 2; ++i) f[size_t(i)] = std::pow(10000.0f, -2.0f * float(i) / float(D));
+  std::vector<int32_t> p(N);
+  for (int64_t i = 0; i < N; ++i) p[size_t(i)] = int32_t(i % 23);
+  Tensor dqkv = to_device(randn({N, 4 * D}, 70, 2.0f), bf), dqkv_amax = amax_slot();
+  ops::rope_qk_packed(dqkv, Tensor::from_i32({N}, p).to(Device::CUDA), Tensor::from_f32({D / 2}, f).to(Device::CUDA),
+                      2, 1, /*inverse=*/true, dqkv_amax);
   for (auto [t, amax, type] : {std::tuple{h, h_amax, Fp8Type::E4M3}, std::tuple{dgu, dgu_amax, Fp8Type::E5M2},
-                               std::tuple{n, n_amax, Fp8Type::E4M3}}) {
+                               std::tuple{n, n_amax, Fp8Type::E4M3}, std::tuple{g, g_amax, Fp8Type::E4M3},
+                               std::tuple{dg, dg_amax, Fp8Type::E5M2}, std::tuple{ln, ln_amax, Fp8Type::E4M3},
+                               std::tuple{ldx, ldx_amax, Fp8Type::E5M2}, std::tuple{rdx, rdx_amax, Fp8Type::E5M2},
+                               std::tuple{dqkv, dqkv_amax, Fp8Type::E5M2}}) {
     Tensor host = to_host_f32(t);
     EXPECT_EQ(to_host_f32(amax).f32()[0], float(testkit::max_abs(host)));
     const int64_t R = t.size(0), C = t.size(1);

@@ -11,7 +11,7 @@ enum class MlpKind { Gelu, SwiGLU };
 struct MlpActs {
   Tensor pre;       // W_in·xn: [T, F] (GELU) or [T, 2F] gate | up (SwiGLU)
   Tensor act;       // act(pre) [T, F]: what W_out reads
-  Tensor act_amax;  // FP8 with SwiGLU: max |act| from the kernel that wrote it
+  Tensor act_amax;  // FP8: max |act| from the kernel that wrote it (GELU or SwiGLU)
   bool keep_pre = true;  // false (inference): forward need not store pre where it can avoid it
   ops::Fp8SavedInput fp8_in, fp8_out;
 };

@@ -30,6 +30,7 @@ void check_same(const Tensor& a, const Tensor& ref, const char* op, const char* 
 void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind, const Tensor& out_amax) {
   const char* op = "gelu_forward";
   require_f32(x, op, "x");
+  if (out_amax.defined()) require_f32_shape(out_amax, {1}, op, "out_amax");
   check_same(out, x, op, "out", "x");
   const float* xp = x.f32();
   float* yp = out.f32();
@@ -42,6 +43,7 @@ void gelu_forward(Tensor& out, const Tensor& x, GeluKind kind, const Tensor& out
 void gelu_backward(Tensor& dx, const Tensor& dout, const Tensor& x, GeluKind kind, const Tensor& dx_amax) {
   const char* op = "gelu_backward";
   require_f32(x, op, "x");
+  if (dx_amax.defined()) require_f32_shape(dx_amax, {1}, op, "dx_amax");
   check_same(dout, x, op, "dout", "x");
   check_same(dx, x, op, "dx", "x");
   const float* xp = x.f32();

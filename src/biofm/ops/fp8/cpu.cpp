@@ -110,32 +110,36 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
   const int64_t R = rows_of(x, C, op, "x");
   require_f32_shape(scale_inv, {1}, op, "scale_inv");
   if (amax.defined()) require_f32_shape(amax, {1}, op, "amax");
+  if (col_sums.defined()) require_f32_shape(col_sums, {C}, op, "col_sums");
+  if (q.defined()) {  // (every check before anything is written)
+    require(q, DType::U8, op, "q");
+    if (q.numel() != R * C) fail(op, ": q ", q.describe(), " must hold x ", x.describe());
+  }
+  if (q_t.defined()) {
+    require(q_t, DType::U8, op, "q_t");
+    if (q_t.dim() != 2 || q_t.size(0) != C || q_t.size(1) < R || q_t.size(1) % 16)
+      fail(op, ": q_t must be [", C, ", Rp] with Rp >= ", R, " a multiple of 16, got ", q_t.describe());
+  }
+  const float scale = fp8_scale_for(amax.defined() ? amax.f32()[0] : amax_of(v), t);
+  scale_inv.f32()[0] = 1.0f / scale;
+  if (q.defined()) {
+    uint8_t* p = static_cast<uint8_t*>(q.raw());
+#pragma omp parallel for schedule(static) num_threads(threads_for(R * C))
+    for (int64_t i = 0; i < R * C; ++i) p[i] = fp8_encode(v[size_t(i)] * scale, t);
+  }
+  if (q_t.defined()) {
+    const int64_t Rp = q_t.size(1);
+    uint8_t* p = static_cast<uint8_t*>(q_t.raw());
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t r = 0; r < Rp; ++r) p[c * Rp + r] = r < R ? fp8_encode(v[size_t(r * C + c)] * scale, t) : 0;
+  }
   if (col_sums.defined()) {
-    require_f32_shape(col_sums, {C}, op, "col_sums");
     float* s = col_sums.f32();
     for (int64_t c = 0; c < C; ++c) {
       double acc = 0;
       for (int64_t r = 0; r < R; ++r) acc += v[size_t(r * C + c)];
       s[c] += float(acc);
     }
-  }
-  const float scale = fp8_scale_for(amax.defined() ? amax.f32()[0] : amax_of(v), t);
-  scale_inv.f32()[0] = 1.0f / scale;
-  if (q.defined()) {
-    require(q, DType::U8, op, "q");
-    if (q.numel() != R * C) fail(op, ": q ", q.describe(), " must hold x ", x.describe());
-    uint8_t* p = static_cast<uint8_t*>(q.raw());
-#pragma omp parallel for schedule(static) num_threads(threads_for(R * C))
-    for (int64_t i = 0; i < R * C; ++i) p[i] = fp8_encode(v[size_t(i)] * scale, t);
-  }
-  if (q_t.defined()) {
-    require(q_t, DType::U8, op, "q_t");
-    if (q_t.dim() != 2 || q_t.size(0) != C || q_t.size(1) < R || q_t.size(1) % 16)
-      fail(op, ": q_t must be [", C, ", Rp] with Rp >= ", R, " a multiple of 16, got ", q_t.describe());
-    const int64_t Rp = q_t.size(1);
-    uint8_t* p = static_cast<uint8_t*>(q_t.raw());
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t r = 0; r < Rp; ++r) p[c * Rp + r] = r < R ? fp8_encode(v[size_t(r * C + c)] * scale, t) : 0;
   }
 }
 

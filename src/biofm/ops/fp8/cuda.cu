@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <type_traits>
 
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/fp8/op.h"
@@ -58,15 +59,16 @@ __device__ __forceinline__ uint8_t encode(float v) {
 
 // x[R, C] (C a multiple of 16) -> q[R, C] and/or q_t[C, Rp] (Rp a multiple of 16, rows >= R
 // of x read as zero). Grid: (C / 64 rounded up, max(R, Rp) / 64 rounded up).
-template <class T, Fp8Type kType>
+template <class T, Fp8Type kType, bool kColSums>
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, const unsigned* amax_bits, float fmax,
                     uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial) {
   // 16-byte rows of codes; 80 bytes per tile row keeps every row 16-byte aligned.
   __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
-  // x itself when column sums are wanted; rows padded by 16 bytes (aligned vector stores, and
-  // rows 4 apart start in different banks).
-  __shared__ __align__(16) T vals[kTile][kTile + 16 / sizeof(T)];
+  // x itself when column sums are wanted (kColSums: col_partial set); rows padded by 16 bytes
+  // (aligned vector stores; rows 4 apart start 4 banks apart, so the 4 lanes of a column do not
+  // collide: bf16 conflict-free, f32 at most 2-way).
+  __shared__ __align__(16) T vals[kColSums ? kTile : 1][kColSums ? kTile + 16 / sizeof(T) : 8];
   const float amax = __uint_as_float(*amax_bits);
   float scale = 1.0f;
   if (amax > 0.0f && isfinite(amax)) {
@@ -96,9 +98,9 @@ __global__ void __launch_bounds__(kThreads)
       *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = codes;
     }
     // x as read, for the column sums below (zeros past R and C).
-    if (col_partial) store_vec<16>(&vals[r][c], v);  // uniform over the grid
+    if constexpr (kColSums) store_vec<16>(&vals[r][c], v);
   }
-  if (!q_t && !col_partial) return;  // uniform over the grid
+  if (!q_t && !kColSums) return;  // uniform over the grid
   __syncthreads();
   const int j = threadIdx.x >> 2, r = (threadIdx.x & 3) * 16;
   const int64_t gc = col0 + j, gr = row0 + r;
@@ -108,7 +110,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < 16; ++i) codes.v[i] = tile[r + i][j];
     *reinterpret_cast<Pack<uint8_t, 16>*>(q_t + gc * Rp + gr) = codes;
   }
-  if (col_partial) {
+  if constexpr (kColSums) {
     // The tile's column sums (the bias gradient of an output gradient): the 4 threads of column
     // j take rows k, k + 4, ... (k = thread & 3; rows 4 apart fall in different shared-memory
     // banks), then add across the 4 lanes; a fixed order, so the result is deterministic.
@@ -147,12 +149,16 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   std::optional<Scratch> partial;
   if (col_sums.defined()) partial.emplace(size_t(grid.y) * size_t(C) * sizeof(float));
   float* pp = partial ? partial->as<float>() : nullptr;
+  auto go = [&](auto type_c, auto sums_c) {
+    quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value>
+        <<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp, scale_inv.f32(), pp);
+  };
+  using E4 = std::integral_constant<Fp8Type, Fp8Type::E4M3>;
+  using E5 = std::integral_constant<Fp8Type, Fp8Type::E5M2>;
   if (t == Fp8Type::E4M3)
-    quantize_kernel<T, Fp8Type::E4M3><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp,
-                                                                  scale_inv.f32(), pp);
+    pp ? go(E4{}, std::true_type{}) : go(E4{}, std::false_type{});
   else
-    quantize_kernel<T, Fp8Type::E5M2><<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp,
-                                                                  scale_inv.f32(), pp);
+    pp ? go(E5{}, std::true_type{}) : go(E5{}, std::false_type{});
   BIOFM_CUDA_LAUNCH_CHECK();
   if (pp) gemm_detail::column_partials_into(col_sums, pp, grid.y);
 }
@@ -186,7 +192,8 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
   }
   if (col_sums.defined()) {
     require_dtype(col_sums, DType::F32, op, "col_sums");
-    if (col_sums.numel() != C) fail(op, ": col_sums must have ", C, " elements, got ", col_sums.describe());
+    if (col_sums.device() != Device::CUDA || col_sums.numel() != C)
+      fail(op, ": col_sums must be a CUDA F32 tensor of ", C, " elements, got ", col_sums.describe());
   }
   if (C == 0) return;
   dispatch_float(x.dtype(), op, [&](auto tag) {

@@ -12,7 +12,9 @@
 // scale_inv [1] (F32), all on x's device. The transposed copy is what Hopper's FP8 GEMMs need
 // for the K-major operand of a weight gradient (they only take op(A) = T, op(B) = N).
 // amax (F32 [1], optional): max |x| when the producer of x already computed it (e.g.
-// swiglu_*_packed's amax output); the quantization then skips its own pass over x.
+// swiglu_*_packed's amax output); the quantization then skips its own pass over x. (Producers
+// reduce with fmaxf, which drops NaN: a NaN in x still gives NaN codes, which reach the loss and
+// the trainer's non-finite check, but not a delayed-scaling amax history.)
 // col_sums (F32 [C], optional): += the column sums of x as read (unquantized), in a fixed order
 // (deterministic): the bias gradient of an output gradient, without another pass over it.
 #pragma once

@@ -67,6 +67,7 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, 
                         const Tensor& dx_amax) {
   const char* op = "layernorm_backward";
   if (dx_amax.defined() && !dx.defined()) fail(op, ": dx_amax given without dx");
+  if (dx_amax.defined()) require_f32_shape(dx_amax, {1}, op, "dx_amax");
   require_f32(x, op, "x");
   require_f32(w, op, "w");
   require_f32(dout, op, "dout");
@@ -158,6 +159,7 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
                       const Tensor& rstd, const Tensor& dres, const Tensor& dx_amax) {
   const char* op = "rmsnorm_backward";
   if (dx_amax.defined() && !dx.defined()) fail(op, ": dx_amax given without dx");
+  if (dx_amax.defined()) require_f32_shape(dx_amax, {1}, op, "dx_amax");
   require_f32(x, op, "x");
   require_f32(w, op, "w");
   require_f32(dout, op, "dout");

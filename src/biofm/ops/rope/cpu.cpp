@@ -69,6 +69,7 @@ void rope_qk_packed(Tensor& qkv, const Tensor& positions, const Tensor& inv_freq
   if (hq < 0 || hkv < 0 || inv_freq.dim() != 1) fail(op, ": bad head counts or inv_freq ", inv_freq.describe());
   const int64_t N = row ? rows_of(qkv, row, op, "qkv") : 0;
   check_shape(positions, {N}, "rope_qk_packed: positions");
+  if (amax.defined()) require_f32_shape(amax, {1}, op, "amax");
   if (N > 0 && D > 0)
     rotate_rows(qkv.f32(), N, hq + hkv, D, row, positions.i32(), inv_freq.f32(), inverse ? -1.0f : 1.0f);
   if (amax.defined()) write_amax(amax, qkv, op);
