@@ -158,6 +158,11 @@ for label, d in runs[1:]:
               f"mfu_seed counts padded work (unpadded-equivalent {d['mfu_seed_unpadded']:.1%})")
     if ok(d) and d.get("recompiles_during_timed"):
         print(f"{label}: WARNING {d['recompiles_during_timed']} recompiles during timed steps")
+        x = d.get("real_tokens_per_sec_excluding_compiling_steps")
+        if x:
+            r = f" (ours/that {ours['real_tokens_per_sec'] / x:.2f}x)" if ok(ours) else ""
+            print(f"{label}: over the timed steps that did not compile "
+                  f"({len(d['timed_steps_that_compiled'])} did): {x:,.0f} real tok/s{r}")
 print("ratios: throughput and MFU > 1 means ours is better; step time and memory < 1 means ours is better")
 EOF
 exit $FAILED
