@@ -52,20 +52,15 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x,
 }
 
 namespace {
-// The residual gradient added to dx, or null; it needs dx and x's shape.
-const float* residual_grad(const Tensor& dres, const Tensor& dx, const Tensor& x, const char* op) {
-  if (!dres.defined()) return nullptr;
-  require_f32(dres, op, "dres");
-  if (!dx.defined()) fail(op, ": dres given without dx");
-  if (dres.shape() != x.shape()) fail(op, ": dres ", dres.describe(), " must match x ", x.describe());
-  return dres.f32();
-}
-}  // namespace
+struct BackwardArgs {
+  int64_t N, C;
+  const float* rres;  // the residual gradient added to dx, or null
+};
 
-void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
-                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres,
-                        const Tensor& dx_amax) {
-  const char* op = "layernorm_backward";
+// The checks both backward passes share (before anything is written): x, w, dout, rstd, dx and
+// its optional residual gradient and amax, dw.
+BackwardArgs check_backward(const char* op, const Tensor& dx, const Tensor& dw, const Tensor& dout, const Tensor& x,
+                            const Tensor& w, const Tensor& rstd, const Tensor& dres, const Tensor& dx_amax) {
   if (dx_amax.defined() && !dx.defined()) fail(op, ": dx_amax given without dx");
   if (dx_amax.defined()) require_f32_shape(dx_amax, {1}, op, "dx_amax");
   require_f32(x, op, "x");
@@ -75,14 +70,31 @@ void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, 
   const int64_t C = w.size(0);
   const int64_t N = rows_of(x, C, op, "x");
   if (dout.shape() != x.shape()) fail(op, ": dout ", dout.describe(), " must match x ", x.describe());
-  require_f32_shape(mean, {N}, op, "mean");
   require_f32_shape(rstd, {N}, op, "rstd");
   if (dx.defined()) {
     require_f32(dx, op, "dx");
     if (dx.shape() != x.shape()) fail(op, ": dx ", dx.describe(), " must match x ", x.describe());
   }
-  const float* rres = residual_grad(dres, dx, x, op);
   if (dw.defined()) require_f32_shape(dw, {C}, op, "dw");
+  const float* rres = nullptr;
+  if (dres.defined()) {
+    require_f32(dres, op, "dres");
+    if (!dx.defined()) fail(op, ": dres given without dx");
+    if (dres.shape() != x.shape()) fail(op, ": dres ", dres.describe(), " must match x ", x.describe());
+    rres = dres.f32();
+  }
+  return {N, C, rres};
+}
+}  // namespace
+
+void layernorm_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
+                        const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres,
+                        const Tensor& dx_amax) {
+  const char* op = "layernorm_backward";
+  const BackwardArgs args = check_backward(op, dx, dw, dout, x, w, rstd, dres, dx_amax);
+  const int64_t N = args.N, C = args.C;  // (plain locals: OpenMP regions below capture them)
+  const float* rres = args.rres;
+  require_f32_shape(mean, {N}, op, "mean");
   if (db.defined()) require_f32_shape(db, {C}, op, "db");
   const float* xp = x.f32();
   const float* wp = w.f32();
@@ -158,22 +170,9 @@ void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                       const Tensor& rstd, const Tensor& dres, const Tensor& dx_amax) {
   const char* op = "rmsnorm_backward";
-  if (dx_amax.defined() && !dx.defined()) fail(op, ": dx_amax given without dx");
-  if (dx_amax.defined()) require_f32_shape(dx_amax, {1}, op, "dx_amax");
-  require_f32(x, op, "x");
-  require_f32(w, op, "w");
-  require_f32(dout, op, "dout");
-  if (w.dim() != 1) fail(op, ": w must be [C], got ", w.describe());
-  const int64_t C = w.size(0);
-  const int64_t N = rows_of(x, C, op, "x");
-  if (dout.shape() != x.shape()) fail(op, ": dout ", dout.describe(), " must match x ", x.describe());
-  require_f32_shape(rstd, {N}, op, "rstd");
-  if (dx.defined()) {
-    require_f32(dx, op, "dx");
-    if (dx.shape() != x.shape()) fail(op, ": dx ", dx.describe(), " must match x ", x.describe());
-  }
-  const float* rres = residual_grad(dres, dx, x, op);
-  if (dw.defined()) require_f32_shape(dw, {C}, op, "dw");
+  const BackwardArgs args = check_backward(op, dx, dw, dout, x, w, rstd, dres, dx_amax);
+  const int64_t N = args.N, C = args.C;  // (plain locals: OpenMP regions below capture them)
+  const float* rres = args.rres;
   const float* xp = x.f32();
   const float* wp = w.f32();
   const float* gp = dout.f32();
