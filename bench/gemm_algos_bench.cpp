@@ -137,14 +137,13 @@ int main(int argc, char** argv) {
     int count = 0;
     CHECK_LT(cublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, lc, lc, pref, want, res.data(), &count));
     const float alpha = 1.0f;
-    double first = 0, best = 1e30;
-    int best_i = -1;
-    for (int i = 0; i < count; ++i) {
+    // us per call of one algorithm (after an untimed call), or -1 where cuBLASLt refuses it.
+    auto time_us = [&](const cublasLtMatmulAlgo_t& algo, cublasLtMatrixLayout_t a_l, cublasLtMatrixLayout_t b_l,
+                       cublasLtMatrixLayout_t c_l, const float* beta) -> double {
       auto run = [&] {
-        return cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &g.beta, d, lc, d, lc, &res[size_t(i)].algo, ws,
-                              ws_size, st);
+        return cublasLtMatmul(lt, desc, &alpha, a, a_l, b, b_l, beta, d, c_l, d, c_l, &algo, ws, ws_size, st);
       };
-      if (run() != CUBLAS_STATUS_SUCCESS) continue;
+      if (run() != CUBLAS_STATUS_SUCCESS) return -1;
       run();
       cudaEventRecord(e0, st);
       for (int r = 0; r < iters; ++r) run();
@@ -152,7 +151,13 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaEventSynchronize(e1));
       float ms = 0;
       cudaEventElapsedTime(&ms, e0, e1);
-      const double us = 1000.0 * ms / iters;
+      return 1000.0 * ms / iters;
+    };
+    double first = 0, best = 1e30;
+    int best_i = -1;
+    for (int i = 0; i < count; ++i) {
+      const double us = time_us(res[size_t(i)].algo, la, lb, lc, &g.beta);
+      if (us < 0) continue;
       if (i == 0) first = us;
       if (us < best) {
         best = us;
@@ -170,20 +175,6 @@ int main(int argc, char** argv) {
     // two K halves as one strided-batched GEMM into an fp32 scratch (beta 0), whose sum into dW
     // would cost another pass (its bandwidth estimate printed beside it).
     if (g.beta == 1.0f && g.epilogue == CUBLASLT_EPILOGUE_DEFAULT) {
-      auto time_algo = [&](cublasLtMatmulAlgo_t& algo) -> double {
-        auto run = [&] {
-          return cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &g.beta, d, lc, d, lc, &algo, ws, ws_size, st);
-        };
-        if (run() != CUBLAS_STATUS_SUCCESS) return -1;
-        run();
-        cudaEventRecord(e0, st);
-        for (int r = 0; r < iters; ++r) run();
-        cudaEventRecord(e1, st);
-        CHECK_CUDA(cudaEventSynchronize(e1));
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        return 1000.0 * ms / iters;
-      };
       double best_split = 1e30;
       int best_split_i = -1, best_split_k = 0;
       for (int i = 0; i < std::min(count, 8); ++i)
@@ -196,7 +187,7 @@ int main(int argc, char** argv) {
           if (cublasLtMatmulAlgoCheck(lt, desc, la, lb, lc, lc, &algo, &check) != CUBLAS_STATUS_SUCCESS ||
               check.workspaceSize > ws_size)
             continue;
-          const double us = time_algo(algo);
+          const double us = time_us(algo, la, lb, lc, &g.beta);
           if (us > 0 && us < best_split) {
             best_split = us;
             best_split_i = i;
@@ -226,19 +217,8 @@ int main(int argc, char** argv) {
       double bbest = 1e30;
       const float zero = 0.0f;
       for (int i = 0; i < bcount; ++i) {
-        auto run = [&] {
-          return cublasLtMatmul(lt, desc, &alpha, a, ba, b, bb, &zero, d, bc, d, bc, &bres[size_t(i)].algo, ws,
-                                ws_size, st);
-        };
-        if (run() != CUBLAS_STATUS_SUCCESS) continue;
-        run();
-        cudaEventRecord(e0, st);
-        for (int r = 0; r < iters; ++r) run();
-        cudaEventRecord(e1, st);
-        CHECK_CUDA(cudaEventSynchronize(e1));
-        float ms = 0;
-        cudaEventElapsedTime(&ms, e0, e1);
-        bbest = std::min(bbest, 1000.0 * ms / iters);
+        const double us = time_us(bres[size_t(i)].algo, ba, bb, bc, &zero);
+        if (us >= 0) bbest = std::min(bbest, us);
       }
       // Summing the halves into dW: read 2 halves + dW, write dW (fp32) at ~3 TB/s.
       const double sum_us = 4.0 * double(g.m) * double(g.n) * 4.0 / 3.0e6;

@@ -22,6 +22,14 @@ TEST(OpOptions, DefaultsSetAndParse) {
   ops::set_op_options(o);
   EXPECT_EQ(ops::op_options().attention, ops::AttentionBackend::Fallback);
   EXPECT_TRUE(ops::op_options().sdpa_autotune);
+  // The fused GELU GEMMs' tile-order knobs are range-checked where options are set.
+  ops::OpOptions bad = o;
+  bad.gemm_fused_raster = 3;
+  EXPECT_THROW(ops::set_op_options(bad), Error);
+  bad.gemm_fused_raster = 0;
+  bad.gemm_fused_swizzle = -1;
+  EXPECT_THROW(ops::set_op_options(bad), Error);
+  EXPECT_TRUE(ops::op_options().sdpa_autotune);  // a refused set changes nothing
   ops::set_op_options(saved);
 
   for (auto b : {ops::AttentionBackend::Auto, ops::AttentionBackend::Cudnn, ops::AttentionBackend::Fallback})

@@ -10,7 +10,13 @@ namespace {
 OpOptions g_options;
 }  // namespace
 
-void set_op_options(const OpOptions& options) { g_options = options; }
+void set_op_options(const OpOptions& options) {
+  if (options.gemm_fused_swizzle < 0 || options.gemm_fused_swizzle > 8 || options.gemm_fused_raster < 0 ||
+      options.gemm_fused_raster > 2)
+    fail("ops: gemm_fused_swizzle must be 0-8 and gemm_fused_raster 0-2, got ", options.gemm_fused_swizzle, " and ",
+         options.gemm_fused_raster);
+  g_options = options;
+}
 const OpOptions& op_options() { return g_options; }
 
 AttentionBackend parse_attention_backend(std::string_view name) {

@@ -160,7 +160,7 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   else
     pp ? go(E5{}, std::true_type{}) : go(E5{}, std::false_type{});
   BIOFM_CUDA_LAUNCH_CHECK();
-  if (pp) gemm_detail::column_partials_into(col_sums, pp, grid.y);
+  if (pp) gemm_detail::column_partials_into(col_sums.f32(), C, pp, grid.y);
 }
 
 }  // namespace

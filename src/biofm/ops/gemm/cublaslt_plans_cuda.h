@@ -68,6 +68,6 @@ void column_sums_into(Tensor& dbias, const Tensor& g);
 // dbias[O] += Σ_split partial[split, O] (partial: device F32 [splits, O]), in a fixed order:
 // the finishing pass of column_sums_into, shared with kernels that make the partial sums
 // themselves (fp8_quantize's col_sums).
-void column_partials_into(const Tensor& dbias, const float* partial, int64_t splits);
+void column_partials_into(float* dbias, int64_t O, const float* partial, int64_t splits);
 
 }  // namespace biofm::ops::cuda::gemm_detail

@@ -201,12 +201,6 @@ __global__ void __launch_bounds__(32 * kFinishLanes)
   dbias[col] += float(t);
 }
 
-void finish_colsums(const float* partial, int64_t splits, int64_t O, float* dbias) {
-  colsum_finish_kernel<<<unsigned(ceil_div(O, 32)), dim3(32, kFinishLanes), 0, cuda_ctx::stream()>>>(partial, splits,
-                                                                                                   O, dbias);
-  BIOFM_CUDA_LAUNCH_CHECK();
-}
-
 template <class T, int V>
 void launch_colsum_v(const T* g, int64_t N, int64_t O, float* dbias) {
   cudaStream_t st = cuda_ctx::stream();
@@ -227,7 +221,7 @@ void launch_colsum_v(const T* g, int64_t N, int64_t O, float* dbias) {
   Scratch partial(size_t(splits * O) * sizeof(float));
   colsum_kernel<T, V><<<grid, block, 0, st>>>(g, N, O, rows_per_split, partial.as<float>(), nullptr);
   BIOFM_CUDA_LAUNCH_CHECK();
-  finish_colsums(partial.as<float>(), splits, O, dbias);
+  column_partials_into(dbias, O, partial.as<float>(), splits);
 }
 
 // dbias[O] += column sums of g[N, O].
@@ -296,8 +290,11 @@ void column_sums_into(Tensor& dbias, const Tensor& g) {
     launch_colsum(as<float>(g), N, O, dbias.f32());
 }
 
-void column_partials_into(const Tensor& dbias, const float* partial, int64_t splits) {
-  if (dbias.numel() > 0 && splits > 0) finish_colsums(partial, splits, dbias.numel(), dbias.f32());
+void column_partials_into(float* dbias, int64_t O, const float* partial, int64_t splits) {
+  if (O == 0 || splits == 0) return;
+  colsum_finish_kernel<<<unsigned(ceil_div(O, 32)), dim3(32, kFinishLanes), 0, cuda_ctx::stream()>>>(partial, splits,
+                                                                                                   O, dbias);
+  BIOFM_CUDA_LAUNCH_CHECK();
 }
 
 LinearDims check_linear_forward(const char* op, const Tensor& out, const Tensor& x, const Tensor& w,

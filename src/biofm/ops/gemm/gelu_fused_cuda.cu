@@ -140,10 +140,7 @@ typename Gemm::Arguments gemm_args(int64_t M, int64_t N, int64_t K, const void* 
   args.epilogue.dD = packed<typename K_::StrideD>(M);
   args.epilogue.thread.alpha = 1.0f;
   args.epilogue.thread.beta = 0.0f;
-  const OpOptions& o = op_options();
-  if (o.gemm_fused_swizzle < 0 || o.gemm_fused_swizzle > 8 || o.gemm_fused_raster < 0 || o.gemm_fused_raster > 2)
-    fail("ops: gemm_fused_swizzle must be 0-8 and gemm_fused_raster 0-2, got ", o.gemm_fused_swizzle, " and ",
-         o.gemm_fused_raster);
+  const OpOptions& o = op_options();  // (ranges checked by set_op_options)
   if (o.gemm_fused_swizzle > 0) args.scheduler.max_swizzle_size = o.gemm_fused_swizzle;
   using Raster = decltype(args.scheduler.raster_order);
   if (o.gemm_fused_raster > 0) args.scheduler.raster_order = o.gemm_fused_raster == 1 ? Raster::AlongM : Raster::AlongN;
