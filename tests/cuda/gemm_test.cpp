@@ -11,6 +11,7 @@
 #include "biofm/core/cuda_context.h"
 #include "biofm/core/device_memory.h"
 #include "biofm/ops/gemm/op.h"
+#include "biofm/ops/gemm/tuning.h"
 
 namespace biofm {
 namespace {
@@ -406,6 +407,44 @@ TEST(CudaGemm, AutotuneTimesEachShapeBucketOnceAndKeepsResults) {
   const int64_t t3 = ops::cuda::gemm_autotune_tunings();
   run_case({9001, 264, 392, true, true, DType::BF16}, 902);  // option off (the default): not timed
   EXPECT_EQ(ops::cuda::gemm_autotune_tunings(), t3);
+}
+
+TEST(CudaGemm, TuningTableRoundTripsAndIsTakenInsteadOfTiming) {
+  REQUIRE_GPU();
+  // A checkpoint keeps ops.gemm_autotune's choices (tuning.h) and a resumed run takes them: a
+  // bucket in a loaded table is not timed again, one missing from it is.
+  testkit::ScopedOpOptions on([](ops::OpOptions& o) { o.gemm_autotune = true; });
+  run_case({5001, 264, 392, true, true, DType::BF16}, 1000);  // a bucket no other test uses
+  const std::string table = ops::gemm_tuning_table();
+  ASSERT_FALSE(table.empty());
+  EXPECT_EQ(ops::gemm_tuning_table(), table) << "the same choices give the same bytes";
+
+  // A new process's state: no choices; the bucket is timed again.
+  ops::clear_gemm_tuning();
+  EXPECT_TRUE(ops::gemm_tuning_table().empty());
+  const int64_t t0 = ops::cuda::gemm_autotune_tunings();
+  run_case({5003, 264, 392, true, true, DType::BF16}, 1001);
+  const int64_t t1 = ops::cuda::gemm_autotune_tunings();
+  EXPECT_GT(t1, t0);
+
+  // The saved table restores every choice: no bucket in it is timed again.
+  std::string why;
+  EXPECT_GT(ops::load_gemm_tuning_table(table, &why), 0) << why;
+  EXPECT_EQ(ops::gemm_tuning_table(), table);
+  run_case({5001, 264, 392, true, true, DType::BF16}, 1002);  // plans built before the load
+  run_case({5007, 264, 392, true, true, DType::BF16}, 1003);  // a new shape of a loaded bucket
+  EXPECT_EQ(ops::cuda::gemm_autotune_tunings(), t1) << "loaded choices are taken, not timed";
+
+  // Another cuBLASLt version: refused with the reason, nothing changes; broken tables throw.
+  std::string other = table;
+  const size_t version_at = std::string("biofm-gemm-tuning-v1\n").size();
+  other[version_at] = char(other[version_at] ^ 1);
+  why.clear();
+  EXPECT_EQ(ops::load_gemm_tuning_table(other, &why), -1);
+  EXPECT_NE(why.find("cuBLASLt"), std::string::npos) << why;
+  EXPECT_EQ(ops::gemm_tuning_table(), table);
+  EXPECT_THROW(ops::load_gemm_tuning_table(table.substr(0, table.size() - 1), nullptr), Error);
+  EXPECT_THROW(ops::load_gemm_tuning_table("not a table", nullptr), Error);
 }
 
 }  // namespace biofm

@@ -42,9 +42,10 @@ struct OpOptions {
   // false: cuBLASLt GEMMs and separate GELU kernels).
   bool gemm_fused_gelu = true;
   // ops.gemm_autotune: time cuBLASLt's heuristic candidates on a GEMM shape's first call and keep
-  // the fastest (shared by shapes within 1024 of each other in every dimension). Off by default:
-  // on H100 it gains ESM-2 650M about 1% but costs ESM-2 150M and Llama 1B about 5% (a candidate
-  // timed alone is not always the fastest inside a step), and a tuned run is not bit-reproducible.
+  // the fastest (shared by shapes within 1024 of each other in every dimension). Off by default,
+  // on in the ESM-2 650M config: on H100 it gains 650M 1-2% but costs ESM-2 150M and Llama 1B
+  // about 5% (a candidate timed alone is not always the fastest inside a step). The choices go
+  // into checkpoints and a resumed run takes them (ops/gemm/tuning.h).
   bool gemm_autotune = false;
   // Chunks of 8 features each thread of the norm kernels caches (1, 2, 4 or 8; backward at most
   // 4; 0 = the measured automatic choice). No config key: for bench/norm_bench.cpp.

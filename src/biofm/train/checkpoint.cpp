@@ -21,6 +21,8 @@
 #include "biofm/dist/coordinator.h"
 #include "biofm/io/safetensors.h"
 #include "biofm/io/stream_file.h"
+#include "biofm/ops/gemm/tuning.h"
+#include "biofm/ops/options.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -244,6 +246,8 @@ std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerS
       for (const auto& [name, t] : qs) src.push_back({name, t, DType::F32});
       w->add("fp8_state.safetensors", write_safetensors_stream(w->path("fp8_state.safetensors"), src));
     }
+    // ops.gemm_autotune's choices, so that a resumed run runs the same GEMM algorithms (tuning.h).
+    if (const std::string table = ops::gemm_tuning_table(); !table.empty()) w->add_text("gemm_tuning.bin", table);
     w->add_text("trainer_state.json", state_text(st.state_json, st.step, st.data_cursor));
     w->add_text("config.yaml", st.config_yaml);
     model.save_hf_metadata(w->tmp_dir());
@@ -336,6 +340,19 @@ void load_quant_state(const std::string& dir, const std::vector<std::string>& na
   }
 }
 
+// The checkpoint's GEMM algorithm choices, where this run tunes GEMMs on the GPU; -1 when it
+// does not use them (a note says why, where a table was there).
+int64_t load_gemm_tuning(const std::string& dir, const std::vector<std::string>& names, const LanguageModel& model) {
+  if (!ops::op_options().gemm_autotune || model.device() != Device::CUDA) return -1;
+  if (std::find(names.begin(), names.end(), "gemm_tuning.bin") == names.end()) return -1;
+  std::string why;
+  const int64_t n = ops::load_gemm_tuning_table(read_file(dir + "/gemm_tuning.bin"), &why);
+  if (n < 0)
+    std::cerr << "note: " << dir << "/gemm_tuning.bin not used (" << why
+              << "): GEMMs are tuned again, so steps may differ in the last bits from the run that saved it\n";
+  return n;
+}
+
 }  // namespace
 
 void remove_stale_tmp_dirs(const std::string& ckpt_dir) {
@@ -378,6 +395,7 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
       load_model_file(dir + "/model.safetensors", model.params());
       load_optimizer_state(dir, names, opt, model.params().numel());
       load_quant_state(dir, names, model);
+      st.gemm_choices = load_gemm_tuning(dir, names, model);
       opt.set_steps_taken(st.step);
       if (chosen_dir) *chosen_dir = dir;
       return st;

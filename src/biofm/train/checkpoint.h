@@ -48,6 +48,7 @@ struct TrainerState {
   uint64_t data_cursor = 0;  // global sample cursor of the training data
   std::string state_json;    // free-form trainer state (JSON object text)
   std::string config_yaml;   // the resolved config
+  int64_t gemm_choices = -1; // on resume: GEMM algorithm choices taken from the checkpoint (-1: none)
 };
 
 // Removes .tmp_step_* directories under ckpt_dir left by a save that was killed (those of

@@ -214,7 +214,7 @@ Registry build_registry() {
   BIND(ops.gemm_inplace_splitk, .help = "restrict split-K GEMM algorithms to in-place reduction (experiment)");
   BIND(ops.gemm_fused_gelu, .help = "ESM-2 MLP: GELU fused into the GEMMs (CUTLASS epilogues; bf16 on Hopper)");
   BIND(ops.gemm_autotune, .help = "time cuBLASLt's candidate algorithms on each GEMM shape's first call and keep "
-                                  "the fastest (one host sync per shape bucket; runs are not bit-reproducible)");
+                                  "the fastest (one host sync per shape bucket; the choices are kept in checkpoints)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");

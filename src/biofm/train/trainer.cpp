@@ -45,6 +45,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The resume line's mention of GEMM algorithm choices taken from the checkpoint (ops.gemm_autotune).
+std::string tuned_gemms_text(int64_t choices) {
+  return choices >= 0 ? ", " + std::to_string(choices) + " tuned GEMM algorithms" : "";
+}
+
 // Masked- or causal-LM loss (and accuracy) over the whole held-out set.
 // Multi-process: each rank evaluates its share (rank_slice.h) and the sums are added over ranks.
 // fsdp: every forward pass is collective, so ranks go in rounds of one batch each, a rank without
@@ -315,9 +320,9 @@ class TrainingRun {
         data_->set_cursor(st->data_cursor);
         const bool older = resumed_from_ != candidates.back().second;
         if (root_)
-          std::printf("resumed from %s (step %lld, data cursor %llu)%s\n", resumed_from_.c_str(), (long long)step_,
-                    (unsigned long long)st->data_cursor,
-                    older ? "; newer checkpoints failed to load (warnings above), an older one is used" : "");
+          std::printf("resumed from %s (step %lld, data cursor %llu%s)%s\n", resumed_from_.c_str(), (long long)step_,
+                      (unsigned long long)st->data_cursor, tuned_gemms_text(st->gemm_choices).c_str(),
+                      older ? "; newer checkpoints failed to load (warnings above), an older one is used" : "");
       } else if (!candidates.empty() && root_) {
         std::printf("no usable checkpoint in %s (%zu failed to load, warnings above): starting from step 0\n",
                     ckpt_dir_.c_str(), candidates.size());

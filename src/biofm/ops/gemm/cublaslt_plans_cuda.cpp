@@ -7,13 +7,15 @@
 // shared by every GEMM of the same tuning bucket (m, n, k rounded up to multiples of 1024), so
 // packed batches of varying token counts tune once rather than per count; later keys of a bucket
 // take its algorithm where cuBLASLt accepts it for their exact shape (cublasLtMatmulAlgoCheck),
-// else their own heuristic's first. The choice rests on timings, so a tuned run is not
-// bit-reproducible (another run, a resumed one, or another rank may pick another algorithm with
-// another summation order); that is why it is opt-in. Measured on H100 (bench/gemm_algos_bench.cpp, session 14):
-// the first candidate is up to 16% slower than the best for some shapes of a training step.
+// else their own heuristic's first. The choice rests on timings, so two fresh runs may pick
+// different algorithms (another summation order); a checkpoint keeps the choices and a resumed
+// run takes them (gemm_tuning_table / load_gemm_tuning_table, tuning.h), so resuming does not
+// change them. Measured on H100 (bench/gemm_algos_bench.cpp, session 14): the first candidate is
+// up to 16% slower than the best for some shapes of a training step.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -25,6 +27,7 @@
 #include "biofm/core/error.h"
 #include "biofm/ops/gemm/cublaslt_plans_cuda.h"
 #include "biofm/ops/gemm/op.h"
+#include "biofm/ops/gemm/tuning.h"
 #include "biofm/ops/options.h"
 
 namespace biofm::ops::cuda {
@@ -300,6 +303,28 @@ class PlanCache {
     return tunings_;
   }
 
+  // The tuned choices, ordered by key bytes (the same choices give the same table).
+  std::vector<std::pair<GemmKey, cublasLtMatmulAlgo_t>> tuned_choices() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::pair<GemmKey, cublasLtMatmulAlgo_t>> out(tuned_.begin(), tuned_.end());
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return std::memcmp(&a.first, &b.first, sizeof(GemmKey)) < 0; });
+    return out;
+  }
+
+  // Replaces the tuned choices; plans built before take their bucket's choice on their next call.
+  void replace_tuned_choices(const std::vector<std::pair<GemmKey, cublasLtMatmulAlgo_t>>& choices) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tuned_.clear();
+    for (const auto& [k, a] : choices) tuned_[k] = a;
+    const bool autotune = autotune_enabled();
+    for (auto& [k, p] : plans_) {
+      if (!p->found || p->candidates.empty()) continue;
+      p->algo = p->candidates[0];
+      p->tuned = !autotune;
+    }
+  }
+
  private:
 
   std::mutex mu_;
@@ -365,3 +390,84 @@ bool run_plan(const GemmKey& key, const void* A, const void* B, void* D, float a
 int64_t gemm_autotune_tunings() { return int64_t(gemm_detail::plan_cache().tunings()); }
 
 }  // namespace biofm::ops::cuda
+
+namespace biofm::ops {
+namespace {
+
+// Table layout (little-endian, this build's struct layouts): the magic line, cuBLASLt's version,
+// the GPU's name (length-prefixed), the entry count, then per entry the tuning bucket's GemmKey
+// and the cublasLtMatmulAlgo_t chosen for it.
+constexpr std::string_view kTuningMagic = "biofm-gemm-tuning-v1\n";
+
+std::string this_gpu() {
+  int dev = 0;
+  BIOFM_CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  BIOFM_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  return std::string(prop.name) + " sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+}
+
+template <class T>
+void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+}  // namespace
+
+std::string gemm_tuning_table() {
+  using cuda::gemm_detail::plan_cache;
+  const auto choices = plan_cache().tuned_choices();
+  if (choices.empty()) return {};
+  std::string out(kTuningMagic);
+  put(out, uint64_t(cublasLtGetVersion()));
+  const std::string gpu = this_gpu();
+  put(out, uint32_t(gpu.size()));
+  out += gpu;
+  put(out, uint64_t(choices.size()));
+  for (const auto& [key, algo] : choices) {
+    put(out, key);
+    put(out, algo);
+  }
+  return out;
+}
+
+void clear_gemm_tuning() { cuda::gemm_detail::plan_cache().replace_tuned_choices({}); }
+
+int64_t load_gemm_tuning_table(std::string_view table, std::string* why) {
+  using cuda::gemm_detail::GemmKey;
+  size_t at = 0;
+  auto take = [&](void* dst, size_t n, const char* what) {
+    if (table.size() - at < n) fail("GEMM tuning table: truncated in ", what, " (", table.size(), " bytes)");
+    std::memcpy(dst, table.data() + at, n);
+    at += n;
+  };
+  if (table.substr(0, kTuningMagic.size()) != kTuningMagic)
+    fail("GEMM tuning table: not a biofm GEMM tuning table (bad magic)");
+  at = kTuningMagic.size();
+  uint64_t version = 0, count = 0;
+  uint32_t name_len = 0;
+  take(&version, sizeof version, "the cuBLASLt version");
+  take(&name_len, sizeof name_len, "the GPU name");
+  if (name_len > 1024) fail("GEMM tuning table: GPU name of ", name_len, " bytes");
+  std::string gpu(name_len, '\0');
+  take(gpu.data(), name_len, "the GPU name");
+  take(&count, sizeof count, "the entry count");
+  const size_t entry = sizeof(GemmKey) + sizeof(cublasLtMatmulAlgo_t);
+  if (count > (table.size() - at) / entry || (table.size() - at) != count * entry)
+    fail("GEMM tuning table: ", count, " entries do not fill its ", table.size() - at, " bytes");
+  if (version != uint64_t(cublasLtGetVersion()) || gpu != this_gpu()) {
+    if (why)
+      *why = "tuned with cuBLASLt " + std::to_string(version) + " on " + gpu + ", this is cuBLASLt " +
+             std::to_string(cublasLtGetVersion()) + " on " + this_gpu();
+    return -1;
+  }
+  std::vector<std::pair<GemmKey, cublasLtMatmulAlgo_t>> choices(count);
+  for (auto& [key, algo] : choices) {
+    take(&key, sizeof key, "an entry");
+    take(&algo, sizeof algo, "an entry");
+  }
+  cuda::gemm_detail::plan_cache().replace_tuned_choices(choices);
+  return int64_t(count);
+}
+
+}  // namespace biofm::ops

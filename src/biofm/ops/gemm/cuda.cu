@@ -28,7 +28,8 @@
 //                                 separate split-K reduction kernel); an experiment, off by
 //                                 default: it may make the heuristic pick slower kernels.
 //   ops.gemm_autotune: true       time cuBLASLt's candidate algorithms once per shape bucket
-//                                 (the plan cache, cublaslt_plans_cuda.cpp).
+//                                 (the plan cache, cublaslt_plans_cuda.cpp; kept in checkpoints,
+//                                 tuning.h).
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
