@@ -43,6 +43,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -300,6 +301,7 @@ GraphEntry& graph_for_locked(const GraphKey& k, cudnnHandle_t h) {
   auto it = g_cache.find(k);
   if (it != g_cache.end()) return it->second;
   GraphEntry entry;
+  const auto t0 = std::chrono::steady_clock::now();
   try {
     entry = build_graph(k, h);
   } catch (const std::exception& e) {
@@ -312,7 +314,8 @@ GraphEntry& graph_for_locked(const GraphKey& k, cudnnHandle_t h) {
     std::fprintf(stderr, "biofm attention: cuDNN SDPA graph (%s) unavailable: %s\n",
                  describe(k).c_str(), entry.error.c_str());
   else if (op_options().attention_verbose)
-    std::fprintf(stderr, "biofm attention: built cuDNN SDPA graph (%s)\n", describe(k).c_str());
+    std::fprintf(stderr, "biofm attention: built cuDNN SDPA graph (%s) in %.1f ms\n", describe(k).c_str(),
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   return g_cache.emplace(k, std::move(entry)).first->second;
 }
 
