@@ -453,6 +453,37 @@ TEST(CudaAttention, CudnnGraphsAreBucketed) {
   EXPECT_EQ(ad::cudnn_sdpa_graph_count(), built);
 }
 
+TEST(CudaAttention, GraphsBuiltAheadServeTheForwardPasses) {
+  // attention_prepare_forward (embed, score and eval announce their batches): each graph is built
+  // on a thread and cuDNN handle of its own; the forward passes then take it (waiting for it if
+  // still building) instead of building it, it executes with the handle that built it, and the
+  // results match the CPU. Announcing the same batches again builds nothing.
+  std::string why;
+  if (!cudnn_available(DType::BF16, 40, 6, 3, &why)) GTEST_SKIP() << "cuDNN path unavailable: " << why;
+  Batch ragged = Batch::packed({300, 20, 700}, 6, 3, 40, false);  // heads no other test uses
+  Batch dense = Batch::packed({256, 256}, 6, 3, 40, false);
+  dense.uniform = true;
+  std::vector<ops::AttentionBatch> shapes;
+  for (const Batch* b : {&ragged, &dense})
+    shapes.push_back({b->B(), b->rows(), b->shape().max_seqlen, b->uniform, /*packed_qkv=*/false});
+  const ops::QkvHeads heads{6, 3, 40};
+  const size_t built0 = ad::cudnn_sdpa_graph_count(), ahead0 = ad::cudnn_sdpa_graphs_built_ahead();
+  ops::attention_prepare_forward(Device::CUDA, DType::BF16, shapes, heads, /*causal=*/false);
+  uint64_t seed = 3000;
+  for (const Batch* b : {&ragged, &dense}) {
+    SCOPED_TRACE(b->name());
+    const Inputs in = make_inputs(*b, seed++, true);
+    const Result ref = run_cpu(*b, in);
+    const Result got = run_gpu(*b, in, DType::BF16, AttentionPath::Cudnn, /*backward=*/false);
+    EXPECT_TRUE(matches("out", got.out, ref.out, *b, 2e-2));
+    EXPECT_TRUE(matches("lse", got.lse, ref.lse, *b, 2e-2, /*absolute=*/true));
+  }
+  EXPECT_EQ(ad::cudnn_sdpa_graphs_built_ahead(), ahead0 + 2);
+  EXPECT_EQ(ad::cudnn_sdpa_graph_count(), built0 + 2) << "the forward passes built no graph of their own";
+  ops::attention_prepare_forward(Device::CUDA, DType::BF16, shapes, heads, /*causal=*/false);
+  EXPECT_EQ(ad::cudnn_sdpa_graphs_built_ahead(), ahead0 + 2);
+}
+
 TEST(CudaAttention, MaxSeqlenUnsetIsDerived) {
   // AttentionShape.max_seqlen = 0: the op reads seq_lens back (a sync) and still gets it right.
   const Batch b = Batch::packed({3, 150, 20}, 4, 2, 32, false);

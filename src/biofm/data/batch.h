@@ -11,6 +11,14 @@
 
 namespace biofm {
 
+// What a batch's attention depends on, known before the batch is built (so that a model can
+// prepare for batches ahead: LanguageModel::prepare_forward).
+struct BatchShape {
+  int64_t sequences = 0, rows = 0;
+  int32_t max_seqlen = 0;
+  bool uniform = false;  // as Batch::uniform()
+};
+
 struct Batch {
   Tensor input_ids;   // I32 [T]
   Tensor labels;      // I32 [T]; -100 where no loss is taken
@@ -28,6 +36,8 @@ struct Batch {
     return num_sequences() > 0 && max_seqlen > 0 && num_real_tokens == num_sequences() * max_seqlen &&
            num_rows() == num_real_tokens;
   }
+
+  BatchShape shape() const { return {num_sequences(), num_rows(), max_seqlen, uniform()}; }
 
   Batch to(Device d) const {
     Batch b = *this;

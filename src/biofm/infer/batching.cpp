@@ -24,6 +24,24 @@ std::vector<std::vector<int64_t>> plan_batches(const std::vector<int64_t>& lengt
   return batches;
 }
 
+std::vector<BatchShape> batch_shapes(const std::vector<std::vector<int64_t>>& plan, const std::vector<int64_t>& lengths) {
+  std::vector<BatchShape> shapes;
+  for (const std::vector<int64_t>& members : plan) {
+    BatchShape s;
+    s.sequences = int64_t(members.size());
+    bool same = true;
+    for (int64_t i : members) {
+      const int64_t t = lengths[size_t(i)];
+      same = same && (s.rows == 0 || t == s.max_seqlen);
+      s.rows += t;
+      s.max_seqlen = std::max(s.max_seqlen, int32_t(t));
+    }
+    s.uniform = same && s.sequences > 0;  // back to back, no padding rows
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
 std::vector<KeptWindow> kept_windows(uint64_t length, int64_t window_tokens, int64_t stride, bool causal) {
   const std::vector<Window> w = make_windows(length, window_tokens, stride);
   std::vector<KeptWindow> out(w.size());

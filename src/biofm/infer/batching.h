@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "biofm/data/batch.h"
 #include "biofm/data/causal.h"
 
 namespace biofm::infer {
@@ -12,6 +13,10 @@ namespace biofm::infer {
 // Groups of item indices: items sorted by length (longest first, ties by index), each group's
 // token count at most max_tokens (an item longer than the budget forms its own group).
 std::vector<std::vector<int64_t>> plan_batches(const std::vector<int64_t>& lengths, int64_t max_tokens);
+
+// The shape of each planned batch as BatchBuilder packs it (THD, no padding rows), for
+// LanguageModel::prepare_forward.
+std::vector<BatchShape> batch_shapes(const std::vector<std::vector<int64_t>>& plan, const std::vector<int64_t>& lengths);
 
 // One window of a record for hidden states: bases [start, start+length) wrapped in the
 // tokenizer's begin/end tokens; the bases [keep_begin, keep_end) take their states from it.

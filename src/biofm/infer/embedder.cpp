@@ -101,6 +101,9 @@ EmbedResult Embedder::run(const SequenceDataset& data, uint64_t first, uint64_t 
   std::vector<int64_t> lengths;
   for (const Item& it : items) lengths.push_back(it.tokens());
   const std::vector<std::vector<int64_t>> plan = plan_batches(lengths, o_.max_tokens);
+  // Every batch's shape is known now: the model prepares for them all at once (the GPU builds the
+  // attention graphs they need in the background while the first batches run).
+  model_.prepare_forward(batch_shapes(plan, lengths));
 
   // Host work of one batch: ids, and the rows each item pools.
   auto prepare = [&](const std::vector<int64_t>& members) {

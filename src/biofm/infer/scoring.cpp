@@ -39,11 +39,15 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 // The batches of `items` (each `tokens` long), built by `fill(item, ids, labels)`; `use(batch,
-// members, row0 of each)` reads the results. Longest first under the token budget.
+// members, row0 of each)` reads the results. Longest first under the token budget; `model` is
+// told the batches' shapes first (LanguageModel::prepare_forward).
 template <class Fill, class Use>
-void run_batches(const std::vector<int64_t>& lengths, int64_t max_tokens, int32_t pad_id, Fill fill, Use use) {
+void run_batches(LanguageModel& model, const std::vector<int64_t>& lengths, int64_t max_tokens, int32_t pad_id,
+                 Fill fill, Use use) {
   std::vector<int32_t> ids, labels;
-  for (const std::vector<int64_t>& members : plan_batches(lengths, max_tokens)) {
+  const std::vector<std::vector<int64_t>> plan = plan_batches(lengths, max_tokens);
+  model.prepare_forward(batch_shapes(plan, lengths));
+  for (const std::vector<int64_t>& members : plan) {
     BatchBuilder builder;
     std::vector<int64_t> row0;
     for (int64_t i : members) {
@@ -154,7 +158,7 @@ std::vector<PllResult> pseudo_log_likelihoods(LanguageModel& model, const Tokeni
     res[r].positions = L;
   }
   run_batches(
-      lengths, o.max_tokens, tok.pad_id(),
+      model, lengths, o.max_tokens, tok.pad_id(),
       [&](int64_t i, std::vector<int32_t>& x, std::vector<int32_t>& y) {
         const Item& it = items[size_t(i)];
         x = ids[it.record];
@@ -186,7 +190,7 @@ std::map<int64_t, std::vector<double>> masked_log_probs(LanguageModel& model, co
   std::map<int64_t, std::vector<double>> out;
   std::vector<int64_t> lengths(positions.size(), int64_t(ids.size()));
   run_batches(
-      lengths, std::max<int64_t>(max_tokens, int64_t(ids.size())), tok.pad_id(),
+      model, lengths, std::max<int64_t>(max_tokens, int64_t(ids.size())), tok.pad_id(),
       [&](int64_t i, std::vector<int32_t>& x, std::vector<int32_t>& y) {
         x = ids;
         y.assign(x.size(), kIgnoreLabel);
@@ -245,7 +249,7 @@ std::vector<CausalResult> causal_log_likelihoods(LanguageModel& model, const Tok
     }
   }
   run_batches(
-      lengths, std::max(o.max_tokens, o.window_tokens), tok.pad_id(),
+      model, lengths, std::max(o.max_tokens, o.window_tokens), tok.pad_id(),
       [&](int64_t i, std::vector<int32_t>& x, std::vector<int32_t>& y) {
         const Item& it = items[size_t(i)];
         x.push_back(tok.begin_id());

@@ -71,6 +71,10 @@ class LanguageModel {
   // (after the final norm, as hidden_states and Hugging Face's last hidden_states entry). Each
   // [T, H] in the activation dtype; the forward stops after the deepest layer asked for.
   virtual std::vector<Tensor> layer_hidden_states(const Batch& b, const std::vector<int>& layers);
+  // The batches of the forward passes a caller will run next (inference: embed, score, eval),
+  // so that their start-up work (the GPU's attention graphs) runs ahead, overlapping the passes
+  // queued before; returns at once. Results do not depend on it.
+  virtual void prepare_forward(const std::vector<BatchShape>& batches) { (void)batches; }
   // Logits [T, V] (activation dtype), no gradients.
   virtual Tensor logits(const Batch& b) = 0;
   // Per-token losses [T] (F32, 0 where label is -100), no gradients.

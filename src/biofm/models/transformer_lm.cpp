@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "biofm/ops/attention/op.h"
 #include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/fp8/delayed.h"
 #include "biofm/ops/loss/op.h"
@@ -54,7 +55,7 @@ TransformerLM::TransformerLM(std::vector<ParamSpec> table, ArchSpec spec, Device
   for (int l = 0; l < int(s.layers); ++l) {
     const LayerParamNames n = s.layer_names(l);
     const std::vector<std::string> qkv_bias = n.qkv_bias;
-    SelfAttention attn(&ctx_, {s.heads, s.kv_heads, s.head_dim, s.causal},
+    SelfAttention attn(&ctx_, attention_spec(),
                        Linear(&ctx_, ParamRef(p, n.qkv_weight), ParamRef(p, qkv_bias), l, 0),
                        linear({n.out_weight}, n.out_bias, l, 1), &inv_freq_);
     Mlp mlp(&ctx_, s.mlp, linear(n.mlp_in_weight, n.mlp_in_bias, l, 2), linear({n.mlp_out_weight}, n.mlp_out_bias, l, 3));
@@ -156,6 +157,16 @@ Tensor TransformerLM::final_hidden(const Batch& b, KvCache* cache) {
 }
 
 Tensor TransformerLM::hidden_states(const Batch& b) { return final_hidden(b, nullptr); }
+
+void TransformerLM::prepare_forward(const std::vector<BatchShape>& batches) {
+  const AttentionSpec a = attention_spec();
+  std::vector<ops::AttentionBatch> shapes;
+  for (const BatchShape& b : batches)
+    shapes.push_back({b.sequences, b.rows, b.max_seqlen, b.uniform,
+                      reads_packed_qkv(a, device(), act_dtype(), b.uniform, /*decoding=*/false)});
+  ops::attention_prepare_forward(device(), act_dtype(), shapes, ops::QkvHeads{a.heads, a.kv_heads, a.head_dim},
+                                 a.causal);
+}
 
 std::vector<Tensor> TransformerLM::layer_hidden_states(const Batch& b, const std::vector<int>& layers) {
   check_batch(b);

@@ -88,8 +88,11 @@ class TransformerLM : public LanguageModel {
   // compute only the new rows, attending to the cache.
   Tensor forward_cached(const std::vector<int32_t>& ids, KvCache& cache);
 
+  void prepare_forward(const std::vector<BatchShape>& batches) override;
+
  protected:
   const ArchSpec& spec() const { return spec_; }
+  AttentionSpec attention_spec() const { return {spec_.heads, spec_.kv_heads, spec_.head_dim, spec_.causal}; }
 
  private:
   void check_batch(const Batch& b) const;

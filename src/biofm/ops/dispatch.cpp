@@ -104,6 +104,10 @@ void swiglu_backward_packed(Tensor& dgate_up, const Tensor& dout, const Tensor& 
 
 // ---- attention
 
+void attention_prepare_forward(Device device, DType dtype, const std::vector<AttentionBatch>& batches,
+                               const QkvHeads& heads, bool causal) {
+  BIOFM_DISPATCH(device, attention_prepare_forward, device, dtype, batches, heads, causal);
+}
 void attention_forward_packed(Tensor& out, Tensor& lse, const Tensor& qkv, const QkvHeads& heads,
                               const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
   BIOFM_DISPATCH(qkv.device(), attention_forward_packed, out, lse, qkv, heads, cu_seqlens, seq_lens, a);

@@ -8,6 +8,11 @@
 
 namespace biofm {
 
+bool reads_packed_qkv(const AttentionSpec& spec, Device device, DType dtype, bool uniform, bool decoding) {
+  const bool cudnn_like = device != Device::CUDA || (dtype == DType::BF16 && spec.head_dim % 8 == 0);
+  return !decoding && ops::op_options().attention_packed_qkv && !uniform && cudnn_like;
+}
+
 void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residual, const Batch& b, AttentionActs& a,
                             bool keep_fp8, const Tensor& xn_amax, KvCache* cache, int layer) const {
   const int64_t T = xn.size(0), nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
@@ -17,14 +22,7 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
   const float scale = 1.0f / std::sqrt(float(hd));
   const ops::AttentionShape shape{scale, spec_.causal, b.max_seqlen, b.uniform()};
   // Training, scoring, embedding: rope in place, attention reads q, k, v from the packed rows.
-  // Not for uniform batches (full windows: cuDNN's dense graphs), where the strided inputs
-  // measured 0.8% slower for Llama 1B on H100 than separate tensors; ragged ESM-2 batches gain
-  // 1-1.7% (docs/PERFORMANCE.md, session 14). On the GPU only where cuDNN can read them in place
-  // (bf16, head dim a multiple of 8); the other CUDA paths would unpack anyway, and the unpacking
-  // rope kernel does that in the same pass. (The CPU takes it too: its copies are cheap there.)
-  const bool cudnn_like = xn.device() != Device::CUDA || (xn.dtype() == DType::BF16 && hd % 8 == 0);
-  const bool in_place = !cache && ops::op_options().attention_packed_qkv && !b.uniform() && cudnn_like;
-  if (in_place) {
+  if (reads_packed_qkv(spec_, xn.device(), xn.dtype(), b.uniform(), cache != nullptr)) {
     ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
     a.qkv = packed;
     a.lse = ctx_->f32({T, nh});

@@ -13,6 +13,15 @@ struct AttentionSpec {
   bool causal = false;
 };
 
+// Whether SelfAttention::forward reads q, k, v in place from the fused projection's rows
+// (attention_forward_packed) for a batch on `device` in `dtype`: not when decoding (k and v go
+// into the cache), not for uniform batches (full windows: cuDNN's dense graphs, which measured
+// 0.8% faster for Llama 1B on H100 on separate tensors, while ragged ESM-2 batches gain 1-1.7%
+// in place: docs/PERFORMANCE.md, session 14), and on the GPU only where cuDNN can read them in
+// place (bf16, head dim a multiple of 8; the other CUDA paths would unpack anyway, and the
+// unpacking rope kernel does that in the same pass). The CPU takes it too: its copies are cheap.
+bool reads_packed_qkv(const AttentionSpec& spec, Device device, DType dtype, bool uniform, bool decoding);
+
 // Per-layer keys/values for incremental decoding: k[l], v[l] are [capacity, kv_heads, head_dim]
 // (rotary already applied to k) on the model's device; rows [0, length) are filled.
 struct KvCache {

@@ -300,4 +300,7 @@ void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& q
   move_packed(op, dqkv, heads, dq, dk, dv, /*pack=*/true);
 }
 
+// Nothing to prepare on the CPU.
+void attention_prepare_forward(Device, DType, const std::vector<AttentionBatch>&, const QkvHeads&, bool) {}
+
 }  // namespace biofm::ops::cpu

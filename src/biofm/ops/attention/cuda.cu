@@ -1017,4 +1017,20 @@ void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& q
                                                    cu_seqlens, seq_lens, a);
 }
 
+void attention_prepare_forward(Device, DType dtype, const std::vector<AttentionBatch>& batches, const QkvHeads& h,
+                               bool causal) {
+  using namespace attention_detail;
+  if (attention_path_for(op_options().attention, dtype, h.head_dim, h.hq, h.hkv) != AttentionPath::Cudnn) return;
+  std::vector<SdpaCall> calls;
+  for (const AttentionBatch& b : batches) {
+    if (b.sequences <= 0 || b.max_seqlen <= 0) continue;
+    SdpaCall c;
+    c.N = b.rows, c.B = b.sequences, c.Hq = h.hq, c.Hkv = h.hkv, c.D = h.head_dim, c.max_seqlen = b.max_seqlen;
+    c.causal = causal, c.uniform = b.uniform;
+    c.qkv_row = b.packed_qkv ? (h.hq + 2 * h.hkv) * h.head_dim : 0;
+    calls.push_back(c);
+  }
+  cudnn_sdpa_prebuild(calls, /*backward=*/false);
+}
+
 }  // namespace biofm::ops::cuda

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "biofm/ops/attention/op.h"
 #include "biofm/ops/options.h"
@@ -87,6 +88,11 @@ struct SdpaCall {
 // outputs and the caller runs the fallback. Padding rows are NOT zeroed here (cuda.cu does it).
 bool cudnn_sdpa_forward(const SdpaCall& c, std::string* why);
 bool cudnn_sdpa_backward(const SdpaCall& c, std::string* why);
+// Builds the graphs these calls will run (only their shape fields are read: N, B, Hq, Hkv, D,
+// max_seqlen, causal, uniform, qkv_row), each on a thread of its own with a cuDNN handle of its
+// own that then executes it; returns at once. A call that needs a graph still being built waits
+// for it instead of building it again (attention_prepare_forward).
+void cudnn_sdpa_prebuild(const std::vector<SdpaCall>& calls, bool backward);
 
 // Number of cuDNN graphs built so far (forward and backward, failed builds included); lets
 // tests check that graph keys are bucketed.
@@ -95,6 +101,8 @@ size_t cudnn_sdpa_graph_count();
 size_t cudnn_sdpa_dense_runs();
 // Calls that read q, k, v (and wrote dq, dk, dv) in place in a packed projection output.
 size_t cudnn_sdpa_packed_runs();
+// Graphs built ahead by cudnn_sdpa_prebuild (included in cudnn_sdpa_graph_count once finished).
+size_t cudnn_sdpa_graphs_built_ahead();
 
 // Bucketing used for graph keys (exposed for tests): batch → next power of two; max_seqlen →
 // next power of two, at least 64; total tokens (the backward's ragged workspace bound) → next

@@ -47,6 +47,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,6 +115,9 @@ struct GraphEntry {
   int64_t workspace = 0;
   std::string error;
   bool tuned = false;  // autotuned on its first execution (ops.sdpa_autotune)
+  // Built ahead on a thread of its own (cudnn_sdpa_prebuild): the handle it was built with, which
+  // then executes it (null: the shared handle).
+  cudnnHandle_t own_handle = nullptr;
 };
 
 // ops.sdpa_autotune: build every engine configuration cuDNN offers for a graph and time them
@@ -126,13 +130,34 @@ std::map<GraphKey, GraphEntry> g_cache;
 size_t g_built = 0;
 size_t g_dense_runs = 0;
 size_t g_packed_runs = 0;
+size_t g_built_ahead = 0;
 cudnnHandle_t g_handle = nullptr;
+// Keys being built ahead on threads of their own (cudnn_sdpa_prebuild); the builder puts the
+// entry into g_cache, a user of the key waits for it (graph_for_locked).
+std::map<GraphKey, std::shared_future<void>> g_pending;
 
-// device_release_at_exit(): the graphs (and their plans) and the handle go before the process
+// Every graph being built ahead, finished (called without g_mutex held).
+void wait_for_builders() {
+  std::vector<std::shared_future<void>> pending;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    for (auto& [k, f] : g_pending) pending.push_back(f);
+  }
+  for (auto& f : pending) f.wait();
+}
+
+// device_release_at_exit(): the graphs (and their plans) and the handles go before the process
 // ends, so that a leak check does not report cuDNN's handle memory.
 void release_cudnn() {
+  wait_for_builders();
   std::lock_guard<std::mutex> lock(g_mutex);
+  g_pending.clear();
+  std::vector<cudnnHandle_t> own;
+  for (auto& [k, e] : g_cache)
+    if (e.own_handle) own.push_back(e.own_handle);
   g_cache.clear();
+  if (!own.empty()) BIOFM_CUDA_CHECK(cudaStreamSynchronize(cuda_ctx::stream()));
+  for (cudnnHandle_t h : own) BIOFM_CUDNN_CHECK(cudnnDestroy(h));
   if (g_handle) {
     BIOFM_CUDA_CHECK(cudaStreamSynchronize(cuda_ctx::stream()));
     BIOFM_CUDNN_CHECK(cudnnDestroy(g_handle));
@@ -296,10 +321,8 @@ GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
   return entry;
 }
 
-// The graph for `k`, built on first use; null (and *why set) when it cannot be built.
-GraphEntry& graph_for_locked(const GraphKey& k, cudnnHandle_t h) {
-  auto it = g_cache.find(k);
-  if (it != g_cache.end()) return it->second;
+// Builds the graph for `k` with handle h (no lock needed); failures are in the entry.
+GraphEntry build_entry(const GraphKey& k, cudnnHandle_t h, double* ms) {
   GraphEntry entry;
   const auto t0 = std::chrono::steady_clock::now();
   try {
@@ -308,41 +331,75 @@ GraphEntry& graph_for_locked(const GraphKey& k, cudnnHandle_t h) {
     entry.graph = nullptr;
     entry.error = std::string("exception while describing the graph: ") + e.what();
   }
-  ++g_built;
   entry.key = k;
+  *ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return entry;
+}
+
+// Puts a built entry into the cache (g_mutex held) and says what happened.
+GraphEntry& insert_locked(GraphEntry entry, double ms, const char* how) {
+  ++g_built;
+  const GraphKey k = entry.key;
   if (!entry.graph)
-    std::fprintf(stderr, "biofm attention: cuDNN SDPA graph (%s) unavailable: %s\n",
-                 describe(k).c_str(), entry.error.c_str());
+    std::fprintf(stderr, "biofm attention: cuDNN SDPA graph (%s) unavailable: %s\n", describe(k).c_str(),
+                 entry.error.c_str());
   else if (op_options().attention_verbose)
-    std::fprintf(stderr, "biofm attention: built cuDNN SDPA graph (%s) in %.1f ms\n", describe(k).c_str(),
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    std::fprintf(stderr, "biofm attention: built cuDNN SDPA graph (%s) in %.1f ms%s\n", describe(k).c_str(), ms, how);
   return g_cache.emplace(k, std::move(entry)).first->second;
+}
+
+// The graph for `k`: cached, or being built ahead (then this waits for it, g_mutex released
+// meanwhile), or built here on first use; null (and *why set) when it cannot be built.
+GraphEntry& graph_for_locked(const GraphKey& k, cudnnHandle_t h, std::unique_lock<std::mutex>& lock) {
+  for (;;) {
+    auto it = g_cache.find(k);
+    if (it != g_cache.end()) {
+      g_pending.erase(k);
+      return it->second;
+    }
+    auto p = g_pending.find(k);
+    if (p == g_pending.end()) break;
+    const std::shared_future<void> building = p->second;
+    lock.unlock();
+    building.wait();
+    lock.lock();
+  }
+  double ms = 0;
+  GraphEntry entry = build_entry(k, h, &ms);
+  return insert_locked(std::move(entry), ms, "");
 }
 
 constexpr size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
+// Whether a call tries cuDNN's dense graph of its exact shape first: uniform batches of a
+// power-of-two length (full training windows), so that single sequences of every length (eval,
+// embed, generate) do not each build a graph of their own.
+bool try_dense(const SdpaCall& c) {
+  return c.uniform && op_options().sdpa_dense && c.max_seqlen == bucket_seqlen(c.max_seqlen);
+}
+
+// The graph a call runs: its bucket's ragged graph, or, for a uniform batch (every sequence
+// max_seqlen long, back to back) that tries the dense graph of its exact shape, that one (should
+// cuDNN refuse it, the ragged graph serves the batch as any other).
+GraphKey ragged_key_for(const SdpaCall& c, bool backward) {
+  return GraphKey{bucket_batch(c.B), bucket_seqlen(c.max_seqlen), backward ? bucket_tokens(c.N) : 0,
+                  c.Hq, c.Hkv, c.D, c.causal, backward, false, c.qkv_row};
+}
+GraphKey dense_key_for(const SdpaCall& c, bool backward) {
+  return GraphKey{c.B, c.max_seqlen, 0, c.Hq, c.Hkv, c.D, c.causal, backward, true, c.qkv_row};
+}
+
 bool run(const SdpaCall& c, bool backward, std::string* why) {
-  const GraphKey ragged_key{bucket_batch(c.B),
-                            bucket_seqlen(c.max_seqlen),
-                            backward ? bucket_tokens(c.N) : 0,
-                            c.Hq,
-                            c.Hkv,
-                            c.D,
-                            c.causal,
-                            backward,
-                            false,
-                            c.qkv_row};
-  // A uniform batch (every sequence max_seqlen long, back to back) takes the dense graph of its
-  // exact shape; should cuDNN refuse that, the ragged graph serves it as any other batch.
-  const GraphKey dense_key{c.B, c.max_seqlen, 0, c.Hq, c.Hkv, c.D, c.causal, backward, true, c.qkv_row};
-  std::lock_guard<std::mutex> lock(g_mutex);
+  const GraphKey ragged_key = ragged_key_for(c, backward), dense_key = dense_key_for(c, backward);
+  std::unique_lock<std::mutex> lock(g_mutex);
   cudnnHandle_t h = handle_locked();
-  // Only for power-of-two lengths (full training windows), so that single sequences of every
-  // length (eval, embed, generate) do not each build a graph of their own.
-  const bool try_dense = c.uniform && op_options().sdpa_dense && c.max_seqlen == bucket_seqlen(c.max_seqlen);
-  GraphEntry* found = try_dense ? &graph_for_locked(dense_key, h) : nullptr;
-  if (!found || !found->graph) found = &graph_for_locked(ragged_key, h);
+  GraphEntry* found = try_dense(c) ? &graph_for_locked(dense_key, h, lock) : nullptr;
+  if (!found || !found->graph) found = &graph_for_locked(ragged_key, h, lock);
   GraphEntry& entry = *found;
+  if (entry.own_handle) {  // built ahead: executes with the handle that built it
+    BIOFM_CUDNN_CHECK(cudnnSetStream(entry.own_handle, cuda_ctx::stream()));
+    h = entry.own_handle;
+  }
   const GraphKey& key = entry.key;
   if (!entry.graph) {
     if (why) *why = "cuDNN graph (" + describe(key) + "): " + entry.error;
@@ -463,9 +520,46 @@ bool cudnn_sdpa_supported(DType dtype, int64_t head_dim, int64_t hq, int64_t hkv
 bool cudnn_sdpa_forward(const SdpaCall& c, std::string* why) { return run(c, false, why); }
 bool cudnn_sdpa_backward(const SdpaCall& c, std::string* why) { return run(c, true, why); }
 
+void cudnn_sdpa_prebuild(const std::vector<SdpaCall>& calls, bool backward) {
+  int device = 0;
+  BIOFM_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const SdpaCall& c : calls) {
+    const GraphKey k = try_dense(c) ? dense_key_for(c, backward) : ragged_key_for(c, backward);
+    if (g_cache.contains(k) || g_pending.contains(k)) continue;
+    // One thread and one cuDNN handle per graph (a handle is not to be used by two threads at
+    // once); the handle stays with the graph and executes it.
+    g_pending[k] = std::async(std::launch::async, [k, device] {
+                     double ms = 0;
+                     GraphEntry entry;
+                     entry.key = k;
+                     cudnnHandle_t h = nullptr;
+                     if (cudaSetDevice(device) != cudaSuccess || cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) {
+                       entry.error = "could not set up a cuDNN handle to build it ahead";
+                       h = nullptr;
+                     } else {
+                       entry = build_entry(k, h, &ms);
+                     }
+                     std::lock_guard<std::mutex> lock(g_mutex);
+                     ++g_built_ahead;
+                     if (entry.graph) {
+                       entry.own_handle = h;
+                     } else if (h) {
+                       cudnnDestroy(h);
+                     }
+                     insert_locked(std::move(entry), ms, " (ahead, on its own thread)");
+                   }).share();
+  }
+}
+
 size_t cudnn_sdpa_graph_count() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_built;
+}
+
+size_t cudnn_sdpa_graphs_built_ahead() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_built_ahead;
 }
 
 size_t cudnn_sdpa_dense_runs() {

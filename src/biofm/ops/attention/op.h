@@ -16,6 +16,8 @@
 // <= capacity. out [n_new, Hq, D]. q, caches and out share one dtype (F32 or BF16); the math
 // is fp32. Same GQA rule; the CUDA version is asynchronous (no host sync).
 #pragma once
+#include <vector>
+
 #include "biofm/ops/dispatch.h"
 
 namespace biofm::ops {
@@ -55,7 +57,21 @@ void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& q
                                const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
                                const Tensor& seq_lens, const AttentionShape& a);
 
+// The forward passes a caller will run next, one entry per batch, so that their start-up work
+// overlaps computation: on the GPU the cuDNN graphs they need are built ahead, each on a thread of
+// its own (a forward pass that needs one still being built waits for it); nothing on the CPU.
+// Returns at once. packed_qkv: the batch's pass reads q, k, v from the fused projection's rows
+// (attention_forward_packed); otherwise separate tensors (attention_forward).
+struct AttentionBatch {
+  int64_t sequences = 0, rows = 0;
+  int32_t max_seqlen = 0;
+  bool uniform = false;  // as AttentionShape::uniform
+  bool packed_qkv = false;
+};
+void attention_prepare_forward(Device device, DType dtype, const std::vector<AttentionBatch>& batches,
+                               const QkvHeads& heads, bool causal);
+
 BIOFM_BACKENDS(attention_forward, attention_backward, attention_decode, attention_forward_packed,
-               attention_backward_packed)
+               attention_backward_packed, attention_prepare_forward)
 
 }  // namespace biofm::ops

@@ -16,6 +16,7 @@
 // Ids outside [0, V) cannot throw from the GPU without a host synchronisation: the lookup
 // writes NaN rows for them (so the loss shows it) and the backward skips them.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "biofm/ops/cuda_util.cuh"
@@ -26,13 +27,17 @@ using namespace cuda_detail;
 
 namespace {
 
-// Threads per row (a multiple of 32, at most 256) and rows per 256-thread block.
+// Threads per row and rows per 256-thread block. The threads per row are a power of two in
+// [32, 256], so that they divide the block: every thread belongs to one of its rpb rows. (A
+// count that did not divide 256, e.g. 160 for 1280 features in chunks of 8, left threads in a
+// partial group that worked on the next block's first row as well; in the in-place row scaling
+// of the token dropout two blocks then multiplied the same elements at once, a race that scaled
+// some of them twice. ESM-2 150M and 650M hit it.)
 struct RowGroups {
   int tpr, rpb;
 };
 RowGroups row_groups(int64_t chunks_per_row) {
-  const int tpr =
-      int(std::min<int64_t>(256, std::max<int64_t>(32, ceil_div(chunks_per_row, 32) * 32)));
+  const int tpr = int(std::min<uint64_t>(256, std::max<uint64_t>(32, std::bit_ceil(uint64_t(chunks_per_row)))));
   return {tpr, 256 / tpr};
 }
 
