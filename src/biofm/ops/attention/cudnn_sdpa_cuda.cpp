@@ -363,6 +363,7 @@ GraphEntry& graph_for_locked(const GraphKey& k, cudnnHandle_t h, std::unique_loc
     lock.unlock();
     building.wait();
     lock.lock();
+    g_pending.erase(k);  // done: its entry is in g_cache, or (no handle for it) it is built below
   }
   double ms = 0;
   GraphEntry entry = build_entry(k, h, &ms);
@@ -530,23 +531,18 @@ void cudnn_sdpa_prebuild(const std::vector<SdpaCall>& calls, bool backward) {
     // One thread and one cuDNN handle per graph (a handle is not to be used by two threads at
     // once); the handle stays with the graph and executes it.
     g_pending[k] = std::async(std::launch::async, [k, device] {
-                     double ms = 0;
-                     GraphEntry entry;
-                     entry.key = k;
+                     // Without a handle of its own nothing is built here: the first pass that
+                     // needs the graph builds it as usual.
                      cudnnHandle_t h = nullptr;
-                     if (cudaSetDevice(device) != cudaSuccess || cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) {
-                       entry.error = "could not set up a cuDNN handle to build it ahead";
-                       h = nullptr;
-                     } else {
-                       entry = build_entry(k, h, &ms);
-                     }
+                     if (cudaSetDevice(device) != cudaSuccess || cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) return;
+                     double ms = 0;
+                     GraphEntry entry = build_entry(k, h, &ms);
                      std::lock_guard<std::mutex> lock(g_mutex);
                      ++g_built_ahead;
-                     if (entry.graph) {
+                     if (entry.graph)
                        entry.own_handle = h;
-                     } else if (h) {
+                     else
                        cudnnDestroy(h);
-                     }
                      insert_locked(std::move(entry), ms, " (ahead, on its own thread)");
                    }).share();
   }
