@@ -2,6 +2,8 @@
 // to exactly one window.
 #include "biofm/infer/batching.h"
 
+#include "biofm/data/pack.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
@@ -31,6 +33,32 @@ TEST(InferBatching, EveryItemOnceUnderTheBudgetLongestFirst) {
   for (size_t i = 0; i < lengths.size(); ++i) EXPECT_EQ(seen.count(int64_t(i)), 1u) << i;
   EXPECT_EQ(plan[0], std::vector<int64_t>{5});  // 100 > 64: alone
   EXPECT_EQ(plan_batches({}, 10).size(), 0u);
+}
+
+TEST(InferBatching, PlannedShapesAreThoseOfTheBuiltBatches) {
+  // batch_shapes announces each batch before it is built (LanguageModel::prepare_forward); it must
+  // say what BatchBuilder then builds, uniform batches (every sequence one length) included.
+  const std::vector<int64_t> lengths = {5, 40, 12, 40, 7, 100, 3, 64, 64, 1, 32, 32};
+  bool saw_uniform = false, saw_ragged = false;
+  for (int64_t budget : {int64_t(64), int64_t(128), int64_t(1000)}) {
+    const auto plan = plan_batches(lengths, budget);
+    const std::vector<BatchShape> shapes = batch_shapes(plan, lengths);
+    ASSERT_EQ(shapes.size(), plan.size());
+    for (size_t k = 0; k < plan.size(); ++k) {
+      BatchBuilder builder;
+      for (int64_t i : plan[k]) {
+        const std::vector<int32_t> ids(size_t(lengths[size_t(i)]), 5), labels(ids.size(), -100);
+        builder.add(ids.data(), labels.data(), int64_t(ids.size()));
+      }
+      const BatchShape built = builder.build(BatchMode::Thd, 1, 0).shape();
+      EXPECT_EQ(shapes[k].sequences, built.sequences) << "batch " << k;
+      EXPECT_EQ(shapes[k].rows, built.rows) << "batch " << k;
+      EXPECT_EQ(shapes[k].max_seqlen, built.max_seqlen) << "batch " << k;
+      EXPECT_EQ(shapes[k].uniform, built.uniform) << "batch " << k;
+      (built.uniform ? saw_uniform : saw_ragged) = true;
+    }
+  }
+  EXPECT_TRUE(saw_uniform && saw_ragged) << "the plans should hold both kinds";
 }
 
 TEST(InferBatching, KeptWindowsPartitionTheSequence) {

@@ -341,12 +341,19 @@ void load_quant_state(const std::string& dir, const std::vector<std::string>& na
 }
 
 // The checkpoint's GEMM algorithm choices, where this run tunes GEMMs on the GPU; -1 when it
-// does not use them (a note says why, where a table was there).
+// does not use them (a note says why, where a table was there). A table this build cannot read
+// (e.g. written by a biofm with another table layout) is not a reason to give up the checkpoint:
+// it is noted and ignored like one from another GPU.
 int64_t load_gemm_tuning(const std::string& dir, const std::vector<std::string>& names, const LanguageModel& model) {
   if (!ops::op_options().gemm_autotune || model.device() != Device::CUDA) return -1;
   if (std::find(names.begin(), names.end(), "gemm_tuning.bin") == names.end()) return -1;
   std::string why;
-  const int64_t n = ops::load_gemm_tuning_table(read_file(dir + "/gemm_tuning.bin"), &why);
+  int64_t n = -1;
+  try {
+    n = ops::load_gemm_tuning_table(read_file(dir + "/gemm_tuning.bin"), &why);
+  } catch (const Error& e) {
+    why = e.what();
+  }
   if (n < 0)
     std::cerr << "note: " << dir << "/gemm_tuning.bin not used (" << why
               << "): GEMMs are tuned again, so steps may differ in the last bits from the run that saved it\n";
