@@ -32,7 +32,7 @@ std::vector<std::pair<int, py::array_t<float>>> embed(const std::string& model_d
   for (size_t i = 0; i < sequences.size(); ++i)
     if (sequences[i].empty()) fail("embed: sequence ", i, " is empty");
   const Device dev = parse_device(device);
-  const Precision prec = parse_inference_precision(precision, dev);
+  const InferencePrecision prec = parse_inference_precision(precision, dev);
   const ModelFamily& family = family_of_dir(model_dir);
   if (!family.embed) fail("embed does not support model_type '", family.hf_model_type, "'");
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, prec);
@@ -43,7 +43,7 @@ std::vector<std::pair<int, py::array_t<float>>> embed(const std::string& model_d
   const int64_t max_pos = model->dims().max_positions;
   o.window_tokens = max_seq_length > 0 ? max_seq_length : std::min<int64_t>(1024, max_pos);
   if (o.window_tokens < 3) fail("embed: max_seq_length must be at least 3, got ", o.window_tokens);
-  o.act_dtype = prec == Precision::F32 ? DType::F32 : DType::BF16;
+  o.act_dtype = prec.params == Precision::F32 ? DType::F32 : DType::BF16;
   o.max_tokens = std::max<int64_t>(max_tokens > 0 ? max_tokens : (dev == Device::CUDA ? 16384 : 8192), o.window_tokens);
   const SequenceDataset data = SequenceDataset::from_sequences(sequences);
   if (data.size() != sequences.size()) fail("embed: ", sequences.size() - data.size(), " sequences were empty after cleaning");

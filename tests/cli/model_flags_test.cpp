@@ -18,11 +18,17 @@ TEST(ModelFlags, DeviceAndPrecision) {
     EXPECT_THROW(parse_device("cuda"), Error);
     EXPECT_THROW(parse_device("cuda:0"), Error);
   }
-  EXPECT_EQ(parse_inference_precision("", Device::CPU), Precision::F32);
-  EXPECT_EQ(parse_inference_precision("", Device::CUDA), Precision::Bf16);
-  EXPECT_EQ(parse_inference_precision("fp32", Device::CUDA), Precision::F32);
-  EXPECT_EQ(parse_inference_precision("bf16", Device::CUDA), Precision::Bf16);
+  auto parsed = [](const char* s, Device d) {
+    const InferencePrecision p = parse_inference_precision(s, d);
+    return std::string(p.name()) + (p.params == Precision::Bf16 ? "/bf16 weights" : "/fp32 weights");
+  };
+  EXPECT_EQ(parsed("", Device::CPU), "fp32/fp32 weights");
+  EXPECT_EQ(parsed("", Device::CUDA), "bf16/bf16 weights");
+  EXPECT_EQ(parsed("fp32", Device::CUDA), "fp32/fp32 weights");
+  EXPECT_EQ(parsed("bf16", Device::CUDA), "bf16/bf16 weights");
+  EXPECT_EQ(parsed("fp8", Device::CUDA), "fp8/bf16 weights");  // FP8 GEMMs over bf16 weights
   EXPECT_THROW(parse_inference_precision("bf16", Device::CPU), Error);
+  EXPECT_THROW(parse_inference_precision("fp8", Device::CPU), Error);
   EXPECT_THROW(parse_inference_precision("fp16", Device::CUDA), Error);
 }
 

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
+#include "biofm/cli/model_flags.h"
 #include "biofm/infer/embedder.h"
 #include "biofm/infer/scoring.h"
 #include "biofm/models/registry.h"
@@ -71,6 +73,47 @@ TEST(CudaInfer, EmbeddingsMatchTheCpu) {
       EXPECT_EQ(got.offsets, ref.offsets);
     }
   }
+}
+
+// --precision fp8 (cli/model_flags): the layers' projections as FP8 GEMMs over the bf16 model.
+// Its embeddings must differ from bf16's (the FP8 path ran, not a bf16 fallback) and stay near
+// the fp32 reference (E4M3 keeps 3 mantissa bits: a few percent per tensor, not bf16's 0.4%).
+TEST(CudaInfer, Fp8EmbeddingsStayNearTheFp32Reference) {
+  const SequenceDataset data = proteins();
+  const std::string dir = fixture("esm2_tiny");
+  const ModelFamily& fam = family_of_dir(dir);
+  EmbedOptions o;
+  o.pooling = Pooling::Mean;
+  o.window_tokens = 1024;
+  o.max_tokens = 4096;
+  auto run = [&](Device dev, InferencePrecision p) {
+    auto model = load_model(fam, dir, dev, p);
+    EmbedOptions op = o;
+    op.layers = {int(model->dims().layers)};
+    op.act_dtype = p.params == Precision::F32 ? DType::F32 : DType::BF16;
+    return Embedder(*model, fam.tokenizer(), op, false).run(data, 0, data.size()).pooled.at(0);
+  };
+  const Tensor ref = run(Device::CPU, {Precision::F32, false});
+  const Tensor bf16 = run(Device::CUDA, {Precision::Bf16, false});
+  const Tensor fp8 = run(Device::CUDA, {Precision::Bf16, true});
+  ASSERT_EQ(fp8.numel(), ref.numel());
+  int64_t differ = 0;
+  for (int64_t i = 0; i < fp8.numel(); ++i) differ += fp8.f32()[i] != bf16.f32()[i];
+  EXPECT_GT(differ, fp8.numel() / 2) << "FP8 embeddings equal bf16's: the FP8 GEMMs did not run";
+  const int64_t R = ref.size(0), C = ref.size(1);
+  double min_cos = 1;
+  for (int64_t r = 0; r < R; ++r) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int64_t c = 0; c < C; ++c) {
+      const double x = fp8.f32()[r * C + c], y = ref.f32()[r * C + c];
+      ab += x * y, aa += x * x, bb += y * y;
+    }
+    min_cos = std::min(min_cos, ab / std::sqrt(aa * bb));
+  }
+  std::printf("fp8 embeddings: max rel error %.3g (bf16 %.3g), min cosine %.6f, over %lld proteins\n",
+              rel_err(fp8, ref), rel_err(bf16, ref), min_cos, (long long)R);
+  EXPECT_LT(rel_err(fp8, ref), 0.15);
+  EXPECT_GT(min_cos, 0.99);
 }
 
 TEST(CudaInfer, ScoresMatchTheCpu) {

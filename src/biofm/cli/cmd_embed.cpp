@@ -35,7 +35,7 @@ namespace {
 const CommandSpec kEmbed{
     "embed",
     "--model DIR --input FILE --output OUT.safetensors|DIR [--layers -1] [--pooling mean|cls|last|none]\n"
-    "       [--per-token] [--logits] [--device auto] [--precision bf16|fp32] [--max-tokens N]\n"
+    "       [--per-token] [--logits] [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N]\n"
     "       [--max-seq-length N | --window N --stride N] [--shard-size N] [--output-format safetensors|npy]\n"
     "       [--format auto] [--column sequence]",
     "Writes 'embeddings' [n, hidden]: per sequence, the mean of the final hidden states over its residues\n"
@@ -110,7 +110,7 @@ int cmd_embed(int argc, char** argv) {
   apply_ops_flag(a);
   if (env.distributed() && dev == Device::CUDA && device_flag_value.rfind("cuda:", 0) != 0)
     select_cuda_device(env.local_rank % cuda_device_count());
-  const Precision precision = parse_inference_precision(a.get("--precision"), dev);
+  const InferencePrecision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   if (!family.embed) fail("embed does not support model_type '", family.hf_model_type, "'");
   const bool causal = family.objective == Objective::CausalLM;
@@ -139,7 +139,7 @@ int cmd_embed(int argc, char** argv) {
   }
   const std::string len_warn = infer::length_warning(o.windows ? "--window" : "--max-seq-length", o.window_tokens, max_pos);
   if (!len_warn.empty()) std::fprintf(stderr, "%s\n", len_warn.c_str());
-  o.act_dtype = precision == Precision::F32 ? DType::F32 : DType::BF16;
+  o.act_dtype = precision.params == Precision::F32 ? DType::F32 : DType::BF16;
   o.max_tokens = std::max<int64_t>(a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens),
                                    o.window_tokens);
 
@@ -155,7 +155,7 @@ int cmd_embed(int argc, char** argv) {
   key << "embed model=" << model_dir << " input=" << input << " layers=" << layers_json << " named=" << named_layers
       << " pooling=" << infer::pooling_name(o.pooling) << " per_token=" << o.per_token << " logits=" << o.logits
       << " window=" << o.window_tokens << " windows=" << o.windows << " stride=" << o.stride
-      << " precision=" << precision_name(precision) << " records=" << n;
+      << " precision=" << precision.name() << " records=" << n;
   // Safetensors (one file, or shards in a directory) or NumPy arrays in a directory.
   const bool npy = out_format == "npy";
   if (npy && one_file)
@@ -294,7 +294,7 @@ int cmd_embed(int argc, char** argv) {
                 (long long)my_records, (long long)n,
                 wrote_index ? "all shards done: wrote index.json" : "index.json follows from the last rank to finish");
   std::printf("embedded %s (hidden %lld, %s, %s) -> %s", data.stats().summary().c_str(),
-              (long long)model->dims().hidden, device_name(dev), precision_name(precision), out_path.c_str());
+              (long long)model->dims().hidden, device_name(dev), precision.name(), out_path.c_str());
   if (o.windows)
     std::printf(" | %llu windows of %lld tokens (stride %lld)", (unsigned long long)windows,
                 (long long)o.window_tokens, (long long)o.stride);

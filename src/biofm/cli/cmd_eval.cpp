@@ -44,7 +44,7 @@ namespace {
 
 const CommandSpec kEval{
     "eval",
-    "--model DIR --input FILE [--output OUT.json] [--device auto] [--precision bf16|fp32] [--max-tokens N]\n"
+    "--model DIR --input FILE [--output OUT.json] [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N]\n"
     "       [--max-seq-length N] [--format auto] [--column sequence]",
     "ESM-2 models (model_type esm): masks 15% of residues (80/10/10) deterministically from --seed 1234\n"
     "and reports the masked-LM loss, accuracy and perplexity (--max-seq-length default 1024; longer\n"
@@ -92,7 +92,7 @@ void warn_inputs(const Tokenizer& tok, const SequenceDataset& data, const char* 
 
 int64_t default_max_tokens(Device dev) { return dev == Device::CUDA ? 16384 : 8192; }
 
-int eval_masked_lm(const Flags& a, Device dev, Precision precision, const ModelFamily& family) {
+int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, const ModelFamily& family) {
   std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev, precision);
   SequenceDataset data = load_sequences(a, a.require("--input"), family.tokenizer());
   MlmOptions o;
@@ -142,7 +142,7 @@ int eval_masked_lm(const Flags& a, Device dev, Precision precision, const ModelF
                       {"max_seq_length", o.max_seq_length},
                       {"num_truncated", truncated},
                       {"device", device_name(dev)},
-                      {"precision", precision_name(precision)},
+                      {"precision", precision.name()},
                       {"skipped_empty_records", data.stats().skipped_empty},
                       {"input_files", data.stats().files},
                       {"skipped_input_files", data.stats().skipped_files}};
@@ -150,7 +150,7 @@ int eval_masked_lm(const Flags& a, Device dev, Precision precision, const ModelF
   return 0;
 }
 
-int eval_causal_lm(const Flags& a, Device dev, Precision precision, const ModelFamily& family) {
+int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, const ModelFamily& family) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
   SequenceDataset data = load_sequences(a, input, family.tokenizer());
@@ -252,7 +252,7 @@ int eval_causal_lm(const Flags& a, Device dev, Precision precision, const ModelF
                       {"max_seq_length", max_len},
                       {"stride", stride},
                       {"device", device_name(dev)},
-                      {"precision", precision_name(precision)},
+                      {"precision", precision.name()},
                       {"num_sequences", n},
                       {"num_windows", num_windows},
                       {"num_scored_tokens", total_scored},
@@ -297,7 +297,7 @@ int cmd_eval(int argc, char** argv) {
   (void)a.require("--input");  // usage errors before any work
   const Device dev = parse_device(a.get("--device", "auto"));
   apply_ops_flag(a);
-  const Precision precision = parse_inference_precision(a.get("--precision"), dev);
+  const InferencePrecision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   if (!family.eval) fail("eval does not support model_type '", family.hf_model_type, "'");
   if (family.objective == Objective::MaskedLM) {

@@ -58,7 +58,8 @@ int cmd_generate(int argc, char** argv) {
   const std::string dir = a.require("--model"), prompt = a.require("--prompt");
   const Device dev = parse_device(a.get("--device", "auto"));
   apply_ops_flag(a);
-  const Precision precision = parse_inference_precision(a.get("--precision"), dev);
+  const InferencePrecision precision = parse_inference_precision(a.get("--precision"), dev);
+  if (precision.fp8) throw UsageError("--precision fp8 is for embed, score and eval; generate takes bf16 or fp32");
   if (prompt.empty()) fail("--prompt is empty");
   // Characters a DNA model never saw in training: refused (or, with --force, a warning).
   std::string odd;

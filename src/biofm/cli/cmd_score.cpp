@@ -27,7 +27,7 @@ namespace {
 const CommandSpec kScore{
     "score",
     "--model DIR --input FILE [--output OUT.tsv] [--mutations FILE] [--track OUT.bedgraph|OUT.tsv]\n"
-    "       [--device auto] [--precision bf16|fp32] [--max-tokens N] [--max-seq-length N] [--window N --stride N]",
+    "       [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N] [--max-seq-length N] [--window N --stride N]",
     "ESM-2 models: the pseudo-log-likelihood of each sequence (every residue masked in turn, batched):\n"
     "columns name, length, scored, pll, mean_pll, pseudo_perplexity = exp(-mean_pll), truncated.\n"
     "With --mutations FILE (one variant per line: A123G, or A123G:L45P for several; 1-based positions;\n"
@@ -110,7 +110,7 @@ int cmd_score(int argc, char** argv) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
   const Device dev = parse_device(a.get("--device", "auto"));
   apply_ops_flag(a);
-  const Precision precision = parse_inference_precision(a.get("--precision"), dev);
+  const InferencePrecision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   const bool causal = family.objective == Objective::CausalLM;
   if (causal) {

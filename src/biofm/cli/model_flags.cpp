@@ -37,14 +37,14 @@ Device parse_device(const std::string& s) {
   fail("--device must be auto, cpu, cuda or cuda:N, got '", s, "'");
 }
 
-Precision parse_inference_precision(const std::string& s, Device dev) {
-  if (s.empty()) return dev == Device::CUDA ? Precision::Bf16 : Precision::F32;
-  if (s == "fp32") return Precision::F32;
-  if (s == "bf16") {
-    if (dev != Device::CUDA) fail("--precision bf16 needs a GPU (the CPU backend computes in fp32)");
-    return Precision::Bf16;
+InferencePrecision parse_inference_precision(const std::string& s, Device dev) {
+  if (s.empty()) return {dev == Device::CUDA ? Precision::Bf16 : Precision::F32, false};
+  if (s == "fp32") return {Precision::F32, false};
+  if (s == "bf16" || s == "fp8") {
+    if (dev != Device::CUDA) fail("--precision ", s, " needs a GPU (the CPU backend computes in fp32)");
+    return {Precision::Bf16, s == "fp8"};
   }
-  fail("--precision must be bf16 or fp32, got '", s, "'");
+  fail("--precision must be bf16, fp8 or fp32, got '", s, "'");
 }
 
 FlagSpec device_flag() {
@@ -52,7 +52,7 @@ FlagSpec device_flag() {
 }
 
 FlagSpec precision_flag() {
-  return {"--precision", "P", "bf16 | fp32 (default bf16 on a GPU, fp32 on the CPU)"};
+  return {"--precision", "P", "bf16 | fp8 | fp32 (default bf16 on a GPU, fp32 on the CPU; fp8: FP8 projections)"};
 }
 
 FlagSpec ops_flag() {
@@ -87,12 +87,17 @@ void apply_ops_flag(const Flags& f) {
 }
 
 std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev,
-                                          Precision precision) {
+                                          InferencePrecision p) {
   try {
     BuildOptions o;
-    o.precision = precision;
+    o.precision = p.params;
     std::unique_ptr<LanguageModel> m = family.load(dir, dev, o);
     m->params().release_gradients();  // inference only: no backward state
+    if (p.fp8) {
+      ops::LayerQuant fp8;  // Float8CurrentScaling, E4M3 (the forward's type)
+      fp8.format = ops::LayerFormat::Fp8;
+      m->set_layer_quant(std::vector<ops::LayerQuant>(size_t(m->dims().layers), fp8));
+    }
     return m;
   } catch (const std::bad_alloc&) {
     fail(dir, ": not enough memory for this model (check the sizes in its config.json)");

@@ -18,10 +18,20 @@ namespace biofm {
 // --device auto|cpu|cuda|cuda:N. auto = the GPU when one is usable, else the CPU; cuda:N makes
 // GPU N current (an error naming the count when there is no such GPU).
 Device parse_device(const std::string& s);
-// --precision bf16|fp32 on `dev`: default (empty) = bf16 on CUDA (pure bf16 weights and
-// activations, fp32 accumulation: training's bf16 path), fp32 on the CPU; bf16 on the CPU is an
-// error (the CPU backend computes in fp32).
-Precision parse_inference_precision(const std::string& s, Device dev);
+// What an inference command computes in (--precision).
+//   fp32  fp32 weights, activations and math (the reference numbers)
+//   bf16  pure bf16 weights and activations, fp32 accumulation: training's bf16 path
+//   fp8   bf16 as above, except that the transformer layers' projections run as FP8 GEMMs
+//         (E4M3 codes, per-tensor current scaling: training's fp8_config recipe); faster on
+//         Hopper, further from the fp32 numbers than bf16
+struct InferencePrecision {
+  Precision params = Precision::F32;  // how the weights are held
+  bool fp8 = false;
+  const char* name() const { return fp8 ? "fp8" : precision_name(params); }
+};
+// --precision on `dev`: default (empty) = bf16 on CUDA, fp32 on the CPU; bf16 and fp8 on the
+// CPU are errors (the CPU backend computes in fp32).
+InferencePrecision parse_inference_precision(const std::string& s, Device dev);
 // The flags every inference command declares the same way.
 FlagSpec device_flag();     // --device
 FlagSpec precision_flag();  // --precision
@@ -33,8 +43,9 @@ void apply_ops_flag(const Flags& f);
 // family.load(dir, dev) for inference (the gradient buffer is released: forward passes only),
 // with an allocation failure (a config.json whose sizes pass the
 // limits but do not fit in memory) reported as a biofm::Error naming the directory.
+// With p.fp8 every transformer layer's projections run in FP8 (set_layer_quant).
 std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev,
-                                          Precision precision = Precision::F32);
+                                          InferencePrecision p = {});
 // --layers "33,-1" against a model of L layers: 0 = the embedding output, L = the final states,
 // negatives from the end (-1 = L); duplicates dropped, order kept.
 std::vector<int> parse_layers(const std::string& s, int L);
