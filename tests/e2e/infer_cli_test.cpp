@@ -237,6 +237,9 @@ TEST(InferCli, EmbedFlagsAndWarnings) {
   EXPECT_NE(bad_layer.output.find("layers 0 (embeddings) to 2"), std::string::npos) << bad_layer.output;
   EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --device cuda:x").code, 1);
   EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --device cpu --precision bf16").code, 1);
+  RunResult fp8_cpu = run("embed --model " + kEsm + " --input x --output y --device cpu --precision fp8");
+  EXPECT_EQ(fp8_cpu.code, 1);
+  EXPECT_NE(fp8_cpu.output.find("--precision fp8 needs a GPU"), std::string::npos) << fp8_cpu.output;
   // Llama per token with windows: every base once, plus <BOS> and <EOS>.
   RunResult w = run("embed --model " + kLlama + " --input " + dna + " --device cpu --output " + d +
                     "/w.safetensors --pooling none --window 64 --stride 16");
