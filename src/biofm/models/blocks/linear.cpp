@@ -32,6 +32,7 @@ ops::Fp8WeightCodes* Linear::codes(const Tensor& w) const {
   if (w.device() != Device::CUDA || !p.owns(w.raw())) return nullptr;
   if (p.version() != codes_version_ || ctx_->fp8_epoch != codes_epoch_) {
     codes_ = ops::Fp8WeightCodes{};
+    codes_.forward_only = !p.has_gradients();  // an inference model: no wᵀ codes
     codes_version_ = p.version();
     codes_epoch_ = ctx_->fp8_epoch;
   }

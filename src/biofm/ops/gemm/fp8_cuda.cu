@@ -87,8 +87,12 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
     wq = {w_codes->codes, w_codes->scale_inv};  // unchanged since it was quantized
     wt = {w_codes->codes_t, w_codes->scale_inv};
   } else {
-    quantize(w, O, I, true, w_codes ? O : 0, recipe.fwd, &wq, &wt);
-    if (w_codes) *w_codes = Fp8WeightCodes{wq.codes, wt.codes, wq.scale_inv};
+    quantize(w, O, I, true, w_codes && !w_codes->forward_only ? O : 0, recipe.fwd, &wq, &wt);
+    if (w_codes) {
+      w_codes->codes = wq.codes;
+      w_codes->codes_t = wt.codes;  // (undefined when forward_only)
+      w_codes->scale_inv = wq.scale_inv;
+    }
   }
   const Tensor bias = aligned_in_dtype(bias_in, dt);
   GemmKey key = fp8_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, I, I, O, dt, dt, wq.codes.raw(),

@@ -41,6 +41,9 @@ struct Fp8SavedInput {
 struct Fp8WeightCodes {
   Tensor codes, codes_t, scale_inv;  // w [O, I], wᵀ [I, O]
   Tensor scale_inv_t;                // block scaling: the scales of codes_t (per tensor: scale_inv serves both)
+  // Inference (no backward): the forward makes codes only, not codes_t (which would hold
+  // another byte per parameter that nothing reads).
+  bool forward_only = false;
 };
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
                         const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),
