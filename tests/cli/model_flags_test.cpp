@@ -26,10 +26,19 @@ TEST(ModelFlags, DeviceAndPrecision) {
   EXPECT_EQ(parsed("", Device::CUDA), "bf16/bf16 weights");
   EXPECT_EQ(parsed("fp32", Device::CUDA), "fp32/fp32 weights");
   EXPECT_EQ(parsed("bf16", Device::CUDA), "bf16/bf16 weights");
-  EXPECT_EQ(parsed("fp8", Device::CUDA), "fp8/bf16 weights");  // FP8 GEMMs over bf16 weights
+  if (cuda_compute_capability() >= 89) {
+    EXPECT_EQ(parsed("fp8", Device::CUDA), "fp8/bf16 weights");  // FP8 GEMMs over bf16 weights
+  } else {  // no FP8 tensor cores (or no GPU at all): a clear error, not bf16 labelled fp8
+    try {
+      parse_inference_precision("fp8", Device::CUDA);
+      ADD_FAILURE() << "fp8 accepted without FP8 tensor cores";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("FP8 tensor cores"), std::string::npos) << e.what();
+    }
+  }
   EXPECT_THROW(parse_inference_precision("bf16", Device::CPU), Error);
   EXPECT_THROW(parse_inference_precision("fp8", Device::CPU), Error);
-  EXPECT_THROW(parse_inference_precision("fp16", Device::CUDA), Error);
+  EXPECT_THROW(parse_inference_precision("fp16", Device::CUDA), UsageError);  // exit 2
 }
 
 TEST(ModelFlags, InferenceModelsHoldNoGradients) {

@@ -171,6 +171,36 @@ TEST(CudaFp8, CachedWeightCodesGiveTheSameResults) {
   EXPECT_EQ(rel_error(to_host_f32(dx1), to_host_f32(dx2)), 0.0);
 }
 
+// An inference model's cache (forward_only) holds w's codes but not wᵀ's, with the same forward
+// results; a backward that meets it quantizes wᵀ itself and gets what it would have anyway.
+TEST(CudaFp8, ForwardOnlyWeightCodesKeepNoTransposedCopy) {
+  BIOFM_REQUIRE_GPU();
+  const int64_t N = 48, I = 64, O = 32;
+  const DType bf = DType::BF16;
+  Tensor x = to_device(randn({N, I}, 91), bf), w = to_device(randn({O, I}, 92, 0.1f), bf);
+  Tensor dout = to_device(randn({N, O}, 93, 1e-3f), bf), none;
+  ops::Fp8WeightCodes full, fwd;
+  fwd.forward_only = true;
+  Tensor a = Tensor::empty({N, O}, bf, Device::CUDA), b = Tensor::empty({N, O}, bf, Device::CUDA);
+  poison(a);
+  poison(b);
+  ops::linear_forward_fp8(a, x, w, none, none, Fp8Recipe{}, nullptr, none, &full);
+  ops::linear_forward_fp8(b, x, w, none, none, Fp8Recipe{}, nullptr, none, &fwd);
+  ASSERT_TRUE(full.codes.defined() && full.codes_t.defined());
+  ASSERT_TRUE(fwd.codes.defined());
+  EXPECT_FALSE(fwd.codes_t.defined());
+  EXPECT_TRUE(fwd.forward_only);
+  EXPECT_TRUE(all_finite(to_host_f32(a)));
+  EXPECT_EQ(rel_error(to_host_f32(a), to_host_f32(b)), 0.0);
+  Tensor dx1 = Tensor::empty({N, I}, bf, Device::CUDA), dx2 = Tensor::empty({N, I}, bf, Device::CUDA);
+  poison(dx1);
+  poison(dx2);
+  ops::linear_backward_fp8(dx1, none, none, dout, x, w, Fp8Recipe{}, nullptr, none, &full);
+  ops::linear_backward_fp8(dx2, none, none, dout, x, w, Fp8Recipe{}, nullptr, none, &fwd);
+  EXPECT_TRUE(all_finite(to_host_f32(dx1)));
+  EXPECT_EQ(rel_error(to_host_f32(dx1), to_host_f32(dx2)), 0.0);
+}
+
 // Every producer's amax output (SwiGLU and GELU forward/backward, RMSNorm / LayerNorm forward and
 // backward with the residual gradient, the inverse rope pass over q|k|v) is max |value| of what it
 // stored, exactly, and quantizing with it gives the codes the quantization's own amax pass gives.

@@ -127,6 +127,15 @@ TEST(FrontDoor, VersionHelpAndExitCodes) {
   EXPECT_EQ(run_biofm("eval --model m --input a.fasta b.fasta").code, 2);  // unquoted glob
   EXPECT_EQ(run_biofm("generate --model " + src("tests/fixtures/llama_tiny") + " --prompt ACGT --top-k x").code, 2);
   EXPECT_EQ(run_biofm("generate --model m --prompt ACGT --no-cache=1").code, 2);
+  // --precision: a value it does not take is a usage error; fp8 is not one generate takes.
+  const std::string esm = src("tests/fixtures/esm2_tiny");
+  RunResult fp16 = run_biofm("embed --model " + esm + " --input x --output y --precision fp16");
+  EXPECT_EQ(fp16.code, 2) << fp16.output;
+  EXPECT_NE(fp16.output.find("--precision must be bf16, fp8 or fp32"), std::string::npos) << fp16.output;
+  RunResult gen_fp8 = run_biofm("generate --model " + src("tests/fixtures/llama_tiny") + " --prompt ACGT --precision fp8");
+  EXPECT_EQ(gen_fp8.code, 2) << gen_fp8.output;
+  EXPECT_NE(gen_fp8.output.find("generate takes bf16 or fp32"), std::string::npos) << gen_fp8.output;
+  EXPECT_EQ(run_biofm("generate --help").output.find("fp8"), std::string::npos) << "generate --help offers fp8";
   RunResult hidden = run_biofm("eval --help");
   EXPECT_EQ(hidden.output.find("--dump-logits"), std::string::npos) << "a hidden flag in --help";
   // --help of each command lists every flag its table declares.

@@ -39,7 +39,7 @@ const CommandSpec kGenerate{
         {"--seed", "N", "sampling seed; sample i uses seed + i (default 42)"},
         {"--num-samples", "N", "samples to generate (default 1)"},
         device_flag(),
-        precision_flag(),
+        precision_flag(/*with_fp8=*/false),
         ops_flag(),
         {"--force", "", "accept prompt characters that are not nucleotide codes (with a warning)"},
         {"--no-cache", "", "recompute the whole prefix every step (no KV cache)"},
@@ -58,8 +58,9 @@ int cmd_generate(int argc, char** argv) {
   const std::string dir = a.require("--model"), prompt = a.require("--prompt");
   const Device dev = parse_device(a.get("--device", "auto"));
   apply_ops_flag(a);
+  if (a.get("--precision") == "fp8")
+    throw UsageError("--precision fp8 is for embed, score and eval; generate takes bf16 or fp32");
   const InferencePrecision precision = parse_inference_precision(a.get("--precision"), dev);
-  if (precision.fp8) throw UsageError("--precision fp8 is for embed, score and eval; generate takes bf16 or fp32");
   if (prompt.empty()) fail("--prompt is empty");
   // Characters a DNA model never saw in training: refused (or, with --force, a warning).
   std::string odd;

@@ -42,16 +42,22 @@ InferencePrecision parse_inference_precision(const std::string& s, Device dev) {
   if (s == "fp32") return {Precision::F32, false};
   if (s == "bf16" || s == "fp8") {
     if (dev != Device::CUDA) fail("--precision ", s, " needs a GPU (the CPU backend computes in fp32)");
+    // FP8 tensor cores: Ada (8.9) and Hopper (9.0) on; below, every GEMM would quantize for nothing
+    // and fall back to bf16.
+    if (s == "fp8" && cuda_compute_capability() < 89)
+      fail("--precision fp8 needs a GPU with FP8 tensor cores (compute capability 8.9 or newer); this one is ",
+           cuda_compute_capability() / 10, ".", cuda_compute_capability() % 10);
     return {Precision::Bf16, s == "fp8"};
   }
-  fail("--precision must be bf16, fp8 or fp32, got '", s, "'");
+  throw UsageError("--precision must be bf16, fp8 or fp32, got '" + s + "'");
 }
 
 FlagSpec device_flag() {
   return {"--device", "D", "auto | cpu | cuda | cuda:N (default auto: the GPU when there is one)"};
 }
 
-FlagSpec precision_flag() {
+FlagSpec precision_flag(bool with_fp8) {
+  if (!with_fp8) return {"--precision", "P", "bf16 | fp32 (default bf16 on a GPU, fp32 on the CPU)"};
   return {"--precision", "P", "bf16 | fp8 | fp32 (default bf16 on a GPU, fp32 on the CPU; fp8: FP8 projections)"};
 }
 

@@ -30,11 +30,12 @@ struct InferencePrecision {
   const char* name() const { return fp8 ? "fp8" : precision_name(params); }
 };
 // --precision on `dev`: default (empty) = bf16 on CUDA, fp32 on the CPU; bf16 and fp8 on the
-// CPU are errors (the CPU backend computes in fp32).
+// CPU are errors (the CPU backend computes in fp32), and so is fp8 on a GPU without FP8 tensor
+// cores; a value outside bf16|fp8|fp32 is a usage error.
 InferencePrecision parse_inference_precision(const std::string& s, Device dev);
 // The flags every inference command declares the same way.
 FlagSpec device_flag();     // --device
-FlagSpec precision_flag();  // --precision
+FlagSpec precision_flag(bool with_fp8 = true);  // --precision (generate: without fp8)
 // --ops KEY=VALUE[,KEY=VALUE...]: the training configs' ops.* keys (ops/options.h) for this run,
 // e.g. --ops sdpa_autotune=true,gemm_fused_gelu=false; checked as the configs check them (an
 // unknown key names the nearest one). A key outside ops.* is a usage error.

@@ -9,6 +9,8 @@ namespace biofm {
 bool cuda_available();
 // GPUs visible to this process (0 without CUDA).
 int cuda_device_count();
+// The current GPU's compute capability as major*10 + minor (90 for H100; 0 without CUDA).
+int cuda_compute_capability();
 // Makes GPU (local_rank mod the visible GPUs) current for this process: a multi-process run
 // calls it before any CUDA work, one GPU per local rank.
 void select_cuda_device(int local_rank);

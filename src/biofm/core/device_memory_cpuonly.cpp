@@ -8,6 +8,7 @@
 namespace biofm {
 bool cuda_available() { return false; }
 int cuda_device_count() { return 0; }
+int cuda_compute_capability() { return 0; }
 void select_cuda_device(int) { fail("this biofm was built without CUDA; use device=cpu"); }
 void* device_alloc(size_t) { fail("this biofm was built without CUDA; use device=cpu"); }
 void device_free(void*, size_t) {}

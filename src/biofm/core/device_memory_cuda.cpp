@@ -221,6 +221,15 @@ int cuda_device_count() {
   return n;
 }
 
+int cuda_compute_capability() {
+  int dev = 0, major = 0, minor = 0;
+  if (!cuda_available() || cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+    return 0;
+  return major * 10 + minor;
+}
+
 void select_cuda_device(int local_rank) {
   int n = 0;
   BIOFM_CUDA_CHECK(cudaGetDeviceCount(&n));
