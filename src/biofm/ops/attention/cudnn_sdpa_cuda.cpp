@@ -56,6 +56,7 @@
 #include <unordered_map>
 
 #include "biofm/core/cuda_context.h"
+#include "biofm/core/device_memory.h"
 #include "biofm/core/device_memory_stats.h"
 #include "biofm/core/tensor.h"
 #include "biofm/ops/attention/cudnn_sdpa.h"
@@ -502,13 +503,7 @@ bool cudnn_sdpa_supported(DType dtype, int64_t head_dim, int64_t hq, int64_t hkv
     return no("head dim " + std::to_string(head_dim) + " (cuDNN path takes multiples of 8 up to 128)");
   if (hkv <= 0 || hq % hkv != 0) return no("query heads not a multiple of kv heads");
   // Process-wide facts, read once.
-  static const int sm = [] {
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
-    if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) return 0;
-    return major * 10 + minor;
-  }();
+  static const int sm = cuda_compute_capability();
   static const size_t version = cudnnGetVersion();
   if (sm < 90) return no("GPU compute capability " + std::to_string(sm / 10) + "." + std::to_string(sm % 10) +
                          " (ragged THD SDPA needs 9.0+)");

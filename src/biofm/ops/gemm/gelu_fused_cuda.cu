@@ -20,6 +20,7 @@
 #include <atomic>
 #include <type_traits>
 
+#include "biofm/core/device_memory.h"
 #include "biofm/ops/activation/gelu_math.cuh"
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/gemm/op.h"
@@ -175,11 +176,8 @@ bool sm90a_device() {
   int d = 0;
   BIOFM_CUDA_CHECK(cudaGetDevice(&d));
   if (d != device) {
-    int major = 0, minor = 0;
-    BIOFM_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d));
-    BIOFM_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d));
     device = d;
-    answer = major == 9 && minor == 0;
+    answer = cuda_compute_capability() == 90;
   }
   return answer;
 #else
