@@ -44,9 +44,10 @@ InferencePrecision parse_inference_precision(const std::string& s, Device dev) {
     if (dev != Device::CUDA) fail("--precision ", s, " needs a GPU (the CPU backend computes in fp32)");
     // FP8 tensor cores: Ada (8.9) and Hopper (9.0) on; below, every GEMM would quantize for nothing
     // and fall back to bf16.
-    if (s == "fp8" && cuda_compute_capability() < 89)
+    const int cc = s == "fp8" ? cuda_compute_capability() : 0;
+    if (s == "fp8" && cc < 89)
       fail("--precision fp8 needs a GPU with FP8 tensor cores (compute capability 8.9 or newer); this one is ",
-           cuda_compute_capability() / 10, ".", cuda_compute_capability() % 10);
+           cc / 10, ".", cc % 10);
     return {Precision::Bf16, s == "fp8"};
   }
   throw UsageError("--precision must be bf16, fp8 or fp32, got '" + s + "'");
