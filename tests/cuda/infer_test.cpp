@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 
 #include "biofm/cli/model_flags.h"
@@ -32,13 +33,14 @@ double rel_err(const Tensor& a, const Tensor& b) {
   return d / std::max(m, 1e-30);
 }
 
-EmbedResult embed_on(Device dev, Precision p, const std::string& name, const SequenceDataset& data, bool windows) {
+EmbedResult embed_on(Device dev, Precision p, const std::string& name, const SequenceDataset& data, bool windows,
+                     bool per_token = true) {
   auto model = load_model_dir(fixture(name), dev, p);
   const ModelFamily& fam = family_of_dir(fixture(name));
   EmbedOptions o;
   o.layers = {int(model->dims().layers), 0, 1};
   o.pooling = Pooling::Mean;
-  o.per_token = true;
+  o.per_token = per_token;
   o.windows = windows;
   o.window_tokens = windows ? 100 : 1024;
   o.stride = windows ? 20 : 0;
@@ -71,6 +73,13 @@ TEST(CudaInfer, EmbeddingsMatchTheCpu) {
       }
       EXPECT_EQ(got.ids, ref.ids);
       EXPECT_EQ(got.offsets, ref.offsets);
+      // Pooled only: results come back asynchronously while the next batch runs (two pinned
+      // buffers in turn, many batches here); they must be the same bits.
+      const EmbedResult pooled_only = embed_on(Device::CUDA, p, c.model, *c.data, c.windows, /*per_token=*/false);
+      ASSERT_EQ(pooled_only.pooled.size(), got.pooled.size());
+      for (size_t l = 0; l < got.pooled.size(); ++l)
+        EXPECT_EQ(0, std::memcmp(pooled_only.pooled[l].raw(), got.pooled[l].raw(), got.pooled[l].nbytes()))
+            << "pooled-only run, layer index " << l;
     }
   }
 }

@@ -757,6 +757,17 @@ AttentionPath choose(AttentionPath requested, const Problem& p, const char* op,
   return AttentionPath::Cudnn;
 }
 
+// The shape fields of a cuDNN call (those that pick its graph), filled in this one place for the
+// passes and for the graphs attention_prepare_forward builds ahead, so both name the same graph.
+// Pointers are left for the caller; qkv_row as in SdpaCall.
+SdpaCall sdpa_call_for(const Problem& p, const AttentionShape& a, bool packed_qkv) {
+  SdpaCall c;
+  c.N = p.N, c.B = p.B, c.Hq = p.Hq, c.Hkv = p.Hkv, c.D = p.D, c.max_seqlen = p.max_seqlen;
+  c.scale = a.scale, c.causal = a.causal, c.uniform = p.uniform;
+  c.qkv_row = packed_qkv ? (p.Hq + 2 * p.Hkv) * p.D : 0;
+  return c;
+}
+
 }  // namespace
 
 AttentionPath attention_path_for(AttentionPath requested, DType dtype, int64_t head_dim, int64_t hq,
@@ -803,9 +814,7 @@ void attention_forward_with(AttentionPath path, Tensor& out, Tensor& lse, const 
   if (chosen == AttentionPath::Cudnn) {
     // cuDNN always writes the statistics: give it a scratch lse when the caller wants none.
     Tensor lse_buf = lse.defined() ? lse : Tensor::empty({p.N, p.Hq}, DType::F32, Device::CUDA);
-    SdpaCall c;
-    c.N = p.N, c.B = p.B, c.Hq = p.Hq, c.Hkv = p.Hkv, c.D = p.D, c.max_seqlen = p.max_seqlen;
-    c.scale = a.scale, c.causal = a.causal, c.uniform = p.uniform;
+    SdpaCall c = sdpa_call_for(p, a, /*packed_qkv=*/false);
     c.cu_seqlens = cu_seqlens.i32(), c.seq_lens = seq_lens.i32();
     c.q = q.raw(), c.k = k.raw(), c.v = v.raw(), c.out = out.raw(), c.lse = lse_buf.f32();
     std::string why;
@@ -848,9 +857,7 @@ void attention_backward_with(AttentionPath path, Tensor& dq, Tensor& dk, Tensor&
 
   const AttentionPath chosen = choose(path, p, op, {&q, &k, &v, &out, &lse, &dout, &dq, &dk, &dv});
   if (chosen == AttentionPath::Cudnn) {
-    SdpaCall c;
-    c.N = p.N, c.B = p.B, c.Hq = p.Hq, c.Hkv = p.Hkv, c.D = p.D, c.max_seqlen = p.max_seqlen;
-    c.scale = a.scale, c.causal = a.causal, c.uniform = p.uniform;
+    SdpaCall c = sdpa_call_for(p, a, /*packed_qkv=*/false);
     c.cu_seqlens = cu_seqlens.i32(), c.seq_lens = seq_lens.i32();
     c.q = q.raw(), c.k = k.raw(), c.v = v.raw(), c.out = out.raw(), c.lse = lse.f32();
     c.dout = dout.raw(), c.dq = dq.raw(), c.dk = dk.raw(), c.dv = dv.raw();
@@ -912,11 +919,8 @@ void move_packed(const Problem& p, const Tensor& qkv, const Tensor& q, const Ten
 
 SdpaCall packed_call(const Problem& p, const AttentionShape& a, const Tensor& cu, const Tensor& lens,
                      const Tensor& qkv) {
-  SdpaCall c;
-  c.N = p.N, c.B = p.B, c.Hq = p.Hq, c.Hkv = p.Hkv, c.D = p.D, c.max_seqlen = p.max_seqlen;
-  c.scale = a.scale, c.causal = a.causal, c.uniform = p.uniform;
+  SdpaCall c = sdpa_call_for(p, a, /*packed_qkv=*/true);
   c.cu_seqlens = cu.i32(), c.seq_lens = lens.i32();
-  c.qkv_row = (p.Hq + 2 * p.Hkv) * p.D;
   const char* base = static_cast<const char*>(qkv.raw());
   const size_t es = dtype_size(p.dtype);
   c.q = base;
@@ -1024,11 +1028,12 @@ void attention_prepare_forward(Device, DType dtype, const std::vector<AttentionB
   std::vector<SdpaCall> calls;
   for (const AttentionBatch& b : batches) {
     if (b.sequences <= 0 || b.max_seqlen <= 0) continue;
-    SdpaCall c;
-    c.N = b.rows, c.B = b.sequences, c.Hq = h.hq, c.Hkv = h.hkv, c.D = h.head_dim, c.max_seqlen = b.max_seqlen;
-    c.causal = causal, c.uniform = b.uniform;
-    c.qkv_row = b.packed_qkv ? (h.hq + 2 * h.hkv) * h.head_dim : 0;
-    calls.push_back(c);
+    Problem p;
+    p.N = b.rows, p.B = b.sequences, p.Hq = h.hq, p.Hkv = h.hkv, p.D = h.head_dim, p.max_seqlen = b.max_seqlen;
+    p.uniform = b.uniform, p.dtype = dtype;
+    AttentionShape a;
+    a.causal = causal, a.max_seqlen = b.max_seqlen, a.uniform = b.uniform;
+    calls.push_back(sdpa_call_for(p, a, b.packed_qkv));
   }
   cudnn_sdpa_prebuild(calls, /*backward=*/false);
 }
