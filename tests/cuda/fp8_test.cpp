@@ -4,12 +4,14 @@
 // recipes' FP8-vs-bf16 loss tolerance: rtol 0.05).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <tuple>
 #include <vector>
 
+#include "biofm/core/device_memory_stats.h"
 #include "biofm/data/causal.h"
 #include "biofm/data/dataset.h"
 #include "biofm/data/mlm.h"
@@ -144,6 +146,20 @@ TEST(CudaFp8, SavedInputCodesGiveTheSameWeightGradient) {
   EXPECT_EQ(rel_error(to_host_f32(dw_saved), to_host_f32(dw)), 0.0);
   EXPECT_TRUE(all_finite(to_host_f32(dx_saved)) && all_finite(to_host_f32(dx)));
   EXPECT_EQ(rel_error(to_host_f32(dx_saved), to_host_f32(dx)), 0.0);
+
+  // The weight gradient's FP8 GEMM has an algorithm here, so the codes replace x: backward
+  // without x gives the same bits.
+  EXPECT_TRUE(saved.replaces_x);
+  Tensor dw_nox = Tensor::zeros({O, I}, DType::F32, Device::CUDA), dx_nox = Tensor::empty({N, I}, bf, Device::CUDA);
+  poison(dx_nox);
+  ops::linear_backward_fp8(dx_nox, dw_nox, none, dout, none, w, Fp8Recipe{}, &saved, none, &w_codes);
+  EXPECT_EQ(rel_error(to_host_f32(dw_nox), to_host_f32(dw)), 0.0);
+  EXPECT_EQ(rel_error(to_host_f32(dx_nox), to_host_f32(dx)), 0.0);
+  // Without codes that replace it, x cannot be left out.
+  ops::Fp8SavedInput not_replacing = saved;
+  not_replacing.replaces_x = false;
+  EXPECT_THROW(ops::linear_backward_fp8(dx_nox, dw_nox, none, dout, none, w, Fp8Recipe{}, &not_replacing), Error);
+  EXPECT_THROW(ops::linear_backward_fp8(dx_nox, dw_nox, none, dout, none, w, Fp8Recipe{}), Error);
 }
 
 // Weight codes kept across calls (Fp8WeightCodes) give what quantizing w again gives.
@@ -262,6 +278,77 @@ TEST(CudaFp8, ProducerAmaxFeedsTheQuantization) {
     ops::fp8_quantize(q2, none, s2, t, type, amax);
     EXPECT_EQ(bytes_of(q1), bytes_of(q2));
     EXPECT_EQ(to_host_f32(s1).f32()[0], to_host_f32(s2).f32()[0]);
+  }
+}
+
+// ops.fp8_release_inputs: an FP8 training step that drops the norms' outputs and the MLP
+// activation after forward (their FP8 codes serve backward) computes the same loss and
+// gradients as one that keeps them, in less memory. Current and delayed scaling. Gradients
+// below the top layer's attention are compared to run-to-run noise only: cuDNN's attention
+// backward and the embedding backward add with atomics; the top layer's MLP gradients come
+// before any of that and must repeat bit for bit.
+TEST(CudaFp8, ReleasingInputsKeepsTheGradientsAndSavesMemory) {
+  BIOFM_REQUIRE_GPU();
+  Esm2Config c;
+  c.hidden_size = 256;
+  c.num_hidden_layers = 3;
+  c.num_attention_heads = 4;
+  c.intermediate_size = 1024;
+  ReaderOptions ro;
+  SequenceDataset data = SequenceDataset::load(src("data/proteins_sample.fasta"), ro);
+  MlmOptions mo;
+  mo.max_seq_length = 256;
+  mo.max_tokens_per_batch = 4096;
+  MlmBatcher batcher(data, mo);
+  const Batch b = batcher.next().to(Device::CUDA);
+  const std::string top = "esm.encoder.layer." + std::to_string(c.num_hidden_layers - 1) + ".";
+  for (bool delayed : {false, true}) {
+    SCOPED_TRACE(delayed ? "delayed scaling" : "current scaling");
+    struct Run {
+      Tensor grads, top_mlp;
+      float loss = 0;
+      size_t peak = 0;
+    };
+    // kept, kept again (the noise), released
+    Run runs[3];
+    for (int r = 0; r < 3; ++r) {
+      testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.fp8_release_inputs = r == 2; });
+      Esm2Model m(c, Device::CUDA, Precision::Bf16Mixed);
+      m.params().init(11);
+      if (delayed) {
+        ops::LayerQuant q;
+        q.format = ops::LayerFormat::Fp8;
+        q.scaling = ops::Fp8Scaling::Delayed;
+        m.set_layer_quant(std::vector<ops::LayerQuant>(size_t(c.num_hidden_layers), q));
+      } else {
+        m.set_fp8(Fp8Recipe{});
+      }
+      Tensor loss_acc = Tensor::zeros({1}, DType::F32, Device::CUDA);
+      m.params().zero_grad();
+      cuda_ctx::synchronize();
+      device_memory_reset_peak();
+      m.forward_backward(b, 1e-3f, loss_acc);
+      cuda_ctx::synchronize();
+      runs[r].peak = device_memory_stats().peak_allocated_bytes;
+      runs[r].loss = loss_acc.to(Device::CPU).f32()[0];
+      runs[r].grads = to_host_f32(m.params().grad_flat());
+      runs[r].top_mlp = to_host_f32(
+          m.params().grad_concat({top + "intermediate.dense.weight", top + "output.dense.weight"}));
+    }
+    const Run &kept = runs[0], &again = runs[1], &released = runs[2];
+    EXPECT_TRUE(std::isfinite(kept.loss));
+    EXPECT_EQ(released.loss, kept.loss);
+    EXPECT_GT(kept.top_mlp.numel(), 0);
+    EXPECT_EQ(rel_error(released.top_mlp, kept.top_mlp), 0.0) << "the top layer's MLP gradients differ";
+    const double noise = rel_error(again.grads, kept.grads), diff = rel_error(released.grads, kept.grads);
+    std::printf("[fp8 release inputs] %s: gradients vs kept %.2e (kept vs kept %.2e); peak %.1f MiB kept, %.1f MiB released\n",
+                delayed ? "delayed" : "current", diff, noise, double(kept.peak) / (1 << 20),
+                double(released.peak) / (1 << 20));
+    EXPECT_LE(diff, std::max(4 * noise, 1e-3));
+    // Per layer, the two norm outputs (T·H bf16 each) and the activation (T·F) are no longer
+    // held through backward: at least half of that must show in the peak.
+    const double per_layer = double(b.num_rows()) * 2.0 * double(2 * c.hidden_size + c.intermediate_size);
+    EXPECT_LT(double(released.peak), double(kept.peak) - 0.5 * per_layer * double(c.num_hidden_layers));
   }
 }
 

@@ -72,7 +72,7 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   EXPECT_EQ(c.metrics_path(), "runs/default/metrics.jsonl");
   // Every schema key is a field and vice versa, and the schema defaults are the struct's.
   EXPECT_EQ(train_config_from(config::Config(train_config_schema())), TrainConfig{});
-  EXPECT_EQ(train_config_schema().keys().size(), 113u);
+  EXPECT_EQ(train_config_schema().keys().size(), 114u);
 }
 
 TEST(ConfigTrain, EveryConfigFileLoadsAndValidates) {

@@ -11,6 +11,7 @@
 #include "biofm/cli/config_search.h"
 #include "biofm/cli/flags.h"
 #include "biofm/cli/commands.h"
+#include "biofm/core/gpu_monitor.h"
 #include "biofm/core/device_memory.h"
 #include "biofm/core/device_memory_stats.h"
 #include "biofm/core/profiling.h"
@@ -123,10 +124,12 @@ int cmd_bench(int argc, char** argv) {
   double flops_seed = 0;
   std::chrono::steady_clock::time_point t0;
   ProfilerWindow::configure(cfg.profiler.start_step, cfg.profiler.end_step, 0);
+  std::unique_ptr<GpuMonitor> monitor;  // the GPU's clock and power over the timed steps
   for (int64_t s = 0; s < warmup + steps; ++s) {
     if (s == warmup) {
       device_sync(device);
       device_memory_reset_peak();
+      if (device == Device::CUDA) monitor = std::make_unique<GpuMonitor>();
       t0 = std::chrono::steady_clock::now();
     }
     std::vector<Batch> micro;
@@ -142,6 +145,7 @@ int cmd_bench(int argc, char** argv) {
   }
   device_sync(device);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const GpuActivity gpu = monitor ? monitor->stop() : GpuActivity{};
   const double loss = train_step.read_mean_loss();
   const DeviceMemoryStats mem = device_memory_stats();
   nlohmann::json r = {
@@ -166,10 +170,23 @@ int cmd_bench(int argc, char** argv) {
       {"last_loss", loss},
       {"last_loss_finite", std::isfinite(loss)},
   };
+  if (gpu.available)
+    r["gpu"] = {{"samples", gpu.samples},
+                {"sm_clock_median_mhz", gpu.sm_clock_median_mhz},
+                {"sm_clock_min_mhz", gpu.sm_clock_min_mhz},
+                {"sm_clock_max_mhz", gpu.sm_clock_max_mhz},
+                {"sm_clock_limit_mhz", gpu.sm_clock_limit_mhz},
+                {"power_median_w", gpu.power_median_w},
+                {"power_max_w", gpu.power_max_w},
+                {"power_limit_w", gpu.power_limit_w},
+                {"power_capped_fraction", gpu.power_capped_fraction},
+                {"thermal_fraction", gpu.thermal_fraction},
+                {"temperature_max_c", gpu.temperature_max_c}};
   std::printf("biofm %s: %.0f real tok/s | %.0f padded tok/s | %.1f%% padding | step %.3f s | MFU %.1f%% (seed) / %.1f%% (6N) | peak %.1f GiB\n",
               name.c_str(), r["real_tokens_per_sec"].get<double>(), r["padded_tokens_per_sec"].get<double>(),
               100 * r["padding_fraction"].get<double>(), r["step_time_s"].get<double>(), 100 * r["mfu_seed"].get<double>(),
               100 * r["mfu_6n"].get<double>(), r["peak_mem_gib"].get<double>());
+  if (monitor) std::printf("GPU during the timed steps: %s\n", describe(gpu).c_str());
   if (a.has("--json")) write_file_atomic(a.get("--json"), r.dump(2) + "\n");
   return 0;
 }

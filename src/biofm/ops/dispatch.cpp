@@ -38,7 +38,7 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
                          const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved,
                          const Tensor& dout_amax, const Fp8WeightCodes* w_codes) {
-  BIOFM_DISPATCH(x.device(), linear_backward_fp8, dx, dw, dbias, dout, x, w, recipe, saved, dout_amax, w_codes);
+  BIOFM_DISPATCH(dout.device(), linear_backward_fp8, dx, dw, dbias, dout, x, w, recipe, saved, dout_amax, w_codes);
 }
 void linear_forward_fp8_block(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                               const Tensor& residual, const Fp8BlockRecipe& recipe, Fp8SavedInput* save,

@@ -47,6 +47,10 @@ struct OpOptions {
   // about 5% (a candidate timed alone is not always the fastest inside a step). The choices go
   // into checkpoints and a resumed run takes them (ops/gemm/tuning.h).
   bool gemm_autotune = false;
+  // ops.fp8_release_inputs: an FP8 layer whose forward kept its input's codes for backward
+  // (Fp8SavedInput::replaces_x) drops the bf16 input itself (the norms' outputs, the MLP's
+  // activation), as Transformer Engine keeps only FP8 copies; false keeps them too.
+  bool fp8_release_inputs = true;
   // Chunks of 8 features each thread of the norm kernels caches (1, 2, 4 or 8; backward at most
   // 4; 0 = the measured automatic choice). No config key: for bench/norm_bench.cpp.
   int norm_chunks = 0;

@@ -215,6 +215,8 @@ Registry build_registry() {
   BIND(ops.gemm_fused_gelu, .help = "ESM-2 MLP: GELU fused into the GEMMs (CUTLASS epilogues; bf16 on Hopper)");
   BIND(ops.gemm_autotune, .help = "time cuBLASLt's candidate algorithms on each GEMM shape's first call and keep "
                                   "the fastest (one host sync per shape bucket; the choices are kept in checkpoints)");
+  BIND(ops.fp8_release_inputs, .help = "FP8 layers keep only their inputs' FP8 codes for backward, not the bf16 inputs "
+                                       "(the norms' outputs, the MLP activation)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");

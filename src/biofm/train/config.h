@@ -160,6 +160,7 @@ struct TrainConfig {
     bool gemm_inplace_splitk = false;
     bool gemm_fused_gelu = true;
     bool gemm_autotune = false;
+    bool fp8_release_inputs = true;
     bool operator==(const Ops&) const = default;
   };
 

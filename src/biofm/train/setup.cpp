@@ -26,6 +26,7 @@ void apply_op_options(const TrainConfig& cfg) {
   o.gemm_inplace_splitk = cfg.ops.gemm_inplace_splitk;
   o.gemm_fused_gelu = cfg.ops.gemm_fused_gelu;
   o.gemm_autotune = cfg.ops.gemm_autotune;
+  o.fp8_release_inputs = cfg.ops.fp8_release_inputs;
   ops::set_op_options(o);
 }
 

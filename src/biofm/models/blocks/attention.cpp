@@ -75,7 +75,7 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
     dattn = Tensor();
     ops::rope_pack_qkv_grad(dpacked, dq, dk, dv, b.positions, *inv_freq_);
   }
-  dxn = ctx_->act({T, xn.size(1)});
+  dxn = ctx_->act({T, qkv_.weight().size(1)});  // (xn may have been dropped: Fp8SavedInput::replaces_x)
   qkv_.backward(dxn, dpacked, xn, &a.fp8_qkv, dpacked_amax);
 }
 

@@ -1,6 +1,7 @@
 #include "biofm/models/blocks/layer.h"
 
 #include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/options.h"
 
 namespace biofm {
 
@@ -31,6 +32,12 @@ void TransformerLayer::forward(int layer, const Batch& b, const Tensor& x, Layer
   attn_.forward(a.x_mid, a.xn1, /*residual=*/x, b, a.attn, a.keep_fp8, a.xn1_amax, cache, layer);
   norm2(a);
   mlp_.forward(x_out, a.xn2, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, a.xn2_amax);
+  // FP8: where the projections kept their inputs' codes for backward, the norms' outputs are
+  // not read again (the norms' backward reads their inputs).
+  if (a.keep_fp8 && ops::op_options().fp8_release_inputs) {
+    if (a.attn.fp8_qkv.replaces_x) a.xn1 = Tensor();
+    if (a.mlp.fp8_in.replaces_x) a.xn2 = Tensor();
+  }
 }
 
 void TransformerLayer::backward_post_norm(int layer, const Batch& b, LayerActs& a, Tensor& dx) const {

@@ -122,7 +122,7 @@ void Linear::backward_delayed(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& 
                               const Tensor& dout_amax) const {
   Tensor hd = history_row(2);
   ops::fp8_amax_record(hd, dout, dout_amax);
-  if (x.device() == Device::CPU) {
+  if (dout.device() == Device::CPU) {
     Tensor none;
     if (dx.defined() || dw.defined())
       ops::linear_backward(dx, dw, none, fake_quantized(dout, q.bwd, scale_amax(2)),
@@ -131,8 +131,9 @@ void Linear::backward_delayed(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& 
     return;
   }
   // x's transposed codes with its delayed scale when forward did not keep them (recompute).
+  // (x is undefined only when saved->replaces_x: forward kept these codes.)
   ops::Fp8SavedInput own;
-  const int64_t I = x.size(-1), N = x.numel() / std::max<int64_t>(I, 1);
+  const int64_t I = w.size(1), N = dout.numel() / std::max<int64_t>(w.size(0), 1);
   if (dw.defined() && (!saved || !saved->codes_t.defined()) && I % 16 == 0) {
     own.codes_t = Tensor::empty({I, (N + 15) / 16 * 16}, DType::U8, Device::CUDA);
     own.scale_inv = Tensor::empty({1}, DType::F32, Device::CUDA);

@@ -2,6 +2,7 @@
 
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/gemm/op.h"
+#include "biofm/ops/options.h"
 
 namespace biofm {
 
@@ -34,6 +35,7 @@ void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs
   if (!out) return;
   *out = ctx_->act({T, residual.size(1)});
   out_.forward(*out, a.act, residual, keep_fp8 ? &a.fp8_out : nullptr, a.act_amax);
+  if (keep_fp8 && a.fp8_out.replaces_x && ops::op_options().fp8_release_inputs) a.act = Tensor();  // (pre stays)
 }
 
 void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a, const Tensor& dout_amax) const {
@@ -48,7 +50,7 @@ void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a
     in_.backward(dxn, dpre, xn);
     return;
   }
-  Tensor dact = ctx_->act(a.act.shape());
+  Tensor dact = ctx_->act({T, out_.weight().size(1)});  // (act may have been dropped after forward)
   out_.backward(dact, dout, a.act, &a.fp8_out, dout_amax);
   Tensor dpre, dpre_amax;
   if (in_.fp8()) dpre_amax = ctx_->f32({1});  // the W_in gradient quantization reuses it
@@ -60,7 +62,7 @@ void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a
     ops::swiglu_backward_packed(dpre, dact, a.pre, dpre_amax);
   }
   dact = Tensor();
-  dxn = ctx_->act({T, xn.size(1)});
+  dxn = ctx_->act({T, in_.weight().size(1)});  // (xn may have been dropped after forward)
   in_.backward(dxn, dpre, xn, &a.fp8_in, dpre_amax);
 }
 

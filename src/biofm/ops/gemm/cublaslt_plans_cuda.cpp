@@ -102,6 +102,11 @@ class PlanCache {
   // (NOT_SUPPORTED / INVALID_VALUE: checked before anything is launched) also return false,
   // and the key is remembered as unavailable.
   // C (same layout as D) defaults to D itself.
+  bool exists(const GemmKey& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return get(key, nullptr, /*optional=*/true, nullptr, nullptr).found;
+  }
+
   bool run(const GemmKey& key, const void* A, const void* B, void* D, float alpha, float beta,
            const void* bias, bool optional = false, const void* C = nullptr, const float* a_scale = nullptr,
            const float* b_scale = nullptr) {
@@ -384,6 +389,8 @@ bool run_plan(const GemmKey& key, const void* A, const void* B, void* D, float a
               const void* bias, bool optional, const void* C, const float* a_scale, const float* b_scale) {
   return plan_cache().run(key, A, B, D, alpha, beta, bias, optional, C, a_scale, b_scale);
 }
+
+bool plan_exists(const GemmKey& key) { return plan_cache().exists(key); }
 
 }  // namespace gemm_detail
 

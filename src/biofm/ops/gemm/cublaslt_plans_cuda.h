@@ -46,6 +46,10 @@ bool run_plan(const GemmKey& key, const void* A, const void* B, void* D, float a
               const void* bias, bool optional = false, const void* C = nullptr, const float* a_scale = nullptr,
               const float* b_scale = nullptr);
 
+// Whether cuBLASLt has an algorithm for this GEMM (asked once per key, as run_plan asks; a key
+// with lower alignments than a later call's asks for no more than that call needs).
+bool plan_exists(const GemmKey& key);
+
 // FP8 operands (fp8_cuda.cu, fp8_block_cuda.cu): the cuBLASLt type of a format; make_key's key
 // with FP8 A / B types and the accumulation mode; t in dtype dt at a 16-byte aligned address
 // (itself, or a converted copy: a bias the GEMM epilogue reads).

@@ -69,6 +69,24 @@ int64_t padded_rows(int64_t N) { return (N + 15) / 16 * 16; }
 
 bool fp8_shape_ok(int64_t O, int64_t I) { return O % 16 == 0 && I % 16 == 0; }
 
+// The weight gradient dw[O, I] += doutᵀ·x as an FP8 GEMM over the Np padded token rows: xᵀ's
+// codes (A, [I, Np]) against doutᵀ's (B, [O, Np]).
+GemmKey weight_gradient_key(int64_t I, int64_t O, int64_t Np, DType dt, const Fp8Recipe& recipe, const void* xt,
+                            const void* dqt, const void* dw) {
+  return fp8_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, I, O, Np, Np, Np, I, dt, DType::F32, xt, dqt, dw), recipe.fwd,
+                 recipe.bwd, /*fast_accum=*/false);
+}
+
+// Whether backward's weight-gradient GEMM will find an algorithm, asked in forward with the
+// least alignment its operands can have then (16 bytes: the smallest cuBLASLt's FP8 kernels
+// take), so that finding one here means finding one then.
+bool weight_gradient_runs_fp8(int64_t I, int64_t O, int64_t Np, DType dt, const Fp8Recipe& recipe,
+                              const void* xt) {
+  GemmKey key = weight_gradient_key(I, O, Np, dt, recipe, xt, nullptr, nullptr);
+  key.align_a = key.align_b = key.align_c = 16;
+  return plan_exists(key);
+}
+
 }  // namespace
 
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias_in, const Tensor& residual,
@@ -104,7 +122,7 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
                bias.defined() ? bias.raw() : nullptr, /*optional=*/true, residual_as_c ? residual.raw() : nullptr,
                wq.scale_inv.f32(), xq.scale_inv.f32())) {
     if (residual.defined() && !residual_as_c) add_inplace(out, residual);
-    if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv};
+    if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv, weight_gradient_runs_fp8(I, O, padded_rows(N), dt, recipe, xt.codes.raw())};
     return;
   }
   note_fallback("forward", key);
@@ -114,13 +132,20 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x, const Tensor& w,
                          const Fp8Recipe& recipe, const Fp8SavedInput* saved, const Tensor& dout_amax,
                          const Fp8WeightCodes* w_codes) {
-  const auto [N, I, O] = check_linear_backward("linear_backward_fp8", dx, dw, dbias, dout, x, w);
-  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16) || !aligned(dout.raw(), 16) ||
+  const char* op = "linear_backward_fp8";
+  // Without x (dropped after forward: saved->replaces_x), dx stands in for its shape and dtype:
+  // nothing below reads x's values when its saved codes serve the weight gradient.
+  if (!x.defined() && !(saved && saved->replaces_x && dx.defined()))
+    fail(op, ": x may be left out only when its saved FP8 codes replace it and dx is wanted");
+  const Tensor& xs = x.defined() ? x : dx;
+  const auto [N, I, O] = check_linear_backward(op, dx, dw, dbias, dout, xs, w);
+  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(xs.raw(), 16) || !aligned(dout.raw(), 16) ||
       !aligned(w.raw(), 16)) {
+    if (!x.defined()) fail(op, ": no FP8 path for this shape, and x was not kept");
     linear_backward(dx, dw, dbias, dout, x, w);
     return;
   }
-  const DType dt = x.dtype();
+  const DType dt = xs.dtype();
   const int64_t Np = padded_rows(N);
   Quantized dq, dqt;
   // dbias from the same pass over dout (the quantization's column sums)
@@ -138,20 +163,23 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
     if (!run_plan(key, wt.codes.raw(), dq.codes.raw(), dx.raw(), 1.0f, 0.0f, nullptr, /*optional=*/true, nullptr,
                   wt.scale_inv.f32(), dq.scale_inv.f32())) {
       note_fallback("input gradient", key);
-      linear_backward(dx, none, none, dout, x, w);
+      linear_backward(dx, none, none, dout, xs, w);  // (reads w and dout; xs only for its shape)
     }
   }
   if (dw.defined()) {
     Quantized xt;
     if (saved && saved->codes_t.defined() && saved->codes_t.shape() == Shape{I, Np})
       xt = {saved->codes_t, saved->scale_inv};  // the forward pass's codes of the same x
-    else
+    else if (x.defined())
       quantize(x, N, I, false, Np, recipe.fwd, nullptr, &xt);
-    const GemmKey key = fp8_key(make_key(CUBLAS_OP_T, CUBLAS_OP_N, I, O, Np, Np, Np, I, dt, DType::F32,
-                                         xt.codes.raw(), dqt.codes.raw(), dw.raw()),
-                                recipe.fwd, recipe.bwd, /*fast_accum=*/false);
+    else
+      fail(op, ": the saved codes of x do not match this gradient, and x was not kept");
+    const GemmKey key = weight_gradient_key(I, O, Np, dt, recipe, xt.codes.raw(), dqt.codes.raw(), dw.raw());
     if (!run_plan(key, xt.codes.raw(), dqt.codes.raw(), dw.raw(), 1.0f, 1.0f, nullptr, /*optional=*/true, nullptr,
                   xt.scale_inv.f32(), dqt.scale_inv.f32())) {
+      if (!x.defined())
+        fail(op, ": cuBLASLt refused the FP8 weight-gradient GEMM found in forward (", describe(key),
+             "), and x was not kept; ops.fp8_release_inputs=false keeps it");
       note_fallback("weight gradient", key);
       linear_backward(none, dw, none, dout, x, w);
     }

@@ -31,8 +31,13 @@ struct Fp8Recipe {
 // The transposed FP8 codes of a layer's input x (and their scale_inv), written by the forward
 // pass's quantization of x when asked for and read by backward for the weight gradient, so
 // that backward does not quantize x again. CUDA only (the CPU reference quantizes again).
+// replaces_x: the weight gradient's FP8 GEMM has a cuBLASLt algorithm (checked when the codes
+// were made), so backward reads these codes and never x: the caller may drop x after forward
+// and pass an undefined x to linear_backward_fp8 (its shape then comes from dx and w). An FP8
+// layer then keeps one byte per input element for backward instead of three.
 struct Fp8SavedInput {
   Tensor codes_t, scale_inv;  // xᵀ [I, N rounded up to 16]
+  bool replaces_x = false;
 };
 // The codes of a weight, both forms, kept across calls while the weight does not change (the
 // micro batches of one optimizer step): empty, linear_forward_fp8 fills it; filled, forward
@@ -48,6 +53,7 @@ struct Fp8WeightCodes {
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
                         const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),
                         Fp8WeightCodes* w_codes = nullptr);
+// x undefined: only with saved->replaces_x and dx defined (see Fp8SavedInput).
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
                          const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr,
                          const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr);
