@@ -55,6 +55,11 @@ class Env {
     return place(rand_uniform(s, next_seed(), lo, hi), t);
   }
   Tensor i32(const Shape& s, const std::vector<int32_t>& v) { return on_dev(Tensor::from_i32(s, v)); }
+  Tensor u8(const Shape& s, const std::vector<uint8_t>& v) {
+    Tensor h = Tensor::empty(s, DType::U8);
+    std::copy(v.begin(), v.end(), static_cast<uint8_t*>(h.raw()));
+    return on_dev(h);
+  }
   Tensor i64(const Shape& s, const std::vector<int64_t>& v) {
     Tensor h = Tensor::empty(s, DType::I64);
     std::copy(v.begin(), v.end(), h.i64());
@@ -254,6 +259,19 @@ void add_fp8_quantize_at(std::vector<Case>& t, int64_t R, int64_t C, const std::
 
 void add_fp8(std::vector<Case>& t) {
   for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {128, 32}, {5, 16}}) add_fp8_quantize_at(t, R, C);
+  // Transposed codes (finite ones, as fp8_quantize writes them) back to x.
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {128, 32}, {5, 16}})
+    for (ops::Fp8Type ft : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2}) {
+      t.push_back({"fp8_dequantize_transposed", dims({R, C}) + " " + ops::fp8_type_name(ft), {F32, BF16}, [=](Env& e) {
+                     const int64_t Rp = (R + 15) / 16 * 16;
+                     const Tensor v = randn({C, Rp}, 77, 100.0f);
+                     std::vector<uint8_t> codes(size_t(C * Rp));
+                     for (size_t i = 0; i < codes.size(); ++i) codes[i] = ops::fp8_encode(v.f32()[i], ft);
+                     Tensor x = e.out({R, C});
+                     ops::fp8_dequantize_transposed(x, e.u8({C, Rp}, codes), e.uniform({1}, 0.1f, 2.0f), ft);
+                     e.check("x", x);
+                   }});
+    }
   // The column sums of x from the quantization's own pass (the bias gradient of dout): tiles of
   // 64 rows and columns, so cover a partial row tile, several row tiles and a partial column tile.
   for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {200, 144}, {130, 16}}) {

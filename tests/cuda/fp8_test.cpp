@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -281,76 +283,119 @@ TEST(CudaFp8, ProducerAmaxFeedsTheQuantization) {
   }
 }
 
-// ops.fp8_release_inputs: an FP8 training step that drops the norms' outputs and the MLP
-// activation after forward (their FP8 codes serve backward) computes the same loss and
-// gradients as one that keeps them, in less memory. Current and delayed scaling. Gradients
-// below the top layer's attention are compared to run-to-run noise only: cuDNN's attention
-// backward and the embedding backward add with atomics; the top layer's MLP gradients come
-// before any of that and must repeat bit for bit.
-TEST(CudaFp8, ReleasingInputsKeepsTheGradientsAndSavesMemory) {
-  BIOFM_REQUIRE_GPU();
-  Esm2Config c;
-  c.hidden_size = 256;
-  c.num_hidden_layers = 3;
-  c.num_attention_heads = 4;
-  c.intermediate_size = 1024;
-  ReaderOptions ro;
-  SequenceDataset data = SequenceDataset::load(src("data/proteins_sample.fasta"), ro);
-  MlmOptions mo;
-  mo.max_seq_length = 256;
-  mo.max_tokens_per_batch = 4096;
-  MlmBatcher batcher(data, mo);
-  const Batch b = batcher.next().to(Device::CUDA);
-  const std::string top = "esm.encoder.layer." + std::to_string(c.num_hidden_layers - 1) + ".";
+namespace {
+
+// One model of ReleasingInputsKeepsTheGradientsAndSavesMemory: how to build it, a batch, and the
+// names of its top layer's first MLP, second MLP and query weights.
+struct ReleaseCase {
+  const char* name;
+  std::function<std::unique_ptr<LanguageModel>()> make;
+  Batch batch;
+  std::string fc1, fc2, q;
+  int layers;
+  int64_t hidden, ffn;
+};
+
+void expect_release_keeps_gradients(const ReleaseCase& rc) {
   for (bool delayed : {false, true}) {
-    SCOPED_TRACE(delayed ? "delayed scaling" : "current scaling");
+    SCOPED_TRACE(std::string(rc.name) + (delayed ? ", delayed scaling" : ", current scaling"));
     struct Run {
-      Tensor grads, top_fc1, top_fc2;
+      Tensor grads, fc1, fc2, q;
       float loss = 0;
       size_t peak = 0;
     };
-    // kept, kept again (the noise), released
-    Run runs[3];
+    Run runs[3];  // inputs kept, kept again (the run-to-run noise), released
     for (int r = 0; r < 3; ++r) {
       testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.fp8_release_inputs = r == 2; });
-      Esm2Model m(c, Device::CUDA, Precision::Bf16Mixed);
-      m.params().init(11);
+      std::unique_ptr<LanguageModel> m = rc.make();
+      m->params().init(11);
       if (delayed) {
-        ops::LayerQuant q;
-        q.format = ops::LayerFormat::Fp8;
-        q.scaling = ops::Fp8Scaling::Delayed;
-        m.set_layer_quant(std::vector<ops::LayerQuant>(size_t(c.num_hidden_layers), q));
+        ops::LayerQuant lq;
+        lq.format = ops::LayerFormat::Fp8;
+        lq.scaling = ops::Fp8Scaling::Delayed;
+        m->set_layer_quant(std::vector<ops::LayerQuant>(size_t(rc.layers), lq));
       } else {
-        m.set_fp8(Fp8Recipe{});
+        m->set_fp8(Fp8Recipe{});
       }
       Tensor loss_acc = Tensor::zeros({1}, DType::F32, Device::CUDA);
-      m.params().zero_grad();
+      m->params().zero_grad();
       cuda_ctx::synchronize();
       device_memory_reset_peak();
-      m.forward_backward(b, 1e-3f, loss_acc);
+      m->forward_backward(rc.batch, 1e-3f, loss_acc);
       cuda_ctx::synchronize();
-      runs[r].peak = device_memory_stats().peak_allocated_bytes;
-      runs[r].loss = loss_acc.to(Device::CPU).f32()[0];
-      runs[r].grads = to_host_f32(m.params().grad_flat());
-      runs[r].top_fc1 = to_host_f32(m.params().grad(top + "intermediate.dense.weight"));
-      runs[r].top_fc2 = to_host_f32(m.params().grad(top + "output.dense.weight"));
+      Run& run = runs[r];
+      run.peak = device_memory_stats().peak_allocated_bytes;
+      run.loss = loss_acc.to(Device::CPU).f32()[0];
+      run.grads = to_host_f32(m->params().grad_flat());
+      run.fc1 = to_host_f32(m->params().grad(rc.fc1));
+      run.fc2 = to_host_f32(m->params().grad(rc.fc2));
+      run.q = to_host_f32(m->params().grad(rc.q));
     }
     const Run &kept = runs[0], &again = runs[1], &released = runs[2];
     EXPECT_TRUE(std::isfinite(kept.loss));
     EXPECT_EQ(released.loss, kept.loss);
-    EXPECT_GT(rel_error(kept.top_fc1, Tensor::zeros(kept.top_fc1.shape(), DType::F32)), 0.0);  // nonzero
-    EXPECT_EQ(rel_error(released.top_fc1, kept.top_fc1), 0.0) << "the top layer's MLP gradients differ";
-    EXPECT_EQ(rel_error(released.top_fc2, kept.top_fc2), 0.0) << "the top layer's MLP gradients differ";
+    EXPECT_GT(rel_error(kept.fc1, Tensor::zeros(kept.fc1.shape(), DType::F32)), 0.0);  // not all zero
+    // The top layer's MLP gradients come before any atomic add in backward: the same bits.
+    EXPECT_EQ(rel_error(released.fc1, kept.fc1), 0.0) << "the top layer's first MLP gradient differs";
+    EXPECT_EQ(rel_error(released.fc2, kept.fc2), 0.0) << "the top layer's second MLP gradient differs";
+    // Its query projection's (input released too) and everything below: within the noise.
     const double noise = rel_error(again.grads, kept.grads), diff = rel_error(released.grads, kept.grads);
-    std::printf("[fp8 release inputs] %s: gradients vs kept %.2e (kept vs kept %.2e); peak %.1f MiB kept, %.1f MiB released\n",
-                delayed ? "delayed" : "current", diff, noise, double(kept.peak) / (1 << 20),
-                double(released.peak) / (1 << 20));
+    const double q_noise = rel_error(again.q, kept.q), q_diff = rel_error(released.q, kept.q);
+    std::printf("[fp8 release inputs] %s %s: gradients vs kept %.2e (kept vs kept %.2e), top query %.2e (%.2e); "
+                "peak %.1f MiB kept, %.1f MiB released\n",
+                rc.name, delayed ? "delayed" : "current", diff, noise, q_diff, q_noise,
+                double(again.peak) / (1 << 20), double(released.peak) / (1 << 20));
     EXPECT_LE(diff, std::max(4 * noise, 1e-3));
+    EXPECT_LE(q_diff, std::max(4 * q_noise, 1e-3));
     // Per layer, the two norm outputs (T·H bf16 each) and the activation (T·F) are no longer
-    // held through backward: at least half of that must show in the peak.
-    const double per_layer = double(b.num_rows()) * 2.0 * double(2 * c.hidden_size + c.intermediate_size);
-    EXPECT_LT(double(released.peak), double(kept.peak) - 0.5 * per_layer * double(c.num_hidden_layers));
+    // held through backward: at least half of that must show in the peak (against the second
+    // kept run: the first may hold one-time allocations).
+    const double per_layer = double(rc.batch.num_rows()) * 2.0 * double(2 * rc.hidden + rc.ffn);
+    EXPECT_LT(double(released.peak), double(again.peak) - 0.5 * per_layer * double(rc.layers));
   }
+}
+
+}  // namespace
+
+// ops.fp8_release_inputs: an FP8 training step that drops the norms' outputs and the MLP
+// activation after forward (their FP8 codes serve backward) computes the same loss and
+// gradients as one that keeps them, in less memory: ESM-2 (GELU MLP) and Llama (SwiGLU), current
+// and delayed scaling. Below the top layer's attention the gradients are compared with the
+// run-to-run noise only: cuDNN's attention backward and the embedding backward add with atomics.
+TEST(CudaFp8, ReleasingInputsKeepsTheGradientsAndSavesMemory) {
+  BIOFM_REQUIRE_GPU();
+  Esm2Config ec;
+  ec.hidden_size = 256;
+  ec.num_hidden_layers = 3;
+  ec.num_attention_heads = 4;
+  ec.intermediate_size = 1024;
+  ReaderOptions ro;
+  SequenceDataset proteins = SequenceDataset::load(src("data/proteins_sample.fasta"), ro);
+  MlmOptions mo;
+  mo.max_seq_length = 256;
+  mo.max_tokens_per_batch = 4096;
+  MlmBatcher mlm(proteins, mo);
+  const std::string etop = "esm.encoder.layer.2.";
+  expect_release_keeps_gradients({"esm2", [&] { return std::make_unique<Esm2Model>(ec, Device::CUDA, Precision::Bf16Mixed); },
+                                  mlm.next().to(Device::CUDA), etop + "intermediate.dense.weight",
+                                  etop + "output.dense.weight", etop + "attention.self.query.weight", 3, 256, 1024});
+  LlamaConfig lc;
+  lc.vocab_size = 256;
+  lc.hidden_size = 128;
+  lc.intermediate_size = 512;
+  lc.num_hidden_layers = 3;
+  lc.num_attention_heads = 2;
+  lc.num_key_value_heads = 1;
+  lc.max_position_embeddings = 1024;
+  SequenceDataset dna = SequenceDataset::load(src("data/dna_sample.fasta"), ro);
+  CausalLmOptions co;
+  co.max_seq_length = 1024;
+  co.max_tokens_per_batch = 4096;
+  CausalLmBatcher clm(dna, co);
+  const std::string ltop = "model.layers.2.";
+  expect_release_keeps_gradients({"llama", [&] { return std::make_unique<LlamaModel>(lc, Device::CUDA, Precision::Bf16Mixed); },
+                                  clm.next().to(Device::CUDA), ltop + "mlp.gate_proj.weight", ltop + "mlp.down_proj.weight",
+                                  ltop + "self_attn.q_proj.weight", 3, 128, 512});
 }
 
 // Sizes FP8 GEMMs cannot take (features not multiples of 16) run the bf16 GEMMs instead.

@@ -1,5 +1,6 @@
-// The GPU monitor on a real GPU: NVML opens, and a few samples over a busy stretch read a
-// plausible clock, power and temperature within the GPU's own limits.
+// The GPU monitor on a real GPU: NVML opens, and a few samples read a plausible clock, power and
+// temperature within the GPU's own limits. (A container without the driver's NVML library
+// cannot sample: skipped there, with the reason.)
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@ TEST(CudaGpuMonitor, SamplesClockAndPowerWithinTheLimits) {
   GpuMonitor m(20);
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
   const GpuActivity a = m.stop();
+  if (a.why == "libnvidia-ml.so.1 not found") GTEST_SKIP() << a.why;
   ASSERT_TRUE(a.available) << a.why;
   EXPECT_GE(a.samples, 3);
   EXPECT_GT(a.sm_clock_limit_mhz, 500);

@@ -77,9 +77,11 @@ TEST(CudaInfer, EmbeddingsMatchTheCpu) {
       // buffers in turn, many batches here); they must be the same bits.
       const EmbedResult pooled_only = embed_on(Device::CUDA, p, c.model, *c.data, c.windows, /*per_token=*/false);
       ASSERT_EQ(pooled_only.pooled.size(), got.pooled.size());
-      for (size_t l = 0; l < got.pooled.size(); ++l)
+      for (size_t l = 0; l < got.pooled.size(); ++l) {
+        ASSERT_EQ(pooled_only.pooled[l].shape(), got.pooled[l].shape());
         EXPECT_EQ(0, std::memcmp(pooled_only.pooled[l].raw(), got.pooled[l].raw(), got.pooled[l].nbytes()))
             << "pooled-only run, layer index " << l;
+      }
     }
   }
 }

@@ -17,8 +17,8 @@ struct GpuSample {
   uint64_t slowdown_reasons = 0;  // NVML's clocks event reasons (bit mask, below)
 };
 // NVML reason bits that lower the clock under load.
-inline constexpr uint64_t kNvmlSwPowerCap = 0x4, kNvmlHwSlowdown = 0x8, kNvmlSwThermal = 0x20,
-                          kNvmlHwThermal = 0x40, kNvmlHwPowerBrake = 0x80;
+inline constexpr uint64_t kNvmlSwPowerCap = 0x4, kNvmlSwThermal = 0x20, kNvmlHwThermal = 0x40,
+                          kNvmlHwPowerBrake = 0x80;
 
 struct GpuActivity {
   bool available = false;
@@ -39,7 +39,8 @@ GpuActivity summarize_gpu_samples(const std::vector<GpuSample>& samples, double 
 // power-capped in 95% of samples, 75 C max (62 samples)", or "not measured: <why>".
 std::string describe(const GpuActivity& a);
 
-// Samples the current CUDA device from construction until stop().
+// Samples the current CUDA device every interval from construction until stop(). (NVML's power
+// reading on Hopper is itself an average over about a second.)
 class GpuMonitor {
  public:
   explicit GpuMonitor(int interval_ms = 100);

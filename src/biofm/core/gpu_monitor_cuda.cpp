@@ -4,8 +4,6 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -91,8 +89,10 @@ GpuMonitor::GpuMonitor(int interval_ms) : impl_(std::make_unique<Impl>()) {
   if (im.why.empty()) {
     int device = 0;
     char bus[32] = {};
-    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess)
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) {
+      (void)cudaGetLastError();  // (not left for the next CUDA call to report)
       im.why = "no CUDA device";
+    }
     else if (im.nvml.by_pci(bus, &im.dev) != 0)
       im.why = std::string("NVML does not know the GPU at ") + bus;
   }
@@ -100,10 +100,10 @@ GpuMonitor::GpuMonitor(int interval_ms) : impl_(std::make_unique<Impl>()) {
   unsigned v = 0;
   if (im.nvml.max_clock(im.dev, kClockSm, &v) == 0) im.clock_limit = v;
   if (im.nvml.power_limit(im.dev, &v) == 0) im.power_limit = v / 1000.0;
+  // The first sample one interval in: the stretch being watched has started by then.
   im.thread = std::thread([&im, interval_ms] {
     std::unique_lock<std::mutex> lock(im.m);
-    do im.sample();
-    while (!im.cv.wait_for(lock, std::chrono::milliseconds(interval_ms), [&] { return im.stopping; }));
+    while (!im.cv.wait_for(lock, std::chrono::milliseconds(interval_ms), [&] { return im.stopping; })) im.sample();
   });
 }
 

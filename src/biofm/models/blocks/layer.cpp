@@ -28,16 +28,15 @@ void TransformerLayer::forward(int layer, const Batch& b, const Tensor& x, Layer
     if (x_out) *x_out = out;
     return;
   }
+  // FP8: where a projection kept its input's codes for backward, the norm's output is not read
+  // again (the norms' backward reads their inputs): dropped as soon as it is used.
+  const bool release = a.keep_fp8 && ops::op_options().fp8_release_inputs;
   norm1(a);
   attn_.forward(a.x_mid, a.xn1, /*residual=*/x, b, a.attn, a.keep_fp8, a.xn1_amax, cache, layer);
+  if (release && a.attn.fp8_qkv.replaces_x) a.xn1 = Tensor();
   norm2(a);
   mlp_.forward(x_out, a.xn2, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, a.xn2_amax);
-  // FP8: where the projections kept their inputs' codes for backward, the norms' outputs are
-  // not read again (the norms' backward reads their inputs).
-  if (a.keep_fp8 && ops::op_options().fp8_release_inputs) {
-    if (a.attn.fp8_qkv.replaces_x) a.xn1 = Tensor();
-    if (a.mlp.fp8_in.replaces_x) a.xn2 = Tensor();
-  }
+  if (release && a.mlp.fp8_in.replaces_x) a.xn2 = Tensor();
 }
 
 void TransformerLayer::backward_post_norm(int layer, const Batch& b, LayerActs& a, Tensor& dx) const {

@@ -39,7 +39,13 @@ float fp8_scale_for(float amax, Fp8Type t);  // fp8_max / amax, or 1
 void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
                   const Tensor& amax = Tensor(), const Tensor& col_sums = Tensor());
 
-BIOFM_BACKENDS(fp8_quantize)
+// The way back from fp8_quantize's transposed codes: x[r, c] = decode(q_t[c, r]) · scale_inv for
+// the R rows of x (F32 or BF16; q_t [C, Rp], Rp >= R). What an FP8 layer that kept only its
+// input's codes (Fp8SavedInput::replaces_x) computes its weight gradient from in bf16 when
+// cuBLASLt refuses the FP8 GEMM.
+void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale_inv, Fp8Type t);
+
+BIOFM_BACKENDS(fp8_quantize, fp8_dequantize_transposed)
 
 namespace cpu {
 // out = x quantized and dequantized (F32; x F32 or BF16): what an FP8 GEMM sees of x. amax

@@ -18,6 +18,7 @@
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/cublaslt_plans_cuda.h"
 #include "biofm/ops/gemm/op.h"
+#include "biofm/ops/options.h"
 
 namespace biofm::ops::cuda {
 using namespace cuda_detail;
@@ -122,7 +123,10 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
                bias.defined() ? bias.raw() : nullptr, /*optional=*/true, residual_as_c ? residual.raw() : nullptr,
                wq.scale_inv.f32(), xq.scale_inv.f32())) {
     if (residual.defined() && !residual_as_c) add_inplace(out, residual);
-    if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv, weight_gradient_runs_fp8(I, O, padded_rows(N), dt, recipe, xt.codes.raw())};
+    if (save)
+      *save = Fp8SavedInput{xt.codes, xt.scale_inv,
+                            op_options().fp8_release_inputs &&
+                                weight_gradient_runs_fp8(I, O, padded_rows(N), dt, recipe, xt.codes.raw())};
     return;
   }
   note_fallback("forward", key);
@@ -177,11 +181,14 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
     const GemmKey key = weight_gradient_key(I, O, Np, dt, recipe, xt.codes.raw(), dqt.codes.raw(), dw.raw());
     if (!run_plan(key, xt.codes.raw(), dqt.codes.raw(), dw.raw(), 1.0f, 1.0f, nullptr, /*optional=*/true, nullptr,
                   xt.scale_inv.f32(), dqt.scale_inv.f32())) {
-      if (!x.defined())
-        fail(op, ": cuBLASLt refused the FP8 weight-gradient GEMM found in forward (", describe(key),
-             "), and x was not kept; ops.fp8_release_inputs=false keeps it");
       note_fallback("weight gradient", key);
-      linear_backward(none, dw, none, dout, x, w);
+      if (x.defined()) {
+        linear_backward(none, dw, none, dout, x, w);
+      } else {  // x was released: its codes, decoded, are the x this gradient would have used
+        Tensor xd = Tensor::empty({N, I}, dt, Device::CUDA);
+        cuda::fp8_dequantize_transposed(xd, xt.codes, xt.scale_inv, recipe.fwd);
+        linear_backward(none, dw, none, dout, xd, w);
+      }
     }
   }
 }

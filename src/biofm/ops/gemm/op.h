@@ -33,8 +33,9 @@ struct Fp8Recipe {
 // that backward does not quantize x again. CUDA only (the CPU reference quantizes again).
 // replaces_x: the weight gradient's FP8 GEMM has a cuBLASLt algorithm (checked when the codes
 // were made), so backward reads these codes and never x: the caller may drop x after forward
-// and pass an undefined x to linear_backward_fp8 (its shape then comes from dx and w). An FP8
-// layer then keeps one byte per input element for backward instead of three.
+// and pass an undefined x to linear_backward_fp8 (its shape then comes from dx and w; should
+// cuBLASLt still refuse that GEMM, the weight gradient is computed in bf16 from the decoded
+// codes). An FP8 layer then keeps one byte per input element for backward instead of three.
 struct Fp8SavedInput {
   Tensor codes_t, scale_inv;  // xᵀ [I, N rounded up to 16]
   bool replaces_x = false;
