@@ -174,7 +174,9 @@ TEST(Metrics, StandardKeysAndTimestamps) {
   const auto t = system_clock::time_point(milliseconds(1763866121123));  // 2025-11-23T02:48:41.123Z
   EXPECT_EQ(iso8601_utc(t), "2025-11-23T02:48:41.123Z");
   auto r = with_standard_keys({{"step", 5}, {"loss", 2.5}, {"lr", 1e-3}, {"grad_norm", 0.7}, {"tokens_per_sec", 100.0},
-                               {"unpadded_tokens_per_sec", 90.0}, {"mfu_seed", 0.4}, {"gpu_mem_peak_gib", 3.0}},
+                               {"unpadded_tokens_per_sec", 90.0}, {"mfu_seed", 0.4}, {"gpu_mem_peak_gib", 3.0},
+                               {"gpu_sm_clock_mhz", 1785.0}, {"gpu_power_w", 690.0}, {"gpu_temperature_c", 64.0},
+                               {"gpu_power_capped_fraction", 1.0}},
                               t);
   EXPECT_EQ(r["timestamp"], "2025-11-23T02:48:41.123Z");
   EXPECT_DOUBLE_EQ(r["wall_time"].get<double>(), 1763866121.123);
@@ -186,6 +188,10 @@ TEST(Metrics, StandardKeysAndTimestamps) {
   EXPECT_EQ(r["train/unpadded_tokens_per_second_per_gpu"], 90.0);
   EXPECT_EQ(r["train/mfu"], 0.4);
   EXPECT_EQ(r["train/gpu_memory_peak_gib"], 3.0);
+  EXPECT_EQ(r["gpu/sm_clock_mhz"], 1785.0);  // the window's GPU (core/gpu_monitor.h)
+  EXPECT_EQ(r["gpu/power_w"], 690.0);
+  EXPECT_EQ(r["gpu/temperature_c"], 64.0);
+  EXPECT_EQ(r["gpu/power_capped_fraction"], 1.0);
   EXPECT_FALSE(r.contains("val/loss"));
   auto v = with_standard_keys({{"step", 5}, {"val_loss", 2.0}, {"val_perplexity", 7.4}, {"val_accuracy", 0.3}}, t);
   EXPECT_EQ(v["val/loss"], 2.0);

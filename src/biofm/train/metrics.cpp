@@ -46,6 +46,7 @@ void ThroughputWindow::add_batch(const Batch& b) {
 }
 
 void ThroughputWindow::reset() {
+  if (watch_gpu_) gpu_ = std::make_unique<GpuMonitor>();
   start_ = std::chrono::steady_clock::now();
   steps_ = rows_ = real_ = 0;
   flops_seed_ = 0;
@@ -81,6 +82,16 @@ nlohmann::json ThroughputWindow::report(int64_t step, int64_t total_steps, doubl
   rec["eta_s"] = eta;
   if (device == Device::CUDA)
     rec["gpu_mem_peak_gib"] = double(device_memory_stats().peak_allocated_bytes) / double(1ull << 30);
+  if (gpu_) {
+    const GpuActivity a = gpu_->stop();
+    gpu_.reset();
+    if (a.available) {
+      rec["gpu_sm_clock_mhz"] = a.sm_clock_median_mhz;
+      rec["gpu_power_w"] = a.power_median_w;
+      rec["gpu_temperature_c"] = a.temperature_max_c;
+      rec["gpu_power_capped_fraction"] = a.power_capped_fraction;
+    }
+  }
   return rec;
 }
 
@@ -92,6 +103,12 @@ void ProgressLineSink::write(const nlohmann::json& r) {
       std::snprintf(buf, sizeof buf, " | mem %.1f GiB | MFU %.1f%%", r["gpu_mem_peak_gib"].get<double>(),
                     100 * r["mfu_seed"].get<double>());
       mem = buf;
+    }
+    if (r.contains("gpu_sm_clock_mhz")) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " | %.0f MHz %.0f W", r["gpu_sm_clock_mhz"].get<double>(),
+                    r["gpu_power_w"].get<double>());
+      mem += buf;
     }
     const double loss = r["loss"].get<double>();
     std::printf("step %6lld/%lld | loss %.4f | ppl %7.3f | lr %.3e | grad_norm %.3f | tok/s %.0f | unpadded tok/s %.0f%s | ETA %s\n",
@@ -126,6 +143,10 @@ nlohmann::json with_standard_keys(nlohmann::json r, std::chrono::system_clock::t
       {"tokens_per_sec", "train/tokens_per_second_per_gpu"},
       {"mfu_seed", "train/mfu"},
       {"gpu_mem_peak_gib", "train/gpu_memory_peak_gib"},
+      {"gpu_sm_clock_mhz", "gpu/sm_clock_mhz"},
+      {"gpu_power_w", "gpu/power_w"},
+      {"gpu_temperature_c", "gpu/temperature_c"},
+      {"gpu_power_capped_fraction", "gpu/power_capped_fraction"},
       {"val_loss", "val/loss"},
       {"val_perplexity", "val/perplexity"},
       {"val_accuracy", "val/accuracy"},

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <memory>
+
+#include "biofm/core/gpu_monitor.h"
 #include <string>
 #include <vector>
 
@@ -84,15 +86,19 @@ class MetricSinks {
 // Accumulates what happened since the last report.
 class ThroughputWindow {
  public:
-  explicit ThroughputWindow(const ModelDims& d) : dims_(d) { reset(); }
+  // watch_gpu: also sample the GPU's clock and power over each window (core/gpu_monitor.h).
+  explicit ThroughputWindow(const ModelDims& d, bool watch_gpu = false) : dims_(d), watch_gpu_(watch_gpu) { reset(); }
   void add_batch(const Batch& b);
   void add_step() { ++steps_; }
   void reset();
-  // The metrics record of this window (throughput, MFU, memory, ETA in "eta_s").
+  // The metrics record of this window (throughput, MFU, memory, ETA in "eta_s"; with watch_gpu
+  // the window's median SM clock and power, highest temperature and power-capped fraction).
   nlohmann::json report(int64_t step, int64_t total_steps, double loss, double lr, double grad_norm, Device device);
 
  private:
   ModelDims dims_;
+  bool watch_gpu_ = false;
+  std::unique_ptr<GpuMonitor> gpu_;
   std::chrono::steady_clock::time_point start_;
   int64_t steps_ = 0, rows_ = 0, real_ = 0;
   double flops_seed_ = 0;

@@ -383,7 +383,7 @@ class TrainingRun {
     // whole before sharding it — are not what a step needs)
     device_memory_reset_peak();
     TrainStep train_step(*model_, *opt_, sync_.get());
-    ThroughputWindow window(model_->dims());
+    ThroughputWindow window(model_->dims(), /*watch_gpu=*/device_ == Device::CUDA);
     const ScheduleSpec sched{cfg_.scheduler.type, cfg_.scheduler.warmup_steps, cfg_.num_train_steps,
                              cfg_.scheduler.decay_fraction, cfg_.scheduler.min_lr_ratio};
     StopSignals signals;
