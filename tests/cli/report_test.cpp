@@ -64,10 +64,12 @@ TEST(Report, OverlaysRunsInOneSelfContainedPage) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_EQ(html.find("<link"), std::string::npos);
   // Charts with data: train loss, val loss, both vs tokens, lr, grad norm, throughput, MFU:
-  // 8 charts x 2 runs. Memory has no data (CPU records): an "empty" note, no path.
+  // 8 charts x 2 runs. Memory, GPU clock and GPU power have no data (CPU records): an "empty"
+  // note each, no path.
   EXPECT_EQ(count(html, "<path class=\"series\""), 16u);
   EXPECT_EQ(count(html, "<svg"), 8u);
-  EXPECT_EQ(count(html, "class=\"empty\""), 1u);
+  EXPECT_EQ(count(html, "class=\"empty\""), 3u);
+  EXPECT_NE(html.find("GPU SM clock"), std::string::npos);
   EXPECT_NE(html.find("data-run=\"run&lt;b&gt;\""), std::string::npos);  // escaped
   EXPECT_EQ(html.find("run<b>"), std::string::npos);
   EXPECT_NE(html.find("<pre>seed: 42\n</pre>"), std::string::npos);

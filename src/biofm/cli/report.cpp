@@ -240,6 +240,10 @@ std::string render_report(const std::vector<ReportRun>& runs) {
        {"train/unpadded_tokens_per_second_per_gpu", "unpadded_tokens_per_sec"}, "step"},
       {"MFU (%)", "MFU %", {"train/mfu", "mfu_seed", "mfu"}, "step", 100},
       {"Peak GPU memory (GiB)", "GiB", {"train/gpu_memory_peak_gib", "gpu_mem_peak_gib"}, "step"},
+      // The window's median SM clock and power (core/gpu_monitor.h): at the power limit the clock
+      // drops, and throughput with it.
+      {"GPU SM clock (MHz, median of the window)", "MHz", {"gpu/sm_clock_mhz", "gpu_sm_clock_mhz"}, "step"},
+      {"GPU power (W, median of the window)", "W", {"gpu/power_w", "gpu_power_w"}, "step"},
   };
   std::ostringstream o;
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>biofm report</title>\n"
