@@ -170,8 +170,9 @@ int cmd_bench(int argc, char** argv) {
       {"last_loss", loss},
       {"last_loss_finite", std::isfinite(loss)},
   };
-  if (monitor && !gpu.available) r["gpu"] = {{"available", false}, {"why", gpu.why}};
-  if (gpu.available)
+  if (monitor && !gpu.available)
+    r["gpu"] = {{"available", false}, {"why", gpu.why}};
+  else if (monitor)
     r["gpu"] = {{"available", true},
                 {"samples", gpu.samples},
                 {"sm_clock_median_mhz", gpu.sm_clock_median_mhz},

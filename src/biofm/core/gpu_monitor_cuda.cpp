@@ -22,7 +22,6 @@ constexpr int kClockSm = 1, kTemperatureGpu = 0;
 struct Nvml {
   void* lib = nullptr;
   int (*init)() = nullptr;
-  int (*shutdown)() = nullptr;
   int (*by_pci)(const char*, nvmlDevice*) = nullptr;
   int (*clock)(nvmlDevice, int, unsigned*) = nullptr;
   int (*max_clock)(nvmlDevice, int, unsigned*) = nullptr;
@@ -39,8 +38,7 @@ struct Nvml {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
       return fn != nullptr;
     };
-    if (!sym(init, "nvmlInit_v2") || !sym(shutdown, "nvmlShutdown") ||
-        !sym(by_pci, "nvmlDeviceGetHandleByPciBusId_v2") || !sym(clock, "nvmlDeviceGetClockInfo") ||
+    if (!sym(init, "nvmlInit_v2") || !sym(by_pci, "nvmlDeviceGetHandleByPciBusId_v2") || !sym(clock, "nvmlDeviceGetClockInfo") ||
         !sym(max_clock, "nvmlDeviceGetMaxClockInfo") || !sym(power, "nvmlDeviceGetPowerUsage") ||
         !sym(power_limit, "nvmlDeviceGetEnforcedPowerLimit") || !sym(temperature, "nvmlDeviceGetTemperature"))
       return "an NVML function is missing";
@@ -49,19 +47,21 @@ struct Nvml {
     if (init() != 0) return "nvmlInit failed";
     return "";
   }
-  void close() {
-    if (lib) {
-      if (shutdown) shutdown();
-      dlclose(lib);
-      lib = nullptr;
-    }
-  }
 };
+
+// NVML opened and initialised once per process and left open: training makes a monitor per
+// logging window, and dlopen + nvmlInit each time would stall the training thread there.
+const Nvml& nvml_once(std::string* why) {
+  static Nvml nvml;
+  static const std::string error = nvml.open();
+  *why = error;
+  return nvml;
+}
 
 }  // namespace
 
 struct GpuMonitor::Impl {
-  Nvml nvml;
+  const Nvml& nvml;
   nvmlDevice dev = nullptr;
   std::string why;
   double clock_limit = 0, power_limit = 0;
@@ -83,9 +83,12 @@ struct GpuMonitor::Impl {
   }
 };
 
-GpuMonitor::GpuMonitor(int interval_ms) : impl_(std::make_unique<Impl>()) {
+GpuMonitor::GpuMonitor(int interval_ms) {
+  std::string why;
+  const Nvml& nvml = nvml_once(&why);
+  impl_.reset(new Impl{nvml});
   Impl& im = *impl_;
-  im.why = im.nvml.open();
+  im.why = why;
   if (im.why.empty()) {
     int device = 0;
     char bus[32] = {};
@@ -123,7 +126,6 @@ GpuActivity GpuMonitor::stop() {
   } else {
     a = summarize_gpu_samples(im.samples, im.clock_limit, im.power_limit);
   }
-  im.nvml.close();
   return a;
 }
 

@@ -1,7 +1,6 @@
 #include "biofm/models/blocks/layer.h"
 
 #include "biofm/ops/elementwise/op.h"
-#include "biofm/ops/options.h"
 
 namespace biofm {
 
@@ -28,15 +27,14 @@ void TransformerLayer::forward(int layer, const Batch& b, const Tensor& x, Layer
     if (x_out) *x_out = out;
     return;
   }
-  // FP8: where a projection kept its input's codes for backward, the norm's output is not read
-  // again (the norms' backward reads their inputs): dropped as soon as it is used.
-  const bool release = a.keep_fp8 && ops::op_options().fp8_release_inputs;
+  // FP8: where a projection's kept codes replace its input (ops.fp8_release_inputs), the norm's
+  // output is not read again (the norms' backward reads their inputs): dropped once used.
   norm1(a);
   attn_.forward(a.x_mid, a.xn1, /*residual=*/x, b, a.attn, a.keep_fp8, a.xn1_amax, cache, layer);
-  if (release && a.attn.fp8_qkv.replaces_x) a.xn1 = Tensor();
+  if (a.attn.fp8_qkv.replaces_x) a.xn1 = Tensor();
   norm2(a);
   mlp_.forward(x_out, a.xn2, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, a.xn2_amax);
-  if (release && a.mlp.fp8_in.replaces_x) a.xn2 = Tensor();
+  if (a.mlp.fp8_in.replaces_x) a.xn2 = Tensor();
 }
 
 void TransformerLayer::backward_post_norm(int layer, const Batch& b, LayerActs& a, Tensor& dx) const {

@@ -2,7 +2,6 @@
 
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/gemm/op.h"
-#include "biofm/ops/options.h"
 
 namespace biofm {
 
@@ -35,7 +34,7 @@ void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs
   if (!out) return;
   *out = ctx_->act({T, residual.size(1)});
   out_.forward(*out, a.act, residual, keep_fp8 ? &a.fp8_out : nullptr, a.act_amax);
-  if (keep_fp8 && a.fp8_out.replaces_x && ops::op_options().fp8_release_inputs) a.act = Tensor();  // (pre stays)
+  if (a.fp8_out.replaces_x) a.act = Tensor();  // its codes serve backward (pre stays)
 }
 
 void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a, const Tensor& dout_amax) const {
