@@ -4,6 +4,7 @@
 // only keeps its count (so it is testable on the CPU).
 #pragma once
 #include <cstdint>
+#include <cstdio>
 
 #ifdef BIOFM_WITH_CUDA
 #include <cuda_profiler_api.h>
@@ -20,6 +21,17 @@ class NvtxRange {
     nvtxRangePushA(name);
 #else
     (void)name;
+#endif
+  }
+  // NvtxRange r("layer %d backward", l); — a numbered range (NVTX copies the name). Formats
+  // only when built with CUDA: without it the ranges are no-ops.
+  NvtxRange(const char* format, int n) {
+#ifdef BIOFM_WITH_CUDA
+    char name[64];
+    std::snprintf(name, sizeof name, format, n);
+    nvtxRangePushA(name);
+#else
+    (void)format, (void)n;
 #endif
   }
   ~NvtxRange() {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "biofm/core/profiling.h"
 #include "biofm/ops/attention/op.h"
 #include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/fp8/delayed.h"
@@ -225,28 +226,44 @@ void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& l
   if (layer_hook_) layer_hook_(LayerEvent::BeforeForward, -1);
   TokenEmbedding::Acts embed_acts;
   std::vector<LayerActs> acts;
-  Tensor x_last = stack_.forward_train(b, embed_.forward(b, embed_acts), acts, layer_hook_);
-  Tensor h = x_last;
-  NormStats final_st;
-  if (final_norm_.defined()) final_norm_.forward(h, final_st, x_last);
-  HeadActs head_acts;
-  Tensor lg = head_.forward(h, head_acts);
-  Tensor token_loss = ctx_.f32({b.num_rows()});
-  ops::cross_entropy_forward_backward(token_loss, lg, lg, b.labels, grad_scale);  // dlogits in place
-  ops::sum_accumulate(loss_acc, token_loss);  // ignored rows hold 0
-
-  // Backward: head, final norm, layers (in reverse, freeing as it goes), embedding.
-  Tensor dh;
-  head_.backward(dh, lg, h, head_acts);
-  lg = Tensor();
-  Tensor dx = dh;
-  if (final_norm_.defined()) {
-    dx = ctx_.act(x_last.shape());
-    final_norm_.backward(dx, dh, x_last, final_st);
+  Tensor x_last;
+  {
+    NvtxRange range("forward");  // (each layer has a range of its own inside)
+    Tensor x0;
+    {
+      NvtxRange e("embedding forward");
+      x0 = embed_.forward(b, embed_acts);
+    }
+    x_last = stack_.forward_train(b, x0, acts, layer_hook_);
   }
-  dh = h = Tensor();
-  stack_.backward(b, acts, dx, layer_hook_);
-  embed_.backward(dx, b, embed_acts);
+  Tensor h = x_last, lg, dx;
+  NormStats final_st;
+  HeadActs head_acts;
+  {
+    NvtxRange range("head and loss");  // final norm, head, loss and their backward
+    if (final_norm_.defined()) final_norm_.forward(h, final_st, x_last);
+    lg = head_.forward(h, head_acts);
+    Tensor token_loss = ctx_.f32({b.num_rows()});
+    ops::cross_entropy_forward_backward(token_loss, lg, lg, b.labels, grad_scale);  // dlogits in place
+    ops::sum_accumulate(loss_acc, token_loss);  // ignored rows hold 0
+
+    // Backward: head, final norm, layers (in reverse, freeing as it goes), embedding.
+    Tensor dh;
+    head_.backward(dh, lg, h, head_acts);
+    lg = Tensor();
+    dx = dh;
+    if (final_norm_.defined()) {
+      dx = ctx_.act(x_last.shape());
+      final_norm_.backward(dx, dh, x_last, final_st);
+    }
+    dh = h = Tensor();
+  }
+  {
+    NvtxRange range("backward");
+    stack_.backward(b, acts, dx, layer_hook_);
+    NvtxRange e("embedding backward");
+    embed_.backward(dx, b, embed_acts);
+  }
   if (layer_hook_) layer_hook_(LayerEvent::GradsReady, -1);
 }
 

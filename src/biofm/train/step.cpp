@@ -31,9 +31,9 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
       if (sync_) sync_->skip_micro_batch();
       continue;
     }
+    NvtxRange fb("micro batch %d", int(i + 1));  // (the model marks its phases and layers inside)
     Batch b = upload_batch(hb, model_.device());
     ops::count_labels_accumulate(label_count_, b.labels);
-    NvtxRange fb("forward_backward");  // one pass in the model: no separate forward range
     model_.forward_backward(b, 1.0f, loss_sum_);
   }
   if (sync_) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "biofm/core/profiling.h"
+
 namespace biofm {
 
 Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts,
@@ -11,6 +13,7 @@ Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<Lay
     LayerActs& a = acts[size_t(l)];
     a.keep_fp8 = recompute_layers_ == 0;  // (recomputed and lean layers quantize again)
     Tensor x_out;
+    NvtxRange range("layer %d forward", l + 1);
     if (hook) hook(LayerEvent::BeforeForward, l);
     layers_[size_t(l)].forward(l, b, x, a, &x_out, nullptr);
     if (hook) hook(LayerEvent::AfterForward, l);
@@ -30,6 +33,7 @@ Tensor TransformerStack::forward(const Batch& b, Tensor x, KvCache* cache, const
     LayerActs a;
     a.mlp.keep_pre = false;  // no backward reads it
     Tensor x_out;
+    NvtxRange range("layer %d forward", l + 1);
     if (hook) hook(LayerEvent::BeforeForward, l);
     layers_[size_t(l)].forward(l, b, x, a, &x_out, cache);
     if (hook) hook(LayerEvent::AfterForward, l);
@@ -44,6 +48,7 @@ Tensor TransformerStack::forward_layers(const Batch& b, Tensor x, int layers,
     LayerActs a;
     a.mlp.keep_pre = false;
     Tensor x_out;
+    NvtxRange range("layer %d forward", l + 1);
     layers_[size_t(l)].forward(l, b, x, a, &x_out, nullptr);
     x = x_out;
     if (each) each(l, x);
@@ -55,6 +60,7 @@ void TransformerStack::backward(const Batch& b, std::vector<LayerActs>& acts, Te
                                 const LayerHook& hook) const {
   Tensor dx_amax;  // FP8: max |dx| from the layer above's norm backward, for this layer's W_out
   for (int l = num_layers() - 1; l >= 0; --l) {
+    NvtxRange range("layer %d backward", l + 1);  // (a recomputed layer's forward included)
     if (hook) hook(LayerEvent::BeforeBackward, l);
     const bool below_fp8 = l > 0 && layers_[size_t(l - 1)].mlp_out_fp8();
     layers_[size_t(l)].backward(l, b, acts[size_t(l)], dx, &dx_amax, below_fp8);
