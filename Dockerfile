@@ -31,10 +31,9 @@ RUN apt-get update && apt-get install -y --no-install-recommends libgomp1 zlib1g
 COPY --from=build /opt/biofm /opt/biofm
 ENV PATH=/opt/biofm/bin:${PATH}
 RUN useradd --create-home --shell /bin/bash biofm \
-    && ln -s /opt/biofm/share/biofm/data /home/biofm/data \
     && biofm --version
 USER biofm
-# The shipped configs name data/...: the link above makes the README's quick start work here.
+# The shipped configs' data/... samples are found in /opt/biofm/share/biofm (README.md, Install).
 WORKDIR /home/biofm
 ENTRYPOINT ["biofm"]
 CMD ["--help"]

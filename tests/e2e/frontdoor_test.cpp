@@ -172,8 +172,6 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
   EXPECT_TRUE(fs::exists(prefix + "/share/biofm/configs/esm2_base.yaml"));
   EXPECT_TRUE(fs::exists(prefix + "/share/biofm/data/proteins_sample.fasta"));
   EXPECT_FALSE(fs::exists(prefix + "/share/biofm/data/bad"));
-  const std::string installed_data = " dataset.path=" + prefix + "/share/biofm/data/proteins_sample.fasta" +
-                                     " dataset.val_path=" + prefix + "/share/biofm/data/proteins_val.fasta";
 
   const std::string in_work = "cd '" + work + "' && ";
   RunResult info = sh(in_work + exe + " info");
@@ -181,16 +179,38 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
   EXPECT_NE(info.output.find("config search path: " + prefix + "/share/biofm/configs"), std::string::npos)
       << info.output;
 
+  // No dataset.path given: the shipped config's data/proteins_sample.fasta is not in the work
+  // directory, so it is taken from the installed tree (cli/config_search.h), and the saved
+  // config says which file was read.
   RunResult t = sh(in_work + exe + " train --config-name esm2_sanity num_train_steps=2 logger.frequency=1" +
-                   " output_dir=run1" + installed_data + kTiny);
+                   " output_dir=run1" + kTiny);
   ASSERT_EQ(t.code, 0) << t.output;
   EXPECT_TRUE(fs::exists(work + "/run1/metrics.jsonl"));
+  const std::string saved1 = read_text(work + "/run1/config.yaml");
+  EXPECT_NE(saved1.find(prefix + "/share/biofm/data/proteins_sample.fasta"), std::string::npos) << saved1;
+  EXPECT_NE(saved1.find(prefix + "/share/biofm/data/proteins_val.fasta"), std::string::npos) << saved1;
+  // A file of the work directory by that name comes first.
+  fs::create_directories(work + "/data");
+  fs::copy_file(src("data/proteins_val.fasta"), work + "/data/proteins_val.fasta");
+  RunResult local = sh(in_work + exe + " train --config-name esm2_sanity --print-config");
+  ASSERT_EQ(local.code, 0) << local.output;
+  EXPECT_NE(local.output.find("val_path: data/proteins_val.fasta"), std::string::npos) << local.output;
+  EXPECT_NE(local.output.find("path: " + prefix + "/share/biofm/data/proteins_sample.fasta"), std::string::npos)
+      << local.output;
+  // A relative path found nowhere fails, naming both places tried.
+  RunResult gone = sh(in_work + exe + " train --config-name esm2_sanity dataset.path=data/no_such.fasta");
+  EXPECT_EQ(gone.code, 1) << gone.output;
+  EXPECT_NE(gone.output.find("dataset.path: cannot find 'data/no_such.fasta'"), std::string::npos) << gone.output;
+  EXPECT_NE(gone.output.find(work + "/data/no_such.fasta (from the current directory)"), std::string::npos)
+      << gone.output;
+  EXPECT_NE(gone.output.find(prefix + "/share/biofm/data/no_such.fasta (biofm's shipped tree)"), std::string::npos)
+      << gone.output;
 
   // A user's config in its own directory, composed on a shipped one.
   const std::string user = fresh_dir("userconf");
   std::ofstream(user + "/mine.yaml") << "defaults: [esm2_sanity]\nnum_train_steps: 3\nseed: 7\n";
   RunResult u = sh(in_work + exe + " train --config-dir '" + user + "' --config-name mine output_dir=run2" +
-                   " logger.frequency=1" + installed_data + kTiny);
+                   " logger.frequency=1" + kTiny);
   ASSERT_EQ(u.code, 0) << u.output;
   const std::string saved = read_text(work + "/run2/config.yaml");
   EXPECT_NE(saved.find("num_train_steps: 3"), std::string::npos) << saved;

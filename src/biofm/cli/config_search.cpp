@@ -1,10 +1,12 @@
 #include "biofm/cli/config_search.h"
 
+#include <glob.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "biofm/core/error.h"
+#include "biofm/data/input_files.h"
 
 namespace fs = std::filesystem;
 
@@ -16,8 +18,26 @@ std::string executable_dir() {
   return ec ? std::string() : exe.parent_path().string();
 }
 
+namespace {
+
+// The candidates that are directories, each directory once, in order.
+std::vector<std::string> existing_dirs(const std::vector<std::string>& candidates) {
+  std::vector<std::string> out;
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (!fs::is_directory(c, ec)) continue;
+    const fs::path canon = fs::weakly_canonical(c, ec);
+    bool seen = false;
+    for (const auto& o : out) seen = seen || fs::weakly_canonical(o, ec) == canon;
+    if (!seen) out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> config_search_path(const std::string& user_dir) {
-  std::vector<std::string> candidates, out;
+  std::vector<std::string> candidates;
   if (!user_dir.empty()) {
     if (!fs::is_directory(user_dir)) fail("--config-dir '", user_dir, "' is not a directory");
     candidates.push_back(user_dir);
@@ -28,16 +48,72 @@ std::vector<std::string> config_search_path(const std::string& user_dir) {
   candidates.push_back(BIOFM_SOURCE_CONFIG_DIR);
 #endif
   candidates.push_back("configs");
-  for (const auto& c : candidates) {
-    std::error_code ec;
-    if (!fs::is_directory(c, ec)) continue;
-    const fs::path canon = fs::weakly_canonical(c, ec);
-    bool seen = false;
-    for (const auto& o : out) seen = seen || fs::weakly_canonical(o, ec) == canon;
-    if (!seen) out.push_back(c);
-  }
+  const std::vector<std::string> out = existing_dirs(candidates);
   if (out.empty()) fail("no config directory found (looked for --config-dir, <exe_dir>/../share/biofm/configs, ./configs)");
   return out;
+}
+
+std::vector<std::string> shipped_roots() {
+  std::vector<std::string> candidates;
+  if (const std::string exe = executable_dir(); !exe.empty())
+    candidates.push_back((fs::path(exe) / ".." / "share" / "biofm").lexically_normal().string());
+#ifdef BIOFM_SOURCE_CONFIG_DIR
+  candidates.push_back(fs::path(BIOFM_SOURCE_CONFIG_DIR).parent_path().string());
+#endif
+  return existing_dirs(candidates);
+}
+
+namespace {
+
+// Something is at `p`: it exists, or it is a glob pattern with a match (data/input_files.h).
+bool present(const fs::path& p) {
+  std::error_code ec;
+  if (fs::exists(p, ec)) return true;
+  const std::string s = p.string();
+  if (s.find_first_of("*?[") == std::string::npos) return false;
+  glob_t g{};
+  const int rc = glob(s.c_str(), 0, nullptr, &g);
+  const bool matched = rc == 0 && g.gl_pathc > 0;
+  globfree(&g);
+  return matched;
+}
+
+}  // namespace
+
+std::string resolve_input_path(const std::string& key, const std::string& value, const std::vector<std::string>& roots,
+                               const std::string& cwd) {
+  std::vector<std::string> entries = split_input_list(value);
+  bool changed = false;
+  for (auto& e : entries) {
+    const fs::path rel(e);
+    if (rel.is_absolute() || present(cwd.empty() ? rel : fs::path(cwd) / rel)) continue;
+    std::error_code ec;
+    const fs::path here = cwd.empty() ? fs::current_path(ec) : fs::path(cwd);
+    std::string tried = (here / rel).lexically_normal().string() + " (from the current directory)";
+    bool found = false;
+    for (const auto& r : roots) {
+      const fs::path at = (fs::absolute(r, ec) / rel).lexically_normal();
+      if (present(at)) {
+        e = at.string();
+        found = changed = true;
+        break;
+      }
+      tried += ", " + at.string() + " (biofm's shipped tree)";
+    }
+    if (!found)
+      fail(key, ": cannot find '", e, "': looked for ", tried,
+           roots.empty() ? " (and no biofm shipped tree was found: <exe_dir>/../share/biofm)" : "");
+  }
+  if (!changed) return value;
+  std::string out;
+  for (const auto& e : entries) out += (out.empty() ? "" : ",") + e;
+  return out;
+}
+
+void resolve_input_paths(TrainConfig& cfg, const std::vector<std::string>& roots) {
+  cfg.dataset.path = resolve_input_path("dataset.path", cfg.dataset.path, roots);
+  cfg.dataset.val_path = resolve_input_path("dataset.val_path", cfg.dataset.val_path, roots);
+  cfg.model.init_from = resolve_input_path("model.init_from", cfg.model.init_from, roots);
 }
 
 namespace {
@@ -69,8 +145,10 @@ class Overlay {
 
 }  // namespace
 
-TrainConfig load_train_config_searched(const std::vector<std::string>& dirs, const std::string& name,
-                                       const std::vector<std::string>& overrides) {
+namespace {
+
+TrainConfig load_composed(const std::vector<std::string>& dirs, const std::string& name,
+                          const std::vector<std::string>& overrides) {
   if (dirs.size() == 1) return load_train_config(dirs[0], name, overrides);
   Overlay overlay(dirs);
   try {
@@ -83,6 +161,15 @@ TrainConfig load_train_config_searched(const std::vector<std::string>& dirs, con
       msg.replace(p, overlay.path().size(), "[" + where + "]");
     throw Error(msg);
   }
+}
+
+}  // namespace
+
+TrainConfig load_train_config_searched(const std::vector<std::string>& dirs, const std::string& name,
+                                       const std::vector<std::string>& overrides) {
+  TrainConfig cfg = load_composed(dirs, name, overrides);
+  resolve_input_paths(cfg, shipped_roots());
+  return cfg;
 }
 
 }  // namespace biofm
