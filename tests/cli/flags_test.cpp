@@ -45,8 +45,8 @@ TEST(Flags, MistakesAreUsageErrors) {
 }
 
 TEST(Flags, RangesAndNumbers) {
-  // A value that does not parse is a usage error; one outside its range is a runtime error
-  // (exit 1, as a config value outside its range), naming the flag and the range.
+  // A value that does not parse and one outside its range are both usage errors (exit 2),
+  // naming the command, the flag and the range.
   Flags f = parse({"--steps", "7", "--out", "0.5"});
   EXPECT_EQ(f.get_int("--steps", 0, 1, 10), 7);
   EXPECT_EQ(f.get_int("--missing", 99, 1, 10), 99);  // the fallback is not checked
@@ -55,25 +55,53 @@ TEST(Flags, RangesAndNumbers) {
   try {
     (void)parse({"--steps", "11"}).get_int("--steps", 0, 1, 10);
     FAIL() << "no error";
-  } catch (const UsageError&) {
-    FAIL() << "a range error is not a usage error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--steps must lie in [1, 10], got 11"), std::string::npos) << e.what();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("biofm demo: --steps must lie in [1, 10], got 11"), std::string::npos) << e.what();
   }
+  EXPECT_THROW((void)parse({"--steps", "-5"}).get_int("--steps", 0, 1, 10), UsageError);
   EXPECT_THROW((void)parse({"--steps", "3x"}).get_int("--steps", 0, 1, 10), UsageError);
   EXPECT_THROW((void)parse({"--out", "abc"}).get_double("--out", 0, 0, 1), UsageError);
   for (const char* v : {"nan", "inf", "-0.1", "1.5"}) {
     try {
       (void)parse({"--out", v}).get_double("--out", 0, 0, 1);
       ADD_FAILURE() << v << ": no error";
-    } catch (const UsageError&) {
-      ADD_FAILURE() << v << ": a usage error";
-    } catch (const Error& e) {
+    } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find("--out must be a finite number"), std::string::npos) << e.what();
     }
   }
   // A negative number after a value flag is its value, not a flag.
   EXPECT_EQ(parse({"--steps", "-5"}).get_int("--steps", 0), -5);
+  // Flag combinations a command refuses: a usage error naming the command.
+  try {
+    parse({}).fail_usage("--a needs --b");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "biofm demo: --a needs --b");
+  }
+}
+
+TEST(Flags, ChoicesComeFromTheMetavariable) {
+  const CommandSpec spec{"demo", "", "", {{"--mode", "fast|slow|auto", "how"}, {"--out", "A|B FILE", "not a list"}}};
+  EXPECT_EQ(flag_choices(spec.flags[0]), (std::vector<std::string>{"fast", "slow", "auto"}));
+  EXPECT_TRUE(flag_choices(spec.flags[1]).empty());  // a metavariable with a space is not a list
+  auto parse_spec = [&](std::vector<std::string> args) {
+    std::vector<char*> argv = {const_cast<char*>("biofm"), const_cast<char*>("demo")};
+    for (auto& a : args) argv.push_back(a.data());
+    return parse_flags(spec, int(argv.size()), argv.data());
+  };
+  EXPECT_EQ(parse_spec({"--mode", "slow"}).get("--mode"), "slow");
+  EXPECT_EQ(parse_spec({"--mode=auto"}).get("--mode"), "auto");
+  EXPECT_EQ(parse_spec({"--out", "anything"}).get("--out"), "anything");
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--mode", "quick"}, {"--mode="}, {"--mode", "FAST"}}) {
+    try {
+      parse_spec(bad);
+      ADD_FAILURE() << bad.back() << ": no error";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("biofm demo: --mode must be fast, slow or auto, got '"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NE(help_text(spec).find("--mode fast|slow|auto"), std::string::npos) << help_text(spec);
 }
 
 TEST(Flags, PositionalsCanBeRefused) {
@@ -111,6 +139,21 @@ TEST(Flags, HelpComesFromTheTable) {
   EXPECT_NE(h.find("--out FILE"), std::string::npos);
   EXPECT_NE(h.find("output file"), std::string::npos);
   EXPECT_NE(h.find("--help"), std::string::npos);
+}
+
+TEST(Flags, HelpHasTheSummaryDetailsAndTail) {
+  const CommandSpec spec{.name = "demo",
+                         .synopsis = "[--x N]",
+                         .summary = "one line about demo",
+                         .flags = {{"--x", "N", "a number"}},
+                         .details = "More about demo.",
+                         .help_tail = [] { return std::string("extra: generated\n"); }};
+  const std::string h = help_text(spec);
+  EXPECT_EQ(h.rfind("usage: biofm demo [--x N]\none line about demo\n\nMore about demo.\n\noptions:\n", 0), 0u) << h;
+  const size_t options = h.find("--x N"), tail = h.find("extra: generated\n");
+  ASSERT_NE(tail, std::string::npos) << h;
+  EXPECT_LT(options, tail) << h;  // after the options
+  EXPECT_EQ(h.substr(h.size() - 17), "extra: generated\n") << h;
 }
 
 TEST(ProfilerWindow, CapturesTheConfiguredSteps) {

@@ -52,6 +52,6 @@ TEST(LaunchFlags, WhatCannotRunIsAUsageError) {
   EXPECT_THROW(parse({"--master", "host", "info"}, cmd), UsageError);
   EXPECT_THROW(parse({"--master", "host:99999", "info"}, cmd), UsageError);
   EXPECT_THROW(parse({"--master", "host:", "info"}, cmd), UsageError);
-  EXPECT_THROW(parse({"--nproc-per-node", "0", "info"}, cmd), Error);               // out of range
-  EXPECT_THROW(parse({"--nproc-per-node", "two", "info"}, cmd), Error);
+  EXPECT_THROW(parse({"--nproc-per-node", "0", "info"}, cmd), UsageError);          // out of range
+  EXPECT_THROW(parse({"--nproc-per-node", "two", "info"}, cmd), UsageError);
 }

@@ -13,11 +13,23 @@ using namespace biofm;
 TEST(ModelFlags, DeviceAndPrecision) {
   EXPECT_EQ(parse_device("cpu"), Device::CPU);
   EXPECT_EQ(parse_device("auto"), cuda_available() ? Device::CUDA : Device::CPU);
-  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:1x", "CPU", ""}) EXPECT_THROW(parse_device(bad), Error) << bad;
+  // A value --device never takes is a usage error (exit 2); a GPU this machine lacks, a runtime one.
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:1x", "CPU", ""}) EXPECT_THROW(parse_device(bad), UsageError) << bad;
+  auto runtime_error = [](auto&& f) {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      return "a usage error: " + std::string(e.what());
+    } catch (const Error&) {
+      return std::string("ok");
+    }
+    return std::string("no error");
+  };
   if (!cuda_available()) {
-    EXPECT_THROW(parse_device("cuda"), Error);
-    EXPECT_THROW(parse_device("cuda:0"), Error);
+    EXPECT_EQ(runtime_error([] { parse_device("cuda"); }), "ok");
+    EXPECT_EQ(runtime_error([] { parse_device("cuda:0"); }), "ok");
   }
+  EXPECT_EQ(runtime_error([] { parse_device("cuda:4096"); }), "ok");
   auto parsed = [](const char* s, Device d) {
     const InferencePrecision p = parse_inference_precision(s, d);
     return std::string(p.name()) + (p.params == Precision::Bf16 ? "/bf16 weights" : "/fp32 weights");
@@ -36,9 +48,30 @@ TEST(ModelFlags, DeviceAndPrecision) {
       EXPECT_NE(std::string(e.what()).find("FP8 tensor cores"), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(parse_inference_precision("bf16", Device::CPU), Error);
-  EXPECT_THROW(parse_inference_precision("fp8", Device::CPU), Error);
+  EXPECT_EQ(runtime_error([] { parse_inference_precision("bf16", Device::CPU); }), "ok");  // the CPU cannot
+  EXPECT_EQ(runtime_error([] { parse_inference_precision("fp8", Device::CPU); }), "ok");
   EXPECT_THROW(parse_inference_precision("fp16", Device::CUDA), UsageError);  // exit 2
+}
+
+TEST(ModelFlags, LayersAndFamilies) {
+  EXPECT_EQ(parse_layers("0,-1,2,2", 2), (std::vector<int>{0, 2}));
+  EXPECT_THROW(parse_layers("1,x", 2), UsageError);  // not an integer: exit 2
+  EXPECT_THROW(parse_layers(",", 2), UsageError);    // empty
+  try {
+    parse_layers("3", 2);  // well formed, but this model has layers 0..2: exit 1
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    ADD_FAILURE() << "a usage error: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layers 0 (embeddings) to 2"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_family("esm2").name, "esm2");
+  try {
+    parse_family("protbert");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--family: unknown model family 'protbert'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ModelFlags, InferenceModelsHoldNoGradients) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "biofm/cli/config_flags.h"
 #include "biofm/cli/config_search.h"
 #include "biofm/cli/flags.h"
 #include "biofm/cli/commands.h"
@@ -41,40 +42,46 @@ void device_sync(Device d) {
   }
 }
 
-const CommandSpec kBench{
-    "bench",
-    "--model esm2|llama --shape 8M|35M|150M|650M|3B|15B|1B|7B --data FILE [options] [key.sub=value ...]\n"
-    "   or: biofm bench --config-name NAME [options] (any training config)",
-    "Times training steps (forward, backward, AdamW) from random init on real sequences.",
-    {
-        {"--model", "FAMILY", "esm2 | llama (with --shape; default esm2)"},
+}  // namespace
+
+const CommandSpec kBenchSpec{
+    .name = "bench",
+    .synopsis =
+        "--model esm2|llama --shape 8M|35M|150M|650M|3B|15B|1B|7B --data FILE [options] [key.sub=value ...]\n"
+        "   or: biofm bench --config-name NAME [options] [key.sub=value ...] (any training config)",
+    .summary = "training throughput (tokens/s, MFU, memory) of a model shape or a training config",
+    .flags = {
+        {"--model", "esm2|llama", "the family of --shape (default esm2)"},
         {"--shape", "SIZE", "a published shape of the family: 8M 35M 150M 650M 3B 15B (esm2), 1B 7B (llama)"},
         {"--config-name", "NAME", "bench a training config instead of a shape"},
         {"--config-dir", "DIR", "search DIR before the shipped configs"},
         {"--data", "FILE", "sequences to train on (dataset.path)"},
         {"--tokens-per-batch", "N", "dataset.max_tokens_per_batch (default: the config's)"},
         {"--max-seq-length", "N", "dataset.max_seq_length"},
-        {"--packing", "MODE", "thd | bshd"},
+        {"--packing", "thd|bshd", "dataset.packing: thd (packed) or bshd (padded)"},
         {"--micro-batch", "N", "BSHD sequences per micro batch"},
         {"--steps", "N", "timed steps (default 30)"},
         {"--warmup", "N", "untimed steps first (default 10)"},
-        {"--precision", "P", "fp32 | bf16-mixed | bf16 (default bf16-mixed)"},
-        {"--device", "D", "cpu | cuda (default cuda)"},
+        {"--precision", "fp32|bf16-mixed|bf16", "precision (default bf16-mixed)"},
+        {"--device", "cpu|cuda", "device (default cuda)"},
         {"--recompute", "", "activation recompute"},
         {"--recompute-layers", "N", "with --recompute: only the first N layers"},
         {"--grad-acc", "N", "micro batches per optimizer step"},
         {"--fp8", "", "FP8 GEMMs (fp8_config.enabled=true)"},
         {"--json", "OUT", "also write the result as JSON"},
-    }};
-
-}  // namespace
+    },
+    .details = "Times training steps (forward, backward, AdamW) from random init on real sequences. The flags\n"
+               "above set config keys (--data: dataset.path, ...); key=value overrides set any other.",
+    .help_tail = config_keys_help,
+};
 
 int cmd_bench(int argc, char** argv) {
-  const Flags a = parse_flags(kBench, argc, argv);
+  const Flags a = parse_flags(kBenchSpec, argc, argv);
   if (a.help()) {
-    print_help(kBench);
+    print_help(kBenchSpec);
     return 0;
   }
+  const int64_t steps = a.get_int("--steps", 30, 1, 1LL << 30), warmup = a.get_int("--warmup", 10, 0, 1LL << 30);
   std::string name = a.get("--config-name");
   if (name.empty()) {
     const std::string key = a.get("--model", "esm2") + ":" + a.require("--shape");
@@ -96,8 +103,8 @@ int cmd_bench(int argc, char** argv) {
   if (a.has("--grad-acc")) ov.push_back("grad_acc_steps=" + a.get("--grad-acc"));
   ov.push_back("dataset.val_path=");
   ov.push_back("dataset.val_every_n_steps=0");
+  check_config_overrides(ov);
   TrainConfig cfg = load_train_config_searched(config_search_path(a.get("--config-dir")), name, ov);
-  const int64_t steps = a.get_int("--steps", 30), warmup = a.get_int("--warmup", 10);
   const Device device = device_of(cfg);
   apply_op_options(cfg);
   if (device == Device::CUDA && !cuda_available()) fail("biofm bench: no CUDA device available");

@@ -10,6 +10,7 @@
 
 #include "biofm/cli/commands.h"
 #include "biofm/cli/flags.h"
+#include "biofm/cli/model_flags.h"
 #include "biofm/data/prepare.h"
 #include "biofm/data/prepared.h"
 #include "biofm/data/stream.h"
@@ -17,22 +18,19 @@
 
 namespace biofm {
 
-namespace {
-const CommandSpec kBenchData{
-    "bench-data",
-    "--data DATA --family esm2|llama [--seconds 5] [--max-seq-length N] [--max-tokens N] [--streaming] [--json]\n"
-    "       biofm bench-data --synthetic N --output DIR [--length 12] [--files 16] [--threads N]",
-    "Loader throughput: opens DATA (a `biofm prepare` directory or anything dataset.path takes) as\n"
-    "training does, then builds packed, masked (esm2) or windowed (llama) batches on this one thread\n"
-    "for --seconds; prints the open time, tokens/s and peak resident memory. With --synthetic, writes\n"
-    "a prepared dataset of N random protein records of --length residues through biofm prepare.",
-    {{"--data", "DATA", "dataset to read"},
+const CommandSpec kBenchDataSpec{
+    .name = "bench-data",
+    .synopsis =
+        "--data DATA --family esm2|llama [--seconds 5] [--max-seq-length N] [--max-tokens N] [--streaming] [--json]\n"
+        "       biofm bench-data --synthetic N --output DIR [--length 12] [--files 16] [--threads N]",
+    .summary = "loader throughput and memory on one thread; --synthetic N writes a test dataset",
+    .flags = {{"--data", "DATA", "dataset to read"},
      {"--family", "NAME", "esm2 (masked LM batches) | llama (causal windows); default esm2"},
      {"--seconds", "S", "how long to build batches (default 5)"},
      {"--max-seq-length", "N", "tokens per sequence (default 1024)"},
      {"--max-tokens", "N", "packed tokens per batch (default 16384)"},
      {"--no-verify", "", "skip the CRC32 check of prepared shards at open"},
-     {"--split", "NAME", "split of a prepared dataset (default train)"},
+     {"--split", "train|val|test", "split of a prepared dataset (default train)"},
      {"--streaming", "", "stream the raw files through a shuffle buffer (dataset.streaming)"},
      {"--shuffle-buffer", "N", "with --streaming: items in the buffer (default 10000)"},
      {"--json", "", "one JSON object instead of text"},
@@ -40,7 +38,15 @@ const CommandSpec kBenchData{
      {"--output", "DIR", "where --synthetic writes"},
      {"--length", "L", "residues per synthetic record (default 12)"},
      {"--files", "K", "synthetic text files prepared in parallel (default 16)"},
-     {"--threads", "N", "prepare threads for --synthetic (default: all cores)"}}};
+     {"--threads", "N", "prepare threads for --synthetic (default: all cores)"}},
+    .details =
+        "Loader throughput: opens DATA (a `biofm prepare` directory or anything dataset.path takes) as\n"
+        "training does, then builds packed, masked (esm2) or windowed (llama) batches on this one thread\n"
+        "for --seconds; prints the open time, tokens/s and peak resident memory. With --synthetic, writes\n"
+        "a prepared dataset of N random protein records of --length residues through biofm prepare.",
+};
+
+namespace {
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -109,15 +115,15 @@ int synthetic(const Flags& f) {
 }  // namespace
 
 int cmd_bench_data(int argc, char** argv) {
-  const Flags f = parse_flags(kBenchData, argc, argv);
+  const Flags f = parse_flags(kBenchDataSpec, argc, argv);
   if (f.help()) {
-    print_help(kBenchData);
+    print_help(kBenchDataSpec);
     return 0;
   }
   f.expect_no_positional();
   if (f.has("--synthetic")) return synthetic(f);
   const std::string data = f.require("--data");
-  const ModelFamily& family = family_named(f.get("--family", "esm2"));
+  const ModelFamily& family = parse_family(f.get("--family", "esm2"));
   const double seconds = f.get_double("--seconds", 5.0, 0.0, 3600.0);
   DataOptions o;
   o.max_seq_length = f.get_int("--max-seq-length", 1024, 3, kMaxFlagTokens);

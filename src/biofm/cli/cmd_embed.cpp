@@ -30,69 +30,67 @@
 
 namespace biofm {
 
-namespace {
-
-const CommandSpec kEmbed{
-    "embed",
-    "--model DIR --input FILE --output OUT.safetensors|DIR [--layers -1] [--pooling mean|cls|last|none]\n"
-    "       [--per-token] [--logits] [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N]\n"
-    "       [--max-seq-length N | --window N --stride N] [--shard-size N] [--output-format safetensors|npy]\n"
-    "       [--format auto] [--column sequence]",
-    "Writes 'embeddings' [n, hidden]: per sequence, the mean of the final hidden states over its residues\n"
-    "(<cls>/<BOS> and <eos>/<EOS> excluded; --pooling cls / last takes the first / last token instead).\n"
-    "--layers 0,16,-1 picks layers as fair-esm's --repr_layers (0 = the embedding output, L = the final\n"
-    "states after the last norm, negative counts from the end); each layer K then gives 'embeddings.K'.\n"
-    "--per-token (or --pooling none) adds 'token_embeddings' [T, hidden] ('token_embeddings.K'), 'input_ids'\n"
-    "[T] and 'offsets' [n+1] (all tokens, specials included); --logits adds 'logits' [T, vocab].\n"
-    "Sequence names are in the metadata entry 'names' (a JSON list).\n"
-    "Longer sequences are truncated to --max-seq-length tokens (counted and reported), or, with --window\n"
-    "(the default for DNA models, at the model's context), cut into windows overlapping by --stride bases\n"
-    "whose states are joined: each base from one window (causal models: the first window holding it;\n"
-    "bidirectional: each overlap split at its middle). --output DIR writes shard-NNNNN.safetensors files of\n"
-    "--shard-size records as they complete plus index.json; the same command after a kill skips the\n"
-    "complete shards. --output-format npy writes NumPy arrays instead: DIR/embeddings.npy [n, hidden]\n"
-    "(embeddings.K.npy per layer), names.tsv and index.json, filled --shard-size records at a time and\n"
-    "resumable the same way. Sequences are batched longest first under --max-tokens; outputs keep input order.\n"
-    "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
-    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst, or a biofm prepare directory (--split) (docs/DATA.md). See docs/INFERENCE.md.",
-    {
-        {"--model", "DIR", "model directory (config.json + weights)"},
-        {"--input", "FILE", "sequences to embed (see above)"},
-        {"--output", "OUT", "a .safetensors file, or a directory for shards"},
-        {"--layers", "LIST", "comma-separated layers (default: the final states, -1)"},
-        {"--pooling", "P", "mean | cls | last | none (default mean)"},
-        {"--per-token", "", "also write token_embeddings, input_ids and offsets"},
-        {"--logits", "", "with --per-token: also write logits [T, vocab]"},
-        device_flag(),
-        precision_flag(),
-        ops_flag(),
-        {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU)"},
-        {"--max-seq-length", "N", "longer sequences are truncated (default 1024, or the model's max positions)"},
-        {"--window", "N", "tokens per window: cut long sequences into windows instead (DNA default: the model's context)"},
-        {"--stride", "N", "with windows: bases shared by consecutive windows (default 200, or half the window if smaller)"},
-        {"--no-window", "", "DNA models: truncate at --max-seq-length instead of windows"},
-        {"--shard-size", "N", "records per shard with --output DIR (default 10000)"},
-        {"--output-format", "F", "safetensors (default) | npy: DIR/embeddings.npy [records, hidden] (one per --layers entry), names.tsv, index.json"},
-        {"--progress", "", "print the progress line even when stderr is not a terminal"},
-        {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
-        {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
-        split_flag(),
-    }};
-
-
-}  // namespace
+const CommandSpec kEmbedSpec{
+    .name = "embed",
+    .synopsis =
+        "--model DIR --input FILE --output OUT.safetensors|DIR [--layers -1] [--pooling mean|cls|last|none]\n"
+        "       [--per-token] [--logits] [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N]\n"
+        "       [--max-seq-length N | --window N --stride N] [--shard-size N] [--output-format safetensors|npy]\n"
+        "       [--format auto] [--column sequence]",
+    .summary = "hidden states (pooled or per token, any layers) of an ESM-2 or Llama model",
+    .flags =
+        {
+            {"--model", "DIR", "model directory (config.json + weights)"},
+            {"--input", "FILE", "sequences to embed (see above)"},
+            {"--output", "OUT", "a .safetensors file, or a directory for shards"},
+            {"--layers", "LIST", "comma-separated layers (default: the final states, -1)"},
+            {"--pooling", "mean|cls|last|none", "per-sequence pooling (default mean; none: per-token states only)"},
+            {"--per-token", "", "also write token_embeddings, input_ids and offsets"},
+            {"--logits", "", "with --per-token: also write logits [T, vocab]"},
+            device_flag(),
+            precision_flag(),
+            ops_flag(),
+            {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU)"},
+            {"--max-seq-length", "N", "longer sequences are truncated (default 1024, or the model's max positions)"},
+            {"--window", "N", "tokens per window: cut long sequences into windows instead (DNA default: the model's context)"},
+            {"--stride", "N", "with windows: bases shared by consecutive windows (default 200, or half the window if smaller)"},
+            {"--no-window", "", "DNA models: truncate at --max-seq-length instead of windows"},
+            {"--shard-size", "N", "records per shard with --output DIR (default 10000)"},
+            {"--output-format", "safetensors|npy", "safetensors (default) | npy: DIR/embeddings.npy [records, hidden] (one per --layers entry), names.tsv, index.json"},
+            {"--progress", "", "print the progress line even when stderr is not a terminal"},
+            {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
+            {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
+            split_flag(),
+        },
+    .details =
+        "Writes 'embeddings' [n, hidden]: per sequence, the mean of the final hidden states over its residues\n"
+        "(<cls>/<BOS> and <eos>/<EOS> excluded; --pooling cls / last takes the first / last token instead).\n"
+        "--layers 0,16,-1 picks layers as fair-esm's --repr_layers (0 = the embedding output, L = the final\n"
+        "states after the last norm, negative counts from the end); each layer K then gives 'embeddings.K'.\n"
+        "--per-token (or --pooling none) adds 'token_embeddings' [T, hidden] ('token_embeddings.K'), 'input_ids'\n"
+        "[T] and 'offsets' [n+1] (all tokens, specials included); --logits adds 'logits' [T, vocab].\n"
+        "Sequence names are in the metadata entry 'names' (a JSON list).\n"
+        "Longer sequences are truncated to --max-seq-length tokens (counted and reported), or, with --window\n"
+        "(the default for DNA models, at the model's context), cut into windows overlapping by --stride bases\n"
+        "whose states are joined: each base from one window (causal models: the first window holding it;\n"
+        "bidirectional: each overlap split at its middle). --output DIR writes shard-NNNNN.safetensors files of\n"
+        "--shard-size records as they complete plus index.json; the same command after a kill skips the\n"
+        "complete shards. --output-format npy writes NumPy arrays instead: DIR/embeddings.npy [n, hidden]\n"
+        "(embeddings.K.npy per layer), names.tsv and index.json, filled --shard-size records at a time and\n"
+        "resumable the same way. Sequences are batched longest first under --max-tokens; outputs keep input order.\n"
+        "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
+        "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst, or a biofm prepare directory (--split) (docs/DATA.md). See docs/INFERENCE.md.",
+};
 
 int cmd_embed(int argc, char** argv) {
-  const Flags a = parse_flags(kEmbed, argc, argv);
+  const Flags a = parse_flags(kEmbedSpec, argc, argv);
   if (a.help()) {
-    print_help(kEmbed);
+    print_help(kEmbedSpec);
     return 0;
   }
   a.expect_no_positional();
   const std::string model_dir = a.require("--model"), input = a.require("--input"), out_path = a.require("--output");
-  const std::string out_format = a.get("--output-format", "safetensors");
-  if (out_format != "safetensors" && out_format != "npy")
-    throw UsageError("--output-format must be safetensors or npy, got '" + out_format + "'");
+  const std::string out_format = a.get("--output-format", "safetensors");  // (one of its values: parse_flags)
   const bool one_file = out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0;
   DistEnv env = detect_dist_env();
   // An sbatch script with --ntasks N carries SLURM_PROCID / SLURM_NTASKS without being one of N
@@ -118,7 +116,7 @@ int cmd_embed(int argc, char** argv) {
   o.pooling = infer::parse_pooling(a.get("--pooling", "mean"));
   o.per_token = a.has("--per-token") || o.pooling == infer::Pooling::None;
   o.logits = a.has("--logits");
-  if (o.logits && !o.per_token) fail("--logits needs --per-token (or --pooling none)");
+  if (o.logits && !o.per_token) a.fail_usage("--logits needs --per-token (or --pooling none)");
   const int64_t shard_size = a.get_int("--shard-size", 10000, 1, int64_t(1) << 40);
 
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
@@ -129,7 +127,7 @@ int cmd_embed(int argc, char** argv) {
   // Windows: asked for, or the default for DNA models (long genomic records are the norm).
   o.windows = a.has("--window") || (causal && !a.has("--no-window") && !a.has("--max-seq-length"));
   if (o.windows) {
-    if (a.has("--max-seq-length")) fail("--window and --max-seq-length exclude each other");
+    if (a.has("--max-seq-length")) a.fail_usage("--window and --max-seq-length exclude each other");
     o.window_tokens = a.get_int("--window", max_pos, 3, kMaxFlagTokens);
     o.stride = a.get_int("--stride", std::min<int64_t>(200, (o.window_tokens - 2) / 2), 0, kMaxFlagTokens);
   } else {

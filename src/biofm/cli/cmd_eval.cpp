@@ -40,24 +40,13 @@
 
 namespace biofm {
 
-namespace {
-
-const CommandSpec kEval{
-    "eval",
-    "--model DIR --input FILE [--output OUT.json] [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N]\n"
-    "       [--max-seq-length N] [--format auto] [--column sequence]",
-    "ESM-2 models (model_type esm): masks 15% of residues (80/10/10) deterministically from --seed 1234\n"
-    "and reports the masked-LM loss, accuracy and perplexity (--max-seq-length default 1024; longer\n"
-    "sequences are truncated and counted in num_truncated).\n"
-    "Llama models (model_type llama): per-sequence mean next-token NLL over A/C/G/T targets, long\n"
-    "sequences in windows of --max-seq-length tokens (default: the model's max_position_embeddings)\n"
-    "overlapping by --stride bases (default 200, or half the window if smaller), every base\n"
-    "scored once; reports loss = total NLL / scored tokens, perplexity = exp(loss), mean_sequence_nll\n"
-    "and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
-    "The JSON goes to stdout and, with --output, to a file.\n"
-    "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
-    "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst, or a biofm prepare directory (--split) (docs/DATA.md).",
-    {
+const CommandSpec kEvalSpec{
+    .name = "eval",
+    .synopsis =
+        "--model DIR --input FILE [--output OUT.json] [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N]\n"
+        "       [--max-seq-length N] [--format auto] [--column sequence]",
+    .summary = "ESM-2: masked-LM loss, accuracy, perplexity; Llama: next-token NLL over A/C/G/T",
+    .flags = {
         {"--model", "DIR", "model directory (config.json + weights)"},
         {"--input", "FILE", "sequences to evaluate (see above)"},
         {"--output", "OUT", "also write the JSON to OUT"},
@@ -73,7 +62,22 @@ const CommandSpec kEval{
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
         split_flag(),
         {"--dump-logits", "OUT", "llama: every window's logits as safetensors", /*hidden=*/true},
-    }};
+    },
+    .details =
+        "ESM-2 models (model_type esm): masks 15% of residues (80/10/10) deterministically from --seed 1234\n"
+        "and reports the masked-LM loss, accuracy and perplexity (--max-seq-length default 1024; longer\n"
+        "sequences are truncated and counted in num_truncated).\n"
+        "Llama models (model_type llama): per-sequence mean next-token NLL over A/C/G/T targets, long\n"
+        "sequences in windows of --max-seq-length tokens (default: the model's max_position_embeddings)\n"
+        "overlapping by --stride bases (default 200, or half the window if smaller), every base\n"
+        "scored once; reports loss = total NLL / scored tokens, perplexity = exp(loss), mean_sequence_nll\n"
+        "and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
+        "The JSON goes to stdout and, with --output, to a file.\n"
+        "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
+        "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst, or a biofm prepare directory (--split) (docs/DATA.md).",
+};
+
+namespace {
 
 void emit(const Flags& a, const nlohmann::json& r) {
   // Paths and names are cleaned where they enter; replace anything else rather than throw.
@@ -155,7 +159,7 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
   SequenceDataset data = load_sequences(a, input, family.tokenizer());
   // Windows as long as the model's context unless asked otherwise (longer ones warn).
-  const int64_t max_len = a.get_int("--max-seq-length", model->dims().max_positions, 1, kMaxFlagTokens);
+  const int64_t max_len = a.get_int("--max-seq-length", model->dims().max_positions, 3, kMaxFlagTokens);
   // Default stride 200 bases, smaller for short windows (half the window).
   const int64_t stride = a.get_int("--stride", std::max<int64_t>(0, std::min<int64_t>(200, (max_len - 2) / 2)), 0, kMaxFlagTokens);
   if (max_len < 3) fail("--max-seq-length must be at least 3 (<BOS>, one base, <EOS>), got ", max_len);
@@ -287,9 +291,9 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
 }  // namespace
 
 int cmd_eval(int argc, char** argv) {
-  const Flags a = parse_flags(kEval, argc, argv);
+  const Flags a = parse_flags(kEvalSpec, argc, argv);
   if (a.help()) {
-    print_help(kEval);
+    print_help(kEvalSpec);
     return 0;
   }
   a.expect_no_positional();

@@ -17,20 +17,13 @@
 
 namespace biofm {
 
-namespace {
-
-const CommandSpec kGenerate{
-    "generate",
-    "--model DIR --prompt ACGT... [--max-new-tokens 100] [--temperature 0] [--top-k 0]\n"
-    "       [--seed 42] [--num-samples 1] [--device auto] [--precision bf16|fp32] [--no-cache] [--ignore-eos]",
-    "Continues the prompt (<BOS> + its bases) with a Llama model. --temperature 0 decodes greedily;\n"
-    "otherwise tokens are sampled from softmax(logits / temperature), restricted to the --top-k most\n"
-    "likely ones (0 = all), reproducibly from --seed (sample i uses seed + i). Generation stops at <EOS>\n"
-    "(unless --ignore-eos) or after --max-new-tokens. --no-cache recomputes the whole prefix every step\n"
-    "(the reference path; slower, same tokens). Prints one FASTA record per sample.\n"
-    "A prompt character that is not a nucleotide code (A C G T U N and IUPAC R Y K M S W B D H V, either case)\n"
-    "is refused, naming it; --force goes on with a warning.",
-    {
+const CommandSpec kGenerateSpec{
+    .name = "generate",
+    .synopsis =
+        "--model DIR --prompt ACGT... [--max-new-tokens 100] [--temperature 0] [--top-k 0]\n"
+        "       [--seed 42] [--num-samples 1] [--device auto] [--precision bf16|fp32] [--no-cache] [--ignore-eos]",
+    .summary = "continue a DNA prompt with a Llama model (KV-cached decoding)",
+    .flags = {
         {"--model", "DIR", "model directory (model_type llama)"},
         {"--prompt", "BASES", "DNA to continue"},
         {"--max-new-tokens", "N", "at most N new tokens (default 100)"},
@@ -44,14 +37,21 @@ const CommandSpec kGenerate{
         {"--force", "", "accept prompt characters that are not nucleotide codes (with a warning)"},
         {"--no-cache", "", "recompute the whole prefix every step (no KV cache)"},
         {"--ignore-eos", "", "do not stop at <EOS>"},
-    }};
-
-}  // namespace
+    },
+    .details =
+        "Continues the prompt (<BOS> + its bases) with a Llama model. --temperature 0 decodes greedily;\n"
+        "otherwise tokens are sampled from softmax(logits / temperature), restricted to the --top-k most\n"
+        "likely ones (0 = all), reproducibly from --seed (sample i uses seed + i). Generation stops at <EOS>\n"
+        "(unless --ignore-eos) or after --max-new-tokens. --no-cache recomputes the whole prefix every step\n"
+        "(the reference path; slower, same tokens). Prints one FASTA record per sample.\n"
+        "A prompt character that is not a nucleotide code (A C G T U N and IUPAC R Y K M S W B D H V, either case)\n"
+        "is refused, naming it; --force goes on with a warning.",
+};
 
 int cmd_generate(int argc, char** argv) {
-  const Flags a = parse_flags(kGenerate, argc, argv);
+  const Flags a = parse_flags(kGenerateSpec, argc, argv);
   if (a.help()) {
-    print_help(kGenerate);
+    print_help(kGenerateSpec);
     return 0;
   }
   a.expect_no_positional();

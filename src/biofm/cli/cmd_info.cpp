@@ -16,15 +16,19 @@ namespace biofm {
 
 std::string cuda_device_summary();  // device_memory_*.cpp
 
-namespace {
-const CommandSpec kInfo{"info", "", "Build and device information, and where configs are found.", {}};
-}  // namespace
+const CommandSpec kInfoSpec{
+    .name = "info",
+    .synopsis = "",
+    .summary = "build and device information, and where configs are found",
+};
 
 int cmd_info(int argc, char** argv) {
-  if (parse_flags(kInfo, argc, argv).help()) {
-    print_help(kInfo);
+  const Flags f = parse_flags(kInfoSpec, argc, argv);
+  if (f.help()) {
+    print_help(kInfoSpec);
     return 0;
   }
+  f.expect_no_positional();
   std::printf("biofm %s\n", BIOFM_VERSION);
 #ifdef BIOFM_WITH_CUDA
   std::printf("backends: cpu, cuda\n");

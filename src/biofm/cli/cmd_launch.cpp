@@ -9,20 +9,23 @@
 namespace biofm {
 
 const CommandSpec kLaunchSpec{
-    "launch",
-    "--nproc-per-node N [--nnodes M --node-rank R --master ADDR:PORT] [--grace-seconds 30] COMMAND [ARGS...]",
-    "Starts N processes of `biofm COMMAND ARGS...` on this node with RANK, WORLD_SIZE (M*N), LOCAL_RANK,\n"
-    "LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (as torchrun does). Run it once per node with its\n"
-    "--node-rank. When a process fails, the others are stopped and the launcher exits with the failed\n"
-    "rank's code; SIGTERM / SIGINT are passed on to every process. Options end at the command (or at --).",
-    {{"--nproc-per-node", "N", "processes on this node, one per GPU (default 1)"},
-     {"--nnodes", "M", "nodes of the run (default 1)"},
-     {"--node-rank", "R", "this node's rank, 0 .. M-1 (default 0)"},
-     {"--master", "ADDR:PORT", "where rank 0 listens for the rendezvous (default 127.0.0.1:29500)"},
-     {"--grace-seconds", "S", "after a process failed, how long the others get to stop (default 30)"},
-     {"--nproc_per_node", "N", "", true},  // torchrun's spellings
-     {"--node_rank", "R", "", true}},
-    /*flags_end_at_positional=*/true};
+    .name = "launch",
+    .synopsis = "--nproc-per-node N [--nnodes M --node-rank R --master ADDR:PORT] [--grace-seconds 30] COMMAND [ARGS...]",
+    .summary = "start this node's processes of a multi-process run (torchrun's variables)",
+    .flags = {{"--nproc-per-node", "N", "processes on this node, one per GPU (default 1)"},
+              {"--nnodes", "M", "nodes of the run (default 1)"},
+              {"--node-rank", "R", "this node's rank, 0 .. M-1 (default 0)"},
+              {"--master", "ADDR:PORT", "where rank 0 listens for the rendezvous (default 127.0.0.1:29500)"},
+              {"--grace-seconds", "S", "after a process failed, how long the others get to stop (default 30)"},
+              {"--nproc_per_node", "N", "", true},  // torchrun's spellings
+              {"--node_rank", "R", "", true}},
+    .flags_end_at_positional = true,
+    .details =
+        "Starts N processes of `biofm COMMAND ARGS...` on this node with RANK, WORLD_SIZE (M*N), LOCAL_RANK,\n"
+        "LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set (as torchrun does). Run it once per node with its\n"
+        "--node-rank. When a process fails, the others are stopped and the launcher exits with the failed\n"
+        "rank's code; SIGTERM / SIGINT are passed on to every process. Options end at the command (or at --).",
+};
 
 LaunchOptions parse_launch_flags(int argc, char** argv, std::vector<std::string>& command, int first) {
   const Flags f = parse_flags(kLaunchSpec, argc, argv, first);

@@ -3,22 +3,19 @@
 
 #include "biofm/cli/commands.h"
 #include "biofm/cli/flags.h"
+#include "biofm/cli/model_flags.h"
 #include "biofm/data/prepare.h"
 #include "biofm/data/prepared.h"
 #include "biofm/models/registry.h"
 
 namespace biofm {
 
-namespace {
-const CommandSpec kPrepare{
-    "prepare",
-    "--input DATA --output DIR --family esm2|llama [--val-fraction F] [--test-fraction F] [--dedup] [--threads N]",
-    "Tokenizes DATA (a file, directory, glob or comma-separated list; FASTA, CSV, TSV, JSONL or text,\n"
-    "optionally gzip/zstd, or Parquet) with the model family's tokenizer into DIR: shards of token ids and offsets,\n"
-    "memory-mapped by training (dataset.path=DIR, dataset.split=train|val|test), and DIR/manifest.json\n"
-    "(counts, tokenizer, shard sizes and CRC32s, source files). Records are split by a hash of their\n"
-    "name. Files are processed in parallel; a killed run restarts where it stopped.",
-    {{"--input", "DATA", "what to read (the forms dataset.path takes)"},
+const CommandSpec kPrepareSpec{
+    .name = "prepare",
+    .synopsis =
+        "--input DATA --output DIR --family esm2|llama [--val-fraction F] [--test-fraction F] [--dedup] [--threads N]",
+    .summary = "tokenize a dataset once into memory-mapped shards for training",
+    .flags = {{"--input", "DATA", "what to read (the forms dataset.path takes)"},
      {"--output", "DIR", "output directory (created)"},
      {"--family", "NAME", "model family whose tokenizer to use: esm2 (protein) | llama (DNA)"},
      {"--format", "FMT", "auto (from each extension) | fasta | csv | tsv | jsonl | text"},
@@ -32,26 +29,29 @@ const CommandSpec kPrepare{
      {"--on-error", "fail|skip", "malformed records: stop with an error (default) or skip and count"},
      {"--threads", "N", "worker threads (default: all cores)"},
      {"--shard-mb", "MB", "shard size in MiB (default 256)"},
-     {"--quiet", "", "no progress line"}}};
-}  // namespace
+     {"--quiet", "", "no progress line"}},
+    .details =
+        "Tokenizes DATA (a file, directory, glob or comma-separated list; FASTA, CSV, TSV, JSONL or text,\n"
+        "optionally gzip/zstd, or Parquet) with the model family's tokenizer into DIR: shards of token ids and offsets,\n"
+        "memory-mapped by training (dataset.path=DIR, dataset.split=train|val|test), and DIR/manifest.json\n"
+        "(counts, tokenizer, shard sizes and CRC32s, source files). Records are split by a hash of their\n"
+        "name. Files are processed in parallel; a killed run restarts where it stopped.",
+};
 
 int cmd_prepare(int argc, char** argv) {
-  const Flags f = parse_flags(kPrepare, argc, argv);
+  const Flags f = parse_flags(kPrepareSpec, argc, argv);
   if (f.help()) {
-    print_help(kPrepare);
+    print_help(kPrepareSpec);
     return 0;
   }
   f.expect_no_positional();
   PrepareOptions o;
   o.input = f.require("--input");
   o.output = f.require("--output");
-  o.tokenizer = tokenizer_name(family_named(f.require("--family")).tokenizer());
-  o.reader.format = f.get("--format", "auto");
-  o.reader.column = f.get("--column", "sequence");
+  o.tokenizer = tokenizer_name(parse_family(f.require("--family")).tokenizer());
+  o.reader = reader_options(f);  // --format, --column
   o.reader.name_column = f.get("--name-column", "");
-  const std::string on_error = f.get("--on-error", "fail");
-  if (on_error != "fail" && on_error != "skip") usage_fail("--on-error must be fail or skip, got '", on_error, "'");
-  o.reader.skip_malformed = on_error == "skip";
+  o.reader.skip_malformed = f.get("--on-error", "fail") == "skip";  // (fail|skip: parse_flags)
   o.val_fraction = f.get_double("--val-fraction", 0.0, 0.0, 1.0);
   o.test_fraction = f.get_double("--test-fraction", 0.0, 0.0, 1.0);
   o.dedup = f.has("--dedup");

@@ -7,21 +7,22 @@
 
 namespace biofm {
 
-namespace {
-const CommandSpec kReport{
-    "report",
-    "RUN_DIR [RUN_DIR ...] [--output report.html]",
-    "One self-contained HTML page (inline SVG; no scripts, no network) with loss and validation\n"
-    "loss vs steps and tokens, learning rate, grad norm, throughput, MFU, memory and each run's\n"
-    "config.yaml. Several runs overlay their curves. A RUN_DIR may also be a JSONL metrics file\n"
-    "(e.g. a Hugging Face Trainer log with `step` and `loss`).",
-    {{"--output", "FILE", "where to write the page (default: report.html)"}}};
-}  // namespace
+const CommandSpec kReportSpec{
+    .name = "report",
+    .synopsis = "RUN_DIR [RUN_DIR ...] [--output report.html]",
+    .summary = "one self-contained HTML page of runs' curves and configs",
+    .flags = {{"--output", "FILE", "where to write the page (default: report.html)"}},
+    .details =
+        "One self-contained HTML page (inline SVG; no scripts, no network) with loss and validation\n"
+        "loss vs steps and tokens, learning rate, grad norm, throughput, MFU, memory and each run's\n"
+        "config.yaml. Several runs overlay their curves. A RUN_DIR may also be a JSONL metrics file\n"
+        "(e.g. a Hugging Face Trainer log with `step` and `loss`).",
+};
 
 int cmd_report(int argc, char** argv) {
-  const Flags f = parse_flags(kReport, argc, argv);
+  const Flags f = parse_flags(kReportSpec, argc, argv);
   if (f.help()) {
-    print_help(kReport);
+    print_help(kReportSpec);
     return 0;
   }
   if (f.positional().empty()) usage_fail("biofm report: give at least one run directory or metrics file");

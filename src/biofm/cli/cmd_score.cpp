@@ -22,25 +22,13 @@
 
 namespace biofm {
 
-namespace {
-
-const CommandSpec kScore{
-    "score",
-    "--model DIR --input FILE [--output OUT.tsv] [--mutations FILE] [--track OUT.bedgraph|OUT.tsv]\n"
-    "       [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N] [--max-seq-length N] [--window N --stride N]",
-    "ESM-2 models: the pseudo-log-likelihood of each sequence (every residue masked in turn, batched):\n"
-    "columns name, length, scored, pll, mean_pll, pseudo_perplexity = exp(-mean_pll), truncated.\n"
-    "With --mutations FILE (one variant per line: A123G, or A123G:L45P for several; 1-based positions;\n"
-    "or a CSV/TSV with a 'mutant' column, as ProteinGym's) and one wild-type sequence in --input: the\n"
-    "masked-marginal score of each variant, Σ log p(mutant) - log p(wild type) at each mutated position\n"
-    "masked alone (fair-esm's masked-marginals): columns mutant, score. A wild-type residue that does not\n"
-    "match the sequence is an error naming the line.\n"
-    "Llama models: per-sequence next-token NLL over A/C/G/T in windows of --window tokens (default: the\n"
-    "model's context) overlapping by --stride bases, each base scored once: columns name, length, scored,\n"
-    "nll, mean_nll. --track writes each scored base's log-likelihood: bedGraph (name, start, end, value;\n"
-    "0-based) for a .bedgraph/.bdg name, else TSV (name, position (1-based), base, log_likelihood).\n"
-    "Natural logarithms throughout. The TSV goes to --output or stdout. See docs/INFERENCE.md.",
-    {
+const CommandSpec kScoreSpec{
+    .name = "score",
+    .synopsis =
+        "--model DIR --input FILE [--output OUT.tsv] [--mutations FILE] [--track OUT.bedgraph|OUT.tsv]\n"
+        "       [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N] [--max-seq-length N] [--window N --stride N]",
+    .summary = "ESM-2: pseudo-log-likelihoods, variant effects; Llama: NLL and per-base tracks",
+    .flags = {
         {"--model", "DIR", "model directory (config.json + weights)"},
         {"--input", "FILE", "sequences (fasta, csv, tsv, jsonl or text; plain, .gz or .zst)"},
         {"--output", "OUT", "TSV file (default: stdout)"},
@@ -58,7 +46,23 @@ const CommandSpec kScore{
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
         split_flag(),
-    }};
+    },
+    .details =
+        "ESM-2 models: the pseudo-log-likelihood of each sequence (every residue masked in turn, batched):\n"
+        "columns name, length, scored, pll, mean_pll, pseudo_perplexity = exp(-mean_pll), truncated.\n"
+        "With --mutations FILE (one variant per line: A123G, or A123G:L45P for several; 1-based positions;\n"
+        "or a CSV/TSV with a 'mutant' column, as ProteinGym's) and one wild-type sequence in --input: the\n"
+        "masked-marginal score of each variant, Σ log p(mutant) - log p(wild type) at each mutated position\n"
+        "masked alone (fair-esm's masked-marginals): columns mutant, score. A wild-type residue that does not\n"
+        "match the sequence is an error naming the line.\n"
+        "Llama models: per-sequence next-token NLL over A/C/G/T in windows of --window tokens (default: the\n"
+        "model's context) overlapping by --stride bases, each base scored once: columns name, length, scored,\n"
+        "nll, mean_nll. --track writes each scored base's log-likelihood: bedGraph (name, start, end, value;\n"
+        "0-based) for a .bedgraph/.bdg name, else TSV (name, position (1-based), base, log_likelihood).\n"
+        "Natural logarithms throughout. The TSV goes to --output or stdout. See docs/INFERENCE.md.",
+};
+
+namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -101,9 +105,9 @@ std::string num(double v) {
 }  // namespace
 
 int cmd_score(int argc, char** argv) {
-  const Flags a = parse_flags(kScore, argc, argv);
+  const Flags a = parse_flags(kScoreSpec, argc, argv);
   if (a.help()) {
-    print_help(kScore);
+    print_help(kScoreSpec);
     return 0;
   }
   a.expect_no_positional();

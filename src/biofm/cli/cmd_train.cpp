@@ -2,6 +2,7 @@
 #include <string>
 
 #include "biofm/cli/commands.h"
+#include "biofm/cli/config_flags.h"
 #include "biofm/cli/config_search.h"
 #include "biofm/cli/flags.h"
 #include "biofm/train/config.h"
@@ -9,30 +10,33 @@
 
 namespace biofm {
 
-namespace {
-
-const CommandSpec kTrain{
-    "train",
-    "--config-name NAME [--config-dir DIR] [--print-config] [key.sub=value ...]",
-    "Loads NAME.yaml from the config search path, applies the dotted overrides, validates every\n"
-    "key, then trains. Search path: --config-dir DIR, <exe_dir>/../share/biofm/configs, the source\n"
-    "tree's configs/, ./configs (a config's `defaults:` are found along the same path).\n"
-    "See README.md for the keys.",
-    {
-        {"--config-name", "NAME", "config to load (NAME.yaml)"},
-        {"--config-dir", "DIR", "search DIR before the shipped configs"},
-        {"--print-config", "", "print the resolved config and exit"},
-    }};
-
-}  // namespace
+const CommandSpec kTrainSpec{
+    .name = "train",
+    .synopsis = "--config-name NAME [--config-dir DIR] [--print-config] [key.sub=value ...]",
+    .summary = "train a model from the config NAME.yaml with key=value overrides",
+    .flags =
+        {
+            {"--config-name", "NAME", "config to load (NAME.yaml)"},
+            {"--config-dir", "DIR", "search DIR before the shipped configs"},
+            {"--print-config", "", "print the resolved config and exit"},
+        },
+    .details =
+        "Loads NAME.yaml from the config search path, applies the dotted overrides, validates every\n"
+        "key, then trains. Search path: --config-dir DIR, <exe_dir>/../share/biofm/configs, the source\n"
+        "tree's configs/, ./configs (a config's `defaults:` are found along the same path).\n"
+        "An override with an unknown key or a bad value is a usage error (exit 2); a config file's\n"
+        "mistakes and the rules across keys are checked on the composed config (exit 1).",
+    .help_tail = config_keys_help,
+};
 
 int cmd_train(int argc, char** argv) {
-  const Flags f = parse_flags(kTrain, argc, argv);
+  const Flags f = parse_flags(kTrainSpec, argc, argv);
   if (f.help()) {
-    print_help(kTrain);
+    print_help(kTrainSpec);
     return 0;
   }
   const std::string name = f.require("--config-name");
+  check_config_overrides(f.positional());
   TrainConfig cfg = load_train_config_searched(config_search_path(f.get("--config-dir")), name, f.positional());
   if (f.has("--print-config")) {
     std::fputs(to_yaml(cfg).c_str(), stdout);

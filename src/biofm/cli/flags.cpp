@@ -1,5 +1,6 @@
 #include "biofm/cli/flags.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
@@ -19,7 +20,25 @@ const FlagSpec* find_flag(const CommandSpec& spec, const std::string& name) {
   return nullptr;
 }
 
+// "a, b or c".
+std::string either_of(const std::vector<std::string>& choices) {
+  std::string s;
+  for (size_t i = 0; i < choices.size(); ++i)
+    s += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  return s;
+}
+
 }  // namespace
+
+std::vector<std::string> flag_choices(const FlagSpec& f) {
+  std::vector<std::string> out;
+  if (f.value.find('|') == std::string::npos || f.value.find(' ') != std::string::npos) return out;
+  size_t start = 0;
+  for (size_t bar; (bar = f.value.find('|', start)) != std::string::npos; start = bar + 1)
+    out.push_back(f.value.substr(start, bar - start));
+  out.push_back(f.value.substr(start));
+  return out;
+}
 
 Flags parse_flags(const CommandSpec& spec, int argc, char** argv, int first) {
   Flags out;
@@ -54,6 +73,9 @@ Flags parse_flags(const CommandSpec& spec, int argc, char** argv, int first) {
       if (i + 1 >= argc) usage_fail("biofm ", spec.name, ": ", f->name, " needs a value (", f->value, ")");
       value = argv[++i];
     }
+    if (const std::vector<std::string> choices = flag_choices(*f);
+        !choices.empty() && std::find(choices.begin(), choices.end(), value) == choices.end())
+      usage_fail("biofm ", spec.name, ": ", f->name, " must be ", either_of(choices), ", got '", value, "'");
     out.values_[f->name] = value;
   }
   return out;
@@ -84,7 +106,7 @@ long long Flags::get_int(const std::string& flag, long long fallback) const {
 
 long long Flags::get_int(const std::string& flag, long long fallback, long long lo, long long hi) const {
   const long long v = get_int(flag, fallback);
-  if (has(flag) && (v < lo || v > hi)) fail(flag, " must lie in [", lo, ", ", hi, "], got ", v);
+  if (has(flag) && (v < lo || v > hi)) fail_usage(flag, " must lie in [", lo, ", ", hi, "], got ", v);
   return v;
 }
 
@@ -100,7 +122,7 @@ double Flags::get_double(const std::string& flag, double fallback, double lo, do
     usage_fail("biofm ", command_, ": ", flag, " expects a number, got '", it->second, "'");
   }
   if (!std::isfinite(v) || v < lo || v > hi)
-    fail(flag, " must be a finite number in [", lo, ", ", hi, "], got '", it->second, "'");
+    fail_usage(flag, " must be a finite number in [", lo, ", ", hi, "], got '", it->second, "'");
   return v;
 }
 
@@ -113,6 +135,7 @@ void Flags::expect_no_positional() const {
 std::string help_text(const CommandSpec& spec) {
   std::string s = "usage: biofm " + spec.name + (spec.synopsis.empty() ? "" : " " + spec.synopsis) + "\n";
   if (!spec.summary.empty()) s += spec.summary + "\n";
+  if (!spec.details.empty()) s += "\n" + spec.details + "\n";
   std::vector<const FlagSpec*> all;
   for (const auto& f : spec.flags)
     if (!f.hidden) all.push_back(&f);
@@ -124,6 +147,7 @@ std::string help_text(const CommandSpec& spec) {
     else left += "\n" + std::string(26, ' ');
     s += left + f->help + "\n";
   }
+  if (spec.help_tail) s += "\n" + spec.help_tail();
   return s;
 }
 

@@ -11,9 +11,9 @@ namespace biofm {
 extern const CommandSpec kLaunchSpec;
 
 // argv[first..argc): the launch options; the command and its arguments go to `command`.
-// Usage errors (unknown flag, no command, --node-rank >= --nnodes, a bad --master) throw
-// UsageError; numbers out of range throw biofm::Error naming the flag. With --help, returns
-// with `command` empty.
+// Usage errors (unknown flag, no command, --node-rank >= --nnodes, a bad --master, a number
+// that does not parse or lies out of range) throw UsageError. With --help, returns with
+// `command` empty.
 LaunchOptions parse_launch_flags(int argc, char** argv, std::vector<std::string>& command, int first = 2);
 
 }  // namespace biofm

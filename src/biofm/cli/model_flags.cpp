@@ -28,13 +28,13 @@ Device parse_device(const std::string& s) {
     const char* last = s.data() + s.size();
     const auto [ptr, ec] = std::from_chars(first, last, n);
     if (ec != std::errc() || ptr != last || first == last || n < 0)
-      fail("--device '", s, "': expected cuda:N with N a GPU index (0, 1, ...)");
+      usage_fail("--device '", s, "': expected cuda:N with N a GPU index (0, 1, ...)");
     const int count = cuda_device_count();
     if (n >= count) fail("--device ", s, ": this process sees ", count, " GPU(s)");
     select_cuda_device(n);
     return Device::CUDA;
   }
-  fail("--device must be auto, cpu, cuda or cuda:N, got '", s, "'");
+  usage_fail("--device must be auto, cpu, cuda or cuda:N, got '", s, "'");
 }
 
 InferencePrecision parse_inference_precision(const std::string& s, Device dev) {
@@ -112,7 +112,7 @@ std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::
 }
 
 FlagSpec split_flag() {
-  return {"--split", "NAME", "when --input is a biofm prepare directory: its split, train | val | test (default train)"};
+  return {"--split", "train|val|test", "when --input is a biofm prepare directory: its split (default train)"};
 }
 
 SequenceDataset load_sequences(const Flags& f, const std::string& input, const Tokenizer& tok) {
@@ -131,8 +131,23 @@ SequenceDataset load_sequences(const Flags& f, const std::string& input, const T
 ReaderOptions reader_options(const Flags& f) {
   ReaderOptions ro;
   ro.format = f.get("--format", "auto");
+  if (!ro.format.empty() && ro.format != "auto") {
+    try {
+      (void)parse_format(ro.format);
+    } catch (const Error& e) {
+      usage_fail("--format: ", e.what());
+    }
+  }
   ro.column = f.get("--column", "sequence");
   return ro;
+}
+
+const ModelFamily& parse_family(const std::string& name) {
+  try {
+    return family_named(name);
+  } catch (const Error& e) {
+    usage_fail("--family: ", e.what());
+  }
 }
 
 // --layers "33,-1" against L layers: each in [-(L+1), L], negatives from the end (-1 = L).
@@ -148,14 +163,14 @@ std::vector<int> parse_layers(const std::string& s, int L) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (part.empty() || used != part.size()) fail("--layers: '", part, "' is not an integer (in '", s, "')");
+    if (part.empty() || used != part.size()) usage_fail("--layers: '", part, "' is not an integer (in '", s, "')");
     if (v < -(L + 1) || v > L)
       fail("--layers: layer ", v, " does not exist; the model has layers 0 (embeddings) to ", L,
            " (negative counts from the end: -1 = ", L, ")");
     const int k = v < 0 ? int(L + 1 + v) : int(v);
     if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
   }
-  if (out.empty()) fail("--layers is empty");
+  if (out.empty()) usage_fail("--layers is empty");
   return out;
 }
 

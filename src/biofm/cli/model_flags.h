@@ -15,6 +15,9 @@
 
 namespace biofm {
 
+// The value parsers of the flags below throw UsageError (exit 2) for a value the flag never
+// takes, and biofm::Error (exit 1) for one that this machine or model cannot honour.
+//
 // --device auto|cpu|cuda|cuda:N. auto = the GPU when one is usable, else the CPU; cuda:N makes
 // GPU N current (an error naming the count when there is no such GPU).
 Device parse_device(const std::string& s);
@@ -48,10 +51,14 @@ void apply_ops_flag(const Flags& f);
 std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::string& dir, Device dev,
                                           InferencePrecision p = {});
 // --layers "33,-1" against a model of L layers: 0 = the embedding output, L = the final states,
-// negatives from the end (-1 = L); duplicates dropped, order kept.
+// negatives from the end (-1 = L); duplicates dropped, order kept. An entry that is not an
+// integer is a usage error; a layer the model does not have, a runtime error.
 std::vector<int> parse_layers(const std::string& s, int L);
-// --format and --column, for commands that read sequence files.
+// --format and --column, for commands that read sequence files (a --format the readers do not
+// know is a usage error).
 ReaderOptions reader_options(const Flags& f);
+// --family NAME: a registered model family (models/registry.h); another name is a usage error.
+const ModelFamily& parse_family(const std::string& name);
 FlagSpec split_flag();  // --split, of a prepared --input
 // --input as those commands read it: files (reader_options), or a `biofm prepare` directory
 // (its --split, default train), whose tokenizer must be `tok`'s.
