@@ -39,6 +39,27 @@ TEST(DistEnv, TorchrunVariables) {
   EXPECT_EQ(e.source, "torchrun variables");
 }
 
+TEST(DistEnv, UnderTorchrunsAgentStoreTheRendezvousTakesTheNextPort) {
+  // torchrun (torch >= 2.x) serves its own store on MASTER_PORT and says so.
+  const std::map<std::string, std::string> vars{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
+                                                {"MASTER_PORT", "29500"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"}};
+  DistEnv e = detect_dist_env(env_of(vars));
+  EXPECT_EQ(e.master_port, 29501);
+  EXPECT_NE(e.source.find("MASTER_PORT + 1"), std::string::npos) << e.source;
+  auto no_agent = vars;
+  no_agent["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  EXPECT_EQ(detect_dist_env(env_of(no_agent)).master_port, 29500);
+  // BIOFM_MASTER_PORT names the port outright, under any launcher.
+  auto own = vars;
+  own["BIOFM_MASTER_PORT"] = "40000";
+  EXPECT_EQ(detect_dist_env(env_of(own)).master_port, 40000);
+  EXPECT_EQ(detect_dist_env(env_of({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"BIOFM_MASTER_PORT", "41000"}}))
+                .master_port,
+            41000);
+  own["BIOFM_MASTER_PORT"] = "0";
+  EXPECT_THROW(detect_dist_env(env_of(own)), Error);
+}
+
 TEST(DistEnv, SlurmVariables) {
   DistEnv e = detect_dist_env(env_of({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "3"},
                                       {"SLURM_TASKS_PER_NODE", "8(x2)"}, {"SLURM_NODELIST", "gpu[007-008]"},

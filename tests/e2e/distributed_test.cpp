@@ -251,13 +251,24 @@ TEST(Distributed, ARankThatDiesIsNamedAndTheOthersStop) {
   EXPECT_EQ(r.output.find("rank0 exit 124"), std::string::npos) << "rank 0 hung: " << r.output;
 }
 
-TEST(Distributed, AStopSignalStopsAllRanksWithACheckpointAndTheSameCommandResumes) {
-  const std::string dir = fresh_dir("dist_stop");
+// How a stop reaches the ranks of `biofm launch`: to the launcher alone (`kill PID`), to its
+// whole process group (Ctrl-C in a terminal, Slurm signalling a job step: every rank gets it
+// twice, straight and passed on), or as Slurm's preemption warning SIGUSR1.
+class DistributedStop : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DistributedStop, StopsAllRanksWithACheckpointAndTheSameCommandResumes) {
+  const std::string how = GetParam();
+  const std::string dir = fresh_dir("dist_stop_" + how);
   const std::string cmd = std::string(BIOFM_BINARY) + " " + launch(2) + tiny_args(dir, 100000, 1) +
                           " checkpoint.save_every_n_steps=0";
-  const std::string script = "cd " + dir + " && (" + cmd + " > run.log 2>&1 & echo $! > launcher.pid; wait $!; echo \"exit $?\" >> run.log) & " +
+  const std::string pid = "$(cat " + dir + "/launcher.pid)";
+  const std::string sig = how == "group_int" ? "INT" : how == "usr1" ? "USR1" : "TERM";
+  // (bash's kill: the shell of sh() may not take "--" before a negative process group id)
+  const std::string kill = how == "group_int" ? "bash -c 'kill -INT -- -" + pid + "'" : "kill -" + sig + " " + pid;
+  // (setsid: the launcher leads a process group of its own, which the signal can name)
+  const std::string script = "cd " + dir + " && (setsid " + cmd + " > run.log 2>&1 & echo $! > launcher.pid; wait $!; echo \"exit $?\" >> run.log) & " +
                              "for i in $(seq 600); do grep -q '\"step\":4' " + dir + "/metrics.jsonl 2>/dev/null && break; sleep 0.2; done; " +
-                             "kill -TERM $(cat " + dir + "/launcher.pid); wait; sleep 1; cat " + dir + "/run.log";
+                             kill + "; wait; sleep 1; cat " + dir + "/run.log";
   RunResult r = sh(script);
   EXPECT_NE(r.output.find("stopped by signal"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("exit 0"), std::string::npos) << r.output;
@@ -269,3 +280,5 @@ TEST(Distributed, AStopSignalStopsAllRanksWithACheckpointAndTheSameCommandResume
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_NE(again.output.find("resumed from"), std::string::npos) << again.output;
 }
+
+INSTANTIATE_TEST_SUITE_P(Signals, DistributedStop, ::testing::Values("term", "group_int", "usr1"));

@@ -116,7 +116,7 @@ TEST(FrontDoor, VersionHelpAndExitCodes) {
   EXPECT_EQ(run_biofm("bench --steps x --shape 8M").code, 2);             // not an integer
   EXPECT_EQ(run_biofm("info --verbose").code, 2);
   EXPECT_EQ(run_biofm("train --config-name no_such_config").code, 1);     // runtime error
-  EXPECT_EQ(run_biofm("train --config-name esm2_sanity num_train_steps=-3").code, 1);
+  EXPECT_EQ(run_biofm("train --config-name esm2_sanity num_train_steps=-3").code, 2);  // a bad override
   EXPECT_EQ(run_biofm("report /nonexistent/run").code, 1);
   // The model commands: the same rules (cli/flags.h).
   RunResult bad_embed = run_biofm("embed --modle m --input x --output y");

@@ -38,8 +38,9 @@ std::string model_with(const std::string& fixture, const std::string& key, const
   return d;
 }
 
-void expect_clean_error(const RunResult& r, const std::vector<std::string>& needles, const std::string& what) {
-  EXPECT_EQ(r.code, 1) << what << "\n" << r.output;
+void expect_clean_error(const RunResult& r, const std::vector<std::string>& needles, const std::string& what,
+                        int code = 1) {
+  EXPECT_EQ(r.code, code) << what << "\n" << r.output;
   EXPECT_EQ(r.output.find("internal error"), std::string::npos) << what << "\n" << r.output;
   for (const std::string& n : needles) EXPECT_NE(r.output.find(n), std::string::npos) << what << ": no '" << n << "' in\n" << r.output;
 }
@@ -111,12 +112,13 @@ TEST(E2eHardening, Latin1FastaHeaderIsReplacedAndSaidOnce) {
 }
 
 TEST(E2eHardening, SillyFlagValuesAreRejected) {
+  // Values out of a flag's range: usage errors (exit 2), naming the flag.
   const std::string d = fresh_dir("flags");
   const std::string embed = "embed --model " + src("tests/fixtures/esm2_tiny") + " --input " +
                             src("data/proteins_val.fasta") + " --output " + d + "/e.safetensors ";
   for (const char* v : {"0", "-1", "1", "2", "-9223372036854775808", "99999999999"})
-    expect_clean_error(run(embed + "--max-seq-length " + v), {"--max-seq-length"}, v);
-  expect_clean_error(run(embed + "--max-tokens 0"), {"--max-tokens"}, "--max-tokens 0");
+    expect_clean_error(run(embed + "--max-seq-length " + v), {"--max-seq-length"}, v, 2);
+  expect_clean_error(run(embed + "--max-tokens 0"), {"--max-tokens"}, "--max-tokens 0", 2);
   EXPECT_FALSE(fs::exists(d + "/e.safetensors"));
   RunResult ok = run(embed + "--max-seq-length 3");
   ASSERT_EQ(ok.code, 0) << ok.output;
@@ -127,11 +129,11 @@ TEST(E2eHardening, SillyFlagValuesAreRejected) {
   EXPECT_GT(sum, 0) << "embeddings must not be all zero";
 
   const std::string gen = "generate --model " + src("tests/fixtures/llama_tiny") + " --prompt ACGT ";
-  expect_clean_error(run(gen + "--temperature nan"), {"--temperature"}, "nan");
-  expect_clean_error(run(gen + "--max-new-tokens 99999999999"), {"--max-new-tokens"}, "huge");
+  expect_clean_error(run(gen + "--temperature nan"), {"--temperature"}, "nan", 2);
+  expect_clean_error(run(gen + "--max-new-tokens 99999999999"), {"--max-new-tokens"}, "huge", 2);
   expect_clean_error(run("eval --model " + src("tests/fixtures/llama_tiny") + " --input " + src("data/dna_val.fasta") +
                          " --stride -5"),
-                     {"--stride"}, "stride");
+                     {"--stride"}, "stride", 2);
 }
 
 TEST(E2eHardening, SigtermCheckpointsAndResumeKeepsMetricsOnce) {
@@ -189,20 +191,25 @@ TEST(E2eHardening, AllCheckpointsCorruptIsSaid) {
   EXPECT_EQ(metric_steps(out + "/metrics.jsonl").size(), 3u);
 }
 
-TEST(E2eHardening, SecondSignalExitsAtOnceLeavingOnlyCompleteCheckpoints) {
+TEST(E2eHardening, ARepeatedSignalIsOneStopAndLeavesOnlyCompleteCheckpoints) {
+  // The same signal twice within moments (a process group's Ctrl-C and `biofm launch` passing it
+  // on) is one stop: the step finishes, a checkpoint is written, exit 0. (A signal 2 s or more
+  // after the first exits at once: 128 + its number.)
   const std::string out = fresh_dir("sigtwice");
   const std::string bin = BIOFM_BINARY;
   RunResult r = sh("(" + bin + " " + tiny_train_args(out, 100000) + " checkpoint.save_every_n_steps=1 & pid=$!; " +
                    "for i in $(seq 600); do [ -s " + out + "/metrics.jsonl ] && break; sleep 0.1; done; " +
                    "kill -TERM $pid; sleep 0.01; kill -TERM $pid; wait $pid; echo \"exit=$?\")");
-  // 143 (128 + SIGTERM) when the second signal came while the step or the save ran; 0 when
-  // the first had already finished the run.
-  EXPECT_TRUE(r.output.find("exit=143") != std::string::npos || r.output.find("exit=0") != std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find("exit=0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("stopped by signal"), std::string::npos) << r.output;
+  int complete = 0;
   for (auto& e : fs::directory_iterator(out + "/checkpoints")) {
     const std::string name = e.path().filename().string();
-    if (name.rfind("step_", 0) == 0) EXPECT_TRUE(fs::exists(e.path() / "manifest.json")) << name;
+    if (name.rfind("step_", 0) != 0) continue;
+    EXPECT_TRUE(fs::exists(e.path() / "manifest.json")) << name;
+    ++complete;
   }
+  EXPECT_GE(complete, 1) << r.output;
   // The next run starts cleanly from the newest complete checkpoint.
   RunResult next = run(tiny_train_args(out, 20));
   ASSERT_EQ(next.code, 0) << next.output;

@@ -230,12 +230,12 @@ TEST(InferCli, EmbedFlagsAndWarnings) {
                        d + "/p.safetensors --pooling last");
   ASSERT_EQ(prot.code, 0) << prot.output;
   EXPECT_NE(prot.output.find("this is a DNA model"), std::string::npos) << prot.output;
-  EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --pooling max").code, 1);
+  EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --pooling max").code, 2);  // usage
   RunResult bad_layer = run("embed --model " + kEsm + " --input " + proteins + " --output " + d +
                             "/x.safetensors --device cpu --layers 3");
   EXPECT_EQ(bad_layer.code, 1);
   EXPECT_NE(bad_layer.output.find("layers 0 (embeddings) to 2"), std::string::npos) << bad_layer.output;
-  EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --device cuda:x").code, 1);
+  EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --device cuda:x").code, 2);  // usage
   EXPECT_EQ(run("embed --model " + kEsm + " --input x --output y --device cpu --precision bf16").code, 1);
   RunResult fp8_cpu = run("embed --model " + kEsm + " --input x --output y --device cpu --precision fp8");
   EXPECT_EQ(fp8_cpu.code, 1);

@@ -73,6 +73,13 @@ DistEnv detect_dist_env(const EnvLookup& env) {
     e.local_world_size = (int)int_var(env, "LOCAL_WORLD_SIZE", e.world_size, 1);
     if (auto a = env("MASTER_ADDR")) e.master_addr = *a;
     e.master_port = (int)int_var(env, "MASTER_PORT", e.master_port, 1);
+    // torchrun's agent serves its own store on MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True,
+    // the default since torch 2.x): rank 0 could not listen there, so biofm's rendezvous takes
+    // the next port.
+    if (const auto agent = env("TORCHELASTIC_USE_AGENT_STORE"); agent && (*agent == "True" || *agent == "1")) {
+      e.source = "torchrun variables (the agent holds MASTER_PORT; rendezvous on MASTER_PORT + 1)";
+      e.master_port += 1;
+    }
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     e.source = "Slurm variables";
     e.rank = (int)int_var(env, "SLURM_PROCID", 0, 0);
@@ -105,6 +112,8 @@ DistEnv detect_dist_env(const EnvLookup& env) {
     if (auto a = env("MASTER_ADDR")) e.master_addr = *a;
     e.master_port = (int)int_var(env, "MASTER_PORT", e.master_port, 1);
   }
+  // BIOFM_MASTER_PORT: the rendezvous port, whatever the launcher's variables say.
+  e.master_port = (int)int_var(env, "BIOFM_MASTER_PORT", e.master_port, 1);
   check(e);
   return e;
 }

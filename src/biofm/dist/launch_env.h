@@ -24,7 +24,9 @@ struct DistEnv {
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup process_env();
 
-// torchrun's variables first, then Slurm's, then Open MPI's; none: a single process. Values
+// torchrun's variables first, then Slurm's, then Open MPI's; none: a single process. Under
+// torchrun, whose agent holds MASTER_PORT, the rendezvous is on MASTER_PORT + 1;
+// BIOFM_MASTER_PORT, when set, names the rendezvous port for any launcher. Values
 // that do not parse or contradict each other (rank >= world size, ...) throw, naming them.
 DistEnv detect_dist_env(const EnvLookup& env = process_env());
 

@@ -28,6 +28,7 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
   sa.sa_handler = on_signal;
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);  // Slurm's preemption warning (--signal=USR1@T)
   // An ignored SIGCHLD (inherited from whoever started us) would make the kernel reap the
   // children itself, and waitpid would never report them.
   ::signal(SIGCHLD, SIG_DFL);
@@ -65,11 +66,14 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
   auto stop_all = stop_started;
   auto stop_deadline = std::chrono::steady_clock::time_point::max();
   while (running > 0) {
-    if (g_forward_signal) {  // a requested stop: pass it on, escalate after the grace period
+    if (g_forward_signal) {
+      // A requested stop: pass it on and wait. Training ranks finish the step and write a
+      // checkpoint, however long that takes (a rank that dies or hangs meanwhile is the
+      // coordinator's to report); a second signal, passed on too, makes them exit at once.
+      // (A rank that got the same signal straight from the process group takes the two as one.)
       stopped_by = g_forward_signal;
       stop_all(g_forward_signal);
       g_forward_signal = 0;
-      stop_deadline = std::min(stop_deadline, std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds));
     }
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -89,13 +90,25 @@ json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batc
 }
 
 // SIGTERM/SIGINT/SIGUSR1: the first asks the loop to stop after the current step (with a checkpoint);
-// a second exits at once. Checkpoints are renamed into place only when whole, so an
-// immediate exit leaves only complete ones (and a .tmp_step_* directory removed next start).
+// another one 2 s or more later exits at once. One stop often arrives twice within moments (Ctrl-C
+// or Slurm signal the whole process group, and `biofm launch` passes it on too): such a repeat
+// is the same request. Checkpoints are renamed into place only when whole, so an immediate exit
+// leaves only complete ones (and a .tmp_step_* directory removed next start).
 std::atomic<int> g_stop_signal{0};
+std::atomic<int64_t> g_stop_signal_ns{0};
 
 extern "C" void on_stop_signal(int sig) {
-  if (g_stop_signal.exchange(sig) != 0) _exit(128 + sig);
-  static const char msg[] = "\nbiofm train: stopping after this step (a checkpoint is written; signal again to exit now)\n";
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // (async-signal-safe)
+  const int64_t ns = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec;
+  if (g_stop_signal.load() != 0) {
+    if (ns - g_stop_signal_ns.load() < int64_t(2) * 1000000000) return;  // the same stop, delivered twice
+    _exit(128 + sig);
+  }
+  g_stop_signal_ns = ns;
+  g_stop_signal = sig;
+  static const char msg[] =
+      "\nbiofm train: stopping after this step (a checkpoint is written; signal again to exit now)\n";
   ssize_t ignored = ::write(2, msg, sizeof(msg) - 1);
   (void)ignored;
 }
