@@ -4,7 +4,11 @@
 // layers' flat ranges tile their parameters.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "biofm/data/causal.h"
 #include "biofm/data/dataset.h"
+#include "biofm/ops/fp8/recipe.h"
 #include "models/tiny_models.h"
 
 using namespace biofm;
@@ -51,4 +55,47 @@ TEST(TransformerLM, LayerHookSeesEveryLayerAndFinalGradients) {
       m->set_layer_hook(nullptr);
     }
   }
+}
+
+// NVFP4's random Hadamard transform of the weight-gradient GEMM's inputs mixes groups of 16
+// token rows; a batch of any other length is padded with zero rows for it, not left
+// untransformed. With stochastic rounding off, turning the transform off must change the
+// weight gradients (other roundings), while both stay near the unquantized ones.
+TEST(TransformerLM, Nvfp4HadamardTransformAppliesAtAnyTokenCount) {
+  const ModelFamily& f = family_named("llama");
+  SequenceDataset data = testkit::bundled_data(f);
+  CausalLmOptions co;
+  co.max_seq_length = 21;  // 19 bases + <BOS>/<EOS>: one window of 21 tokens per batch
+  co.max_tokens_per_batch = 21;
+  co.stride = 0;
+  co.shuffle = false;
+  CausalLmBatcher batcher(data, co);
+  Batch b = batcher.next();
+  ASSERT_NE(b.num_rows() % 16, 0);
+
+  std::unique_ptr<LanguageModel> m = f.build(testkit::tiny_shape(f, 2), Device::CPU, BuildOptions{});
+  auto grads = [&](bool fp4, bool rht) {
+    ops::LayerQuant q;
+    if (fp4) {
+      q.format = ops::LayerFormat::Fp4;
+      q.nvfp4.random_hadamard = rht;
+      q.nvfp4.stochastic_rounding = false;
+    }
+    m->set_layer_quant(fp4 ? std::vector<ops::LayerQuant>(2, q) : std::vector<ops::LayerQuant>{});
+    m->params().zero_grad();
+    Tensor loss = Tensor::zeros({1}, DType::F32);
+    m->forward_backward(b, 1.0f / float(b.num_label_tokens), loss);
+    auto [lo, hi] = m->layer_param_range(1);
+    const float* g = m->params().grad_flat().f32();
+    return std::vector<float>(g + lo, g + hi);
+  };
+  const std::vector<float> exact = grads(false, false), with = grads(true, true), without = grads(true, false);
+  auto rel = [&](const std::vector<float>& a) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) num += (a[i] - exact[i]) * (a[i] - exact[i]), den += exact[i] * exact[i];
+    return std::sqrt(num / den);
+  };
+  EXPECT_NE(with, without) << "the transform was not applied to a batch of " << b.num_rows() << " tokens";
+  EXPECT_LT(rel(with), 0.5);
+  EXPECT_LT(rel(without), 0.5);
 }

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "biofm/ops/blockscale/op.h"
+#include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/fp8/delayed.h"
 
 namespace biofm {
@@ -225,14 +226,25 @@ void Linear::backward_emulated(Tensor& dx, Tensor& dw, Tensor& db, const Tensor&
   if (dw.defined()) {  // dw += doutᵀ·x: contraction over the tokens
     Tensor d = dout, xx = x;
     const int64_t N = x.numel() / x.size(-1);
-    if (q.format == LayerFormat::Fp4 && q.nvfp4.random_hadamard && N % 16 == 0) {
+    if (q.format == LayerFormat::Fp4 && q.nvfp4.random_hadamard) {
+      // The transform mixes groups of 16 token rows; a batch of other lengths gets zero rows
+      // up to a multiple of 16 (they add nothing to dw: the transform is orthogonal per group).
       const uint64_t seed = 0x7E11A5EEDull + uint64_t(layer_ * 4 + proj_);
-      Tensor hd = Tensor::empty(dout.shape(), dout.dtype(), dout.device());
-      Tensor hx = Tensor::empty(x.shape(), x.dtype(), x.device());
-      ops::hadamard16_rows(hd, dout, seed);
-      ops::hadamard16_rows(hx, x, seed);
-      d = hd;
-      xx = hx;
+      const int64_t Np = (N + 15) / 16 * 16;
+      auto transformed = [&](const Tensor& t) {
+        const int64_t C = t.size(-1);
+        Tensor in = t.view({N, C});
+        if (Np != N) {
+          in = Tensor::zeros({Np, C}, t.dtype(), t.device());
+          Tensor rows = in.flat_slice(0, {N, C});
+          ops::cast(rows, t.view({N, C}));
+        }
+        Tensor out = Tensor::empty({Np, C}, t.dtype(), t.device());
+        ops::hadamard16_rows(out, in, seed);
+        return out;
+      };
+      d = transformed(dout);
+      xx = transformed(x);
     }
     ops::linear_backward(none, dw, none, block_quantized(d, grad_spec(false, 1)),
                          block_quantized(xx, block_spec(q, false, false, false)), w);
