@@ -205,6 +205,24 @@ TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
   const std::string sharded = fresh_dir("dist_fsdp_moved");
   RunResult f = run_biofm(launch(2) + tiny_args(sharded, 3, 1) + " distributed.strategy=fsdp");
   ASSERT_EQ(f.code, 0) << f.output;
+  {
+    // Its checkpoint holds each rank's part of the masters (nothing gathered); eval reads the
+    // step directory from those parts and agrees with the gathered final export exactly.
+    const std::string step = sharded + "/checkpoints/step_3";
+    EXPECT_TRUE(fs::exists(step + "/model-rank00000-of-00002.safetensors"));
+    EXPECT_TRUE(fs::exists(step + "/model-rank00001-of-00002.safetensors"));
+    EXPECT_FALSE(fs::exists(step + "/model.safetensors"));
+    auto eval_loss = [&](const std::string& model, const std::string& out) {
+      RunResult r = run_biofm("eval --model " + model + " --input " + src("data/proteins_val.fasta") +
+                              " --device cpu --precision fp32 --output " + out);
+      EXPECT_EQ(r.code, 0) << r.output;
+      std::ifstream in(out);
+      return in ? nlohmann::json::parse(in).value("loss", -1.0) : -2.0;
+    };
+    const double shards = eval_loss(step, sharded + "/eval_step3.json");
+    EXPECT_GT(shards, 0.0);
+    EXPECT_EQ(shards, eval_loss(sharded + "/final_model", sharded + "/eval_final.json"));
+  }
   RunResult g = run_biofm(tiny_args(sharded, 6, 2));
   ASSERT_EQ(g.code, 0) << g.output;
   expect_same_curve(train_records(sharded + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));

@@ -1,5 +1,6 @@
 #include "biofm/models/hf_dir.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -41,6 +42,19 @@ std::string builtin_ignored_kind(const std::string& n) {
 }
 
 }  // namespace
+
+// model-rankR-of-W.safetensors files of a fully sharded training checkpoint, sorted.
+static std::vector<std::string> flat_model_shards(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.rfind("model-rank", 0) == 0 && name.size() > 12 &&
+        name.compare(name.size() - 12, 12, ".safetensors") == 0)
+      out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 HfDirContents read_hf_dir(const std::string& dir) {
   HfDirContents c;
@@ -85,6 +99,8 @@ HfDirContents read_hf_dir(const std::string& dir) {
       c.weight_map[name] = path;
     }
     if (c.weight_files.empty()) fail(index, ": weight_map is empty");
+  } else if (const std::vector<std::string> flat = flat_model_shards(dir); !flat.empty()) {
+    c.flat_shard_files = flat;
   } else if (fs::exists(fs::path(dir) / "pytorch_model.bin") ||
              fs::exists(fs::path(dir) / "pytorch_model.bin.index.json")) {
     fail("'", dir, "' holds only pytorch_model.bin (a Python pickle), which biofm does not read; convert it with "
@@ -98,6 +114,15 @@ HfDirContents read_hf_dir(const std::string& dir) {
 
 std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming) {
   std::vector<std::unique_ptr<MappedSafetensors>> files;
+  if (!hf.flat_shard_files.empty()) {  // biofm's own layout: no names to map
+    std::vector<const MappedSafetensors*> shards;
+    for (const std::string& p : hf.flat_shard_files) {
+      files.push_back(std::make_unique<MappedSafetensors>(p));
+      shards.push_back(files.back().get());
+    }
+    store.load_flat_shards(shards);
+    return {};
+  }
   for (const std::string& p : hf.weight_files) files.push_back(std::make_unique<MappedSafetensors>(p));
   for (auto& [name, path] : hf.weight_map) {
     size_t i = 0;

@@ -30,6 +30,9 @@ struct HfDirContents {
   std::vector<std::string> weight_files;  // model.safetensors, or the shards of an index
   std::string index_path;                 // model.safetensors.index.json when sharded, else ""
   std::map<std::string, std::string> weight_map;  // sharded: tensor name → shard path
+  // A checkpoint of a fully sharded biofm run: model-rankR-of-W.safetensors, each a flat range
+  // of biofm's own parameter layout (train/checkpoint.h), in place of model.safetensors.
+  std::vector<std::string> flat_shard_files;
 };
 HfDirContents read_hf_dir(const std::string& dir);
 

@@ -1,6 +1,7 @@
 #include "biofm/models/params.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "biofm/core/rng.h"
@@ -249,6 +250,68 @@ void ParamStore::load_mapped(const std::vector<Source>& sources) {
     auto [first, dst] = held_part(i);  // (a sharded store reads only its part)
     if (dst.defined()) sources[i].file->copy_range_into(*sources[i].entry, first, dst);
   }
+  refresh_compute_copy();
+}
+
+std::string ParamStore::layout_digest() const {
+  // FNV-1a over "name:shape;" of every parameter in order: cheap, and any renamed, reshaped,
+  // added or reordered parameter changes it.
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const std::string& text) {
+    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  };
+  for (const ParamSpec& sp : specs_) mix(sp.name + ":" + shape_str(sp.shape) + ";");
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", (unsigned long long)h);
+  return out;
+}
+
+std::vector<SafetensorsSource> ParamStore::flat_shard_for_writing(DType dtype) const {
+  return {{"flat", flat_, dtype}};
+}
+
+std::map<std::string, std::string> ParamStore::flat_shard_metadata() const {
+  return {{"flat_begin", std::to_string(held_.first)},
+          {"flat_end", std::to_string(held_.second)},
+          {"flat_numel", std::to_string(total_)},
+          {"layout", layout_digest()}};
+}
+
+void ParamStore::load_flat_shards(const std::vector<const MappedSafetensors*>& files) {
+  const auto [begin, end] = held_;
+  const std::string digest = layout_digest();
+  std::vector<std::pair<int64_t, int64_t>> covered;
+  for (const MappedSafetensors* f : files) {
+    int64_t fb = 0, fe = 0, fn = 0;
+    std::string layout;
+    try {
+      fb = std::stoll(f->metadata().at("flat_begin"));
+      fe = std::stoll(f->metadata().at("flat_end"));
+      fn = std::stoll(f->metadata().at("flat_numel"));
+      layout = f->metadata().at("layout");
+    } catch (const std::exception&) {
+      fail(f->path(), ": a flat model shard needs flat_begin, flat_end, flat_numel and layout metadata");
+    }
+    if (fn != total_ || layout != digest)
+      fail(f->path(), ": a shard of another model (", fn, " parameters, layout ", layout, "; this one: ", total_,
+           ", layout ", digest, ")");
+    const SafetensorsEntry* e = f->find("flat");
+    if (!e || shape_numel(e->shape) != fe - fb) fail(f->path(), ": tensor 'flat' is missing or does not hold [", fb, ", ", fe, ")");
+    const int64_t a = std::max(begin, fb), b = std::min(end, fe);
+    if (a >= b) continue;
+    f->copy_range_into(*e, a - fb, flat_.flat_slice(a - begin, {b - a}));
+    covered.push_back({a, b});
+  }
+  std::sort(covered.begin(), covered.end());
+  int64_t at = begin;
+  for (const auto& [a, b] : covered) {
+    if (a > at) break;
+    at = std::max(at, b);
+  }
+  if (at < end)
+    fail("flat model shards: elements [", at, ", ", end, ") of the parameters are in none of the ", files.size(),
+         " shard files");
+  ++version_;
   refresh_compute_copy();
 }
 

@@ -162,6 +162,19 @@ class ParamStore {
     const SafetensorsEntry* entry = nullptr;
   };
   void load_mapped(const std::vector<Source>& sources);
+  // ---- Flat shards (checkpoints of fully sharded runs: each rank writes the part it holds) ----
+  // Names and shapes of the layout, in order, as a short digest: a flat shard loads only into
+  // the layout it was written from.
+  std::string layout_digest() const;
+  // What flat_shard_file writes: the held masters as tensor "flat" (in `dtype`), with their
+  // range of the layout in the file's metadata.
+  std::vector<SafetensorsSource> flat_shard_for_writing(DType dtype) const;
+  std::map<std::string, std::string> flat_shard_metadata() const;
+  // Fills the held range of the masters from flat shard files written by any number of ranks
+  // (each covering [flat_begin, flat_end) of the same layout); throws naming the file when one
+  // belongs to another layout, or naming the gap when the files leave part of the range out.
+  void load_flat_shards(const std::vector<const MappedSafetensors*>& files);
+
   // Every parameter under its name as written to a file in `dtype` (views of the store, no
   // copies: write_safetensors_stream converts chunk by chunk).
   std::vector<SafetensorsSource> tensors_for_writing(DType dtype) const;

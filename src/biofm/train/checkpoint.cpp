@@ -198,9 +198,9 @@ std::optional<CheckpointContents> load_latest_checkpoint(const std::string& ckpt
   return std::nullopt;
 }
 
-static std::string optimizer_shard_file(int rank, int world) {
+static std::string shard_file(const char* what, int rank, int world) {
   char name[64];
-  std::snprintf(name, sizeof name, "optimizer-rank%05d-of-%05d.safetensors", rank, world);
+  std::snprintf(name, sizeof name, "%s-rank%05d-of-%05d.safetensors", what, rank, world);
   return name;
 }
 
@@ -213,29 +213,38 @@ std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerS
   const std::string tmp_dir = ranks ? ranks->all_gather(w ? w->tmp_dir() : "")[0] : w->tmp_dir();
 
   // The optimizer: one file, or (sharded) one per rank written in parallel, each holding the
-  // moments of flat elements [flat_begin, flat_end).
-  json mine = json::object();
+  // moments of flat elements [flat_begin, flat_end). The model likewise when its parameters are
+  // sharded (fsdp): each rank writes the masters it holds, nobody gathers them.
+  json mine = json::array();
+  auto write_mine = [&](const std::string& name, const std::vector<SafetensorsSource>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+    const FileDigest d = write_safetensors_stream(tmp_dir + "/" + name, tensors, metadata);
+    mine.push_back({{"name", name}, {"bytes", d.bytes}, {"crc32", d.crc32}});
+  };
   if (opt.sharded()) {
-    const std::string name = optimizer_shard_file(rank, world);
     std::vector<SafetensorsSource> moments;
     for (auto& [k, t] : opt.state()) moments.push_back({k, t, DType::F32});
     const auto [b, e] = opt.shard();
-    const FileDigest d = write_safetensors_stream(tmp_dir + "/" + name, moments,
-                                                  {{"flat_begin", std::to_string(b)}, {"flat_end", std::to_string(e)},
-                                                   {"flat_numel", std::to_string(model.params().numel())}});
-    mine = {{"name", name}, {"bytes", d.bytes}, {"crc32", d.crc32}};
+    write_mine(shard_file("optimizer", rank, world), moments,
+               {{"flat_begin", std::to_string(b)}, {"flat_end", std::to_string(e)},
+                {"flat_numel", std::to_string(model.params().numel())}});
   }
+  const bool model_sharded = model.params().sharded();
+  if (model_sharded)
+    write_mine(shard_file("model", rank, world), model.params().flat_shard_for_writing(DType::F32),
+               model.params().flat_shard_metadata());
   const std::vector<std::string> shards = ranks ? ranks->all_gather(mine.dump()) : std::vector<std::string>{mine.dump()};
   std::string final_dir;
   if (w) {
-    for (const std::string& text : shards) {
-      const json f = json::parse(text);
-      if (f.contains("name")) w->add(f["name"].get<std::string>(), {f["bytes"].get<uint64_t>(), f["crc32"].get<uint32_t>()});
-    }
+    for (const std::string& text : shards)
+      for (const json& f : json::parse(text))
+        w->add(f["name"].get<std::string>(), {f["bytes"].get<uint64_t>(), f["crc32"].get<uint32_t>()});
     // model.safetensors + config.json + tokenizer files: the step directory is also a Hugging
-    // Face model directory (biofm embed/eval --model ckpt/step_N).
-    w->add("model.safetensors", write_safetensors_stream(w->path("model.safetensors"),
-                                                         model.params().tensors_for_writing(DType::F32), {{"format", "pt"}}));
+    // Face model directory (biofm embed/eval --model ckpt/step_N; from model shards too).
+    if (!model_sharded)
+      w->add("model.safetensors", write_safetensors_stream(w->path("model.safetensors"),
+                                                           model.params().tensors_for_writing(DType::F32),
+                                                           {{"format", "pt"}}));
     if (!opt.sharded()) {
       std::vector<SafetensorsSource> moments;
       for (auto& [name, t] : opt.state()) moments.push_back({name, t, DType::F32});
@@ -260,6 +269,10 @@ std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerS
 
 namespace {
 
+// The model from model.safetensors, or from the model shards of a fully sharded run (written
+// by any number of ranks).
+void load_model_files(const std::string& dir, const std::vector<std::string>& names, ParamStore& store);
+
 void load_model_file(const std::string& path, ParamStore& store) {
   MappedSafetensors f(path);
   std::vector<ParamStore::Source> sources(store.size());
@@ -275,6 +288,20 @@ void load_model_file(const std::string& path, ParamStore& store) {
   for (size_t i = 0; i < store.size(); ++i)
     if (!sources[i].file) fail(path, ": missing parameter '", store.spec(i).name, "'");
   store.load_mapped(sources);
+}
+
+void load_model_files(const std::string& dir, const std::vector<std::string>& names, ParamStore& store) {
+  if (std::find(names.begin(), names.end(), "model.safetensors") != names.end())
+    return load_model_file(dir + "/model.safetensors", store);
+  std::vector<std::unique_ptr<MappedSafetensors>> files;
+  std::vector<const MappedSafetensors*> shards;
+  for (const std::string& name : names) {
+    if (name.rfind("model-rank", 0) != 0) continue;
+    files.push_back(std::make_unique<MappedSafetensors>(dir + "/" + name));
+    shards.push_back(files.back().get());
+  }
+  if (shards.empty()) fail(dir, "/manifest.json: lists neither model.safetensors nor model shards");
+  store.load_flat_shards(shards);
 }
 
 // This optimizer's moments (its shard, or everything) from optimizer.safetensors or from the
@@ -390,7 +417,7 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
     // the next older checkpoint; each one loaded overwrites every parameter and moment.
     try {
       const std::vector<std::string> names = verify_checkpoint(dir);
-      for (const char* need : {"model.safetensors", "trainer_state.json", "config.yaml"})
+      for (const char* need : {"trainer_state.json", "config.yaml"})
         if (std::find(names.begin(), names.end(), need) == names.end())
           fail(dir, "/manifest.json: does not list '", need, "'");
       TrainerState st;
@@ -399,7 +426,7 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
       const TrainerStateFields f = parse_trainer_state(st.state_json, dir + "/trainer_state.json", it->first);
       st.step = f.step;
       st.data_cursor = f.data_cursor;
-      load_model_file(dir + "/model.safetensors", model.params());
+      load_model_files(dir, names, model.params());
       load_optimizer_state(dir, names, opt, model.params().numel());
       load_quant_state(dir, names, model);
       st.gemm_choices = load_gemm_tuning(dir, names, model);

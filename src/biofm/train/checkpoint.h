@@ -60,8 +60,10 @@ void remove_stale_tmp_dirs(const std::string& ckpt_dir);
 // files (save_hf_metadata), so it loads as a Hugging Face model directory. Returns it.
 // Multi-process (ranks given): every rank calls it; rank 0 writes the shared files and the
 // manifest, and a sharded optimizer's ranks each write their shard of the moments in parallel
-// (optimizer-rankR-of-W.safetensors, with the flat range it covers); returns when the
-// checkpoint is in place. Resume reads either layout on any number of ranks.
+// (optimizer-rankR-of-W.safetensors, with the flat range it covers); with sharded parameters
+// (fsdp) each rank writes the masters it holds the same way (model-rankR-of-W.safetensors, in
+// place of model.safetensors: nothing is gathered). Returns when the checkpoint is in place.
+// Resume reads either layout on any number of ranks, and so do embed/eval/score --model.
 std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
                                      const AdamW& opt, int keep, Coordinator* ranks = nullptr);
 // Restores `model` and `opt` from the newest checkpoint under ckpt_dir that verifies and loads
