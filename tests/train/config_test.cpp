@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "biofm/core/error.h"
 #include "biofm/io/config.h"
@@ -70,9 +71,11 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   EXPECT_TRUE(c.checkpoint.save_final_model);
   EXPECT_EQ(c.resolved_ckpt_dir(), "runs/default/checkpoints");
   EXPECT_EQ(c.metrics_path(), "runs/default/metrics.jsonl");
+  EXPECT_FALSE(c.quant_stats_config.enabled);  // the recipes' defaults
+  EXPECT_FALSE(c.fp8_config.quantized_model_init_kwargs.enabled);
   // Every schema key is a field and vice versa, and the schema defaults are the struct's.
   EXPECT_EQ(train_config_from(config::Config(train_config_schema())), TrainConfig{});
-  EXPECT_EQ(train_config_schema().keys().size(), 114u);
+  EXPECT_EQ(train_config_schema().keys().size(), 123u);
 }
 
 TEST(ConfigTrain, EveryConfigFileLoadsAndValidates) {
@@ -368,6 +371,95 @@ TEST(ConfigTrain, Fp8ConfigSelectsTheRecipe) {
   EXPECT_TRUE(fp8_recipe_for(minimal({"fp8_config.enabled=true", "precision=bf16-mixed"}), Device::CUDA).has_value());
   EXPECT_HAS(error_of([] { minimal({"fp8_config.fp8_format=E5M2"}); }), "fp8_config.fp8_format");
   EXPECT_HAS(error_of([] { minimal({"fp8_config.enable=true"}); }), "fp8_config.enabled");
+}
+
+// The recipes' FP8 statistics switch and model-init kwargs, as their hydra configs write them
+// (esm2_native_te / opengenome2 defaults.yaml: quant_stats_config; the older llama3_native_te:
+// fp8_stats_config and fp8_config.fp8_model_init_kwargs).
+TEST(ConfigTrain, RecipeQuantStatsKeysAreAcceptedAsWritten) {
+  const std::string dir = testing::TempDir() + "/quant_stats_cfg";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string recipe_yaml =
+      "dataset:\n  path: x.fasta\n"
+      "fp8_config:\n  enabled: false\n  fp8_recipe: transformer_engine.common.recipe.DelayedScaling\n"
+      "  fp8_format: \"HYBRID\"\n  fp8_recipe_kwargs: {}\n  quantized_model_init_kwargs:\n    enabled: false\n"
+      "quant_stats_config:\n  enabled: false\n  quant_stats_file: ./fp8_debugging_stats.yaml\n"
+      "  quant_log_dir: ./log_quant_stats\n  log_to_wandb: false\n";
+  TrainConfig c = load_train_config_string(recipe_yaml);
+  EXPECT_FALSE(c.quant_stats_config.enabled);
+  EXPECT_EQ(c.quant_stats_config.quant_log_dir, "./log_quant_stats");
+  EXPECT_EQ(fp8_stats_interval(c), 0);  // off, as in the recipes' defaults
+  EXPECT_EQ(load_train_config_string(to_yaml(c)), c);
+  const std::string llama_yaml =
+      "dataset:\n  path: x.fasta\n"
+      "fp8_config:\n  fp8_model_init_kwargs:\n    enabled: false\n"
+      "fp8_stats_config:\n  enabled: true\n  fp8_stats_file: ./fp8_debugging_stats.yaml\n"
+      "  fp8_log_dir: ./log_fp8_stats\n";
+  TrainConfig l = load_train_config_string(llama_yaml, {"output_dir=/runs/a"});
+  EXPECT_TRUE(l.fp8_stats_config.enabled);
+  EXPECT_EQ(l.quant_stats_path(3), "/runs/a/log_fp8_stats/rank_3/quant_stats.jsonl");
+  EXPECT_EQ(minimal().quant_stats_path(0), "");  // by default the statistics go to the metrics only
+  EXPECT_EQ(minimal({"quant_stats_config.quant_log_dir=/abs/q"}).quant_stats_path(1), "/abs/q/rank_1/quant_stats.jsonl");
+
+  // Interval: stats_interval wins; else enabled takes the file's LogFp8TensorStats freq, or 10.
+  std::string note;
+  EXPECT_EQ(fp8_stats_interval(minimal({"fp8_config.stats_interval=3", "quant_stats_config.enabled=true"}), &note), 3);
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(fp8_stats_interval(minimal({"quant_stats_config.enabled=true"}), &note), kDefaultQuantStatsInterval);
+  EXPECT_EQ(kDefaultQuantStatsInterval, 10);
+  EXPECT_HAS(note, "every 10 steps");
+  EXPECT_EQ(fp8_stats_interval(minimal({"quant_stats_config.enabled=true",
+                                        "quant_stats_config.quant_stats_file=" + dir + "/missing.yaml"}),
+                               &note),
+            10);
+  EXPECT_HAS(note, "does not exist");
+  // The recipes' fp8_debugging_stats.yaml (LogFp8TensorStats every 10 steps, LogTensorStats every
+  // step: the latter is not ours), with freq 4 and one tensor at 6.
+  {
+    std::ofstream f(dir + "/stats.yaml");
+    f << "example_fp8_tensor_stat_collection:\n    enabled: True\n    layers:\n"
+         "        layer_types: [layernorm_qkv, proj, fc1, fc2]\n    transformer_engine:\n"
+         "        LogFp8TensorStats:\n            enabled: True\n            tensors_struct:\n"
+         "            - tensor: activation\n              stats: [underflows%, scale_inv_min]\n              freq: 6\n"
+         "            - tensor: gradient\n              stats: [underflows%]\n              freq: 4\n"
+         "        LogTensorStats:\n          enabled: True\n          stats: [max, min]\n"
+         "          tensors: [dgrad, wgrad, fprop]\n          freq: 1\n";
+  }
+  EXPECT_EQ(fp8_stats_interval(minimal({"quant_stats_config.enabled=true",
+                                        "quant_stats_config.quant_stats_file=" + dir + "/stats.yaml"}),
+                               &note),
+            4);
+  EXPECT_HAS(note, "LogFp8TensorStats freq");
+  EXPECT_EQ(fp8_stats_interval(minimal({"fp8_stats_config.enabled=true",
+                                        "fp8_stats_config.fp8_stats_file=" + dir + "/stats.yaml"})),
+            4);
+  {
+    std::ofstream f(dir + "/off.yaml");  // the FP8 feature switched off: the default interval
+    f << "s:\n  enabled: true\n  transformer_engine:\n    LogFp8TensorStats:\n      enabled: false\n      freq: 2\n";
+  }
+  EXPECT_EQ(fp8_stats_interval(minimal({"quant_stats_config.enabled=true",
+                                        "quant_stats_config.quant_stats_file=" + dir + "/off.yaml"})),
+            10);
+  {
+    std::ofstream f(dir + "/bad.yaml");
+    f << "s: [unclosed\n";
+  }
+  EXPECT_HAS(error_of([&] {
+               fp8_stats_interval(minimal({"quant_stats_config.enabled=true",
+                                           "quant_stats_config.quant_stats_file=" + dir + "/bad.yaml"}));
+             }),
+             "quant_stats_config.quant_stats_file");
+
+  // What biofm cannot do fails naming the key.
+  EXPECT_HAS(error_of([] { minimal({"fp8_config.quantized_model_init_kwargs.enabled=true"}); }),
+             "fp8_config.quantized_model_init_kwargs.enabled=true (Transformer Engine's quantized_model_init");
+  EXPECT_HAS(error_of([] { minimal({"fp8_config.fp8_model_init_kwargs.enabled=true"}); }),
+             "biofm keeps bf16/fp32 weights and quantizes them each step");
+  EXPECT_HAS(error_of([] { minimal({"quant_stats_config.log_to_wandb=true"}); }),
+             "quant_stats_config.log_to_wandb=true: biofm has no Weights & Biases logger");
+  EXPECT_HAS(error_of([] { minimal({"quant_stats_config.quant_log_dir=a", "fp8_stats_config.fp8_log_dir=b"}); }),
+             "set one");
 }
 
 TEST(ConfigTrain, DatasetPathTakesAListOrACommaSeparatedString) {

@@ -2,7 +2,9 @@
 // (bitwise CRC32C, a generic protobuf field decoder) rather than through the writer's helpers.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -161,9 +163,10 @@ TEST(TensorBoard, SinkWritesTheRecipeKeysOfARecord) {
   const auto ev = read_events(path);
   ASSERT_EQ(ev.size(), 3u);
   EXPECT_EQ(ev[1].step, 10);
-  EXPECT_EQ(ev[1].scalars.size(), 2u);  // train/loss, train/learning_rate; not eta_s or loss
+  EXPECT_EQ(ev[1].scalars.size(), 3u);  // train/loss, train/learning_rate, train/global_step; not eta_s or loss
   EXPECT_EQ(ev[1].scalars.at("train/loss"), 2.0f);
   EXPECT_EQ(ev[1].scalars.at("train/learning_rate"), 0.001f);
+  EXPECT_EQ(ev[1].scalars.at("train/global_step"), 10.0f);
   EXPECT_EQ(ev[2].step, 20);
   EXPECT_EQ(ev[2].scalars.at("val/accuracy"), 0.4f);
   EXPECT_GT(ev[2].wall_time, 1.6e9);
@@ -173,8 +176,10 @@ TEST(Metrics, StandardKeysAndTimestamps) {
   using namespace std::chrono;
   const auto t = system_clock::time_point(milliseconds(1763866121123));  // 2025-11-23T02:48:41.123Z
   EXPECT_EQ(iso8601_utc(t), "2025-11-23T02:48:41.123Z");
-  auto r = with_standard_keys({{"step", 5}, {"loss", 2.5}, {"lr", 1e-3}, {"grad_norm", 0.7}, {"tokens_per_sec", 100.0},
-                               {"unpadded_tokens_per_sec", 90.0}, {"mfu_seed", 0.4}, {"gpu_mem_peak_gib", 3.0},
+  auto r = with_standard_keys({{"step", 5}, {"loss", 2.5}, {"perplexity", 12.18}, {"lr", 1e-3}, {"grad_norm", 0.7},
+                               {"step_time", 0.25}, {"tokens_per_sec", 100.0}, {"unpadded_tokens_per_sec", 90.0},
+                               {"unpadded_tokens_per_step", 22.5}, {"mfu_seed", 0.4}, {"gpu_mem_peak_gib", 3.0},
+                               {"gpu_mem_allocated_max_gib", 2.5}, {"gpu_mem_allocated_mean_gib", 1.5},
                                {"gpu_sm_clock_mhz", 1785.0}, {"gpu_power_w", 690.0}, {"gpu_temperature_c", 64.0},
                                {"gpu_power_capped_fraction", 1.0}},
                               t);
@@ -187,7 +192,14 @@ TEST(Metrics, StandardKeysAndTimestamps) {
   EXPECT_EQ(r["train/tokens_per_second_per_gpu"], 100.0);
   EXPECT_EQ(r["train/unpadded_tokens_per_second_per_gpu"], 90.0);
   EXPECT_EQ(r["train/mfu"], 0.4);
-  EXPECT_EQ(r["train/gpu_memory_peak_gib"], 3.0);
+  EXPECT_EQ(r["train/gpu_memory_peak_gib"], 3.0);  // ours, kept (biofm report charts it)
+  // The rest of the recipes' perf_logger names.
+  EXPECT_EQ(r["train/perplexity"], 12.18);
+  EXPECT_EQ(r["train/step_time"], 0.25);
+  EXPECT_EQ(r["train/global_step"], 5);
+  EXPECT_EQ(r["train/total_unpadded_tokens_per_batch"], 22.5);
+  EXPECT_EQ(r["train/gpu_memory_allocated_max_gb"], 2.5);  // GiB, as the recipes' / 1024**3
+  EXPECT_EQ(r["train/gpu_memory_allocated_mean_gb"], 1.5);
   EXPECT_EQ(r["gpu/sm_clock_mhz"], 1785.0);  // the window's GPU (core/gpu_monitor.h)
   EXPECT_EQ(r["gpu/power_w"], 690.0);
   EXPECT_EQ(r["gpu/temperature_c"], 64.0);
@@ -198,4 +210,42 @@ TEST(Metrics, StandardKeysAndTimestamps) {
   EXPECT_EQ(v["val/perplexity"], 7.4);
   EXPECT_EQ(v["val/accuracy"], 0.3);
   EXPECT_FALSE(v.contains("train/loss"));
+  EXPECT_FALSE(v.contains("train/global_step"));  // training records only
+}
+
+TEST(Metrics, PerplexityStaysFinite) {
+  EXPECT_DOUBLE_EQ(perplexity_of(2.0), std::exp(2.0));
+  EXPECT_DOUBLE_EQ(perplexity_of(0.0), 1.0);
+  // A diverging loss gives a large finite perplexity: JSON has no inf, TensorBoard stores floats.
+  EXPECT_DOUBLE_EQ(perplexity_of(1e6), std::exp(kMaxLogPerplexity));
+  EXPECT_TRUE(std::isfinite(float(perplexity_of(std::numeric_limits<double>::infinity()))));
+  EXPECT_TRUE(std::isnan(perplexity_of(std::nan(""))));
+  const nlohmann::json big = {{"p", perplexity_of(500.0)}};
+  EXPECT_TRUE(big["p"].is_number());
+  EXPECT_EQ(big.dump().find("null"), std::string::npos);  // (inf would dump as null)
+}
+
+// The recipes' names reach the event file as scalars at the record's step.
+TEST(TensorBoard, RecipeNamesOfATrainingRecord) {
+  const std::string dir = testing::TempDir() + "/tb_recipe_names";
+  fs::remove_all(dir);
+  std::string path;
+  {
+    TensorBoardSink sink(dir);
+    path = sink.path();
+    sink.write(with_standard_keys({{"step", 30}, {"loss", 2.0}, {"perplexity", perplexity_of(2.0)}, {"step_time", 0.5},
+                                   {"unpadded_tokens_per_step", 4000.0}, {"gpu_mem_allocated_max_gib", 7.5},
+                                   {"gpu_mem_allocated_mean_gib", 6.0}}));
+  }
+  const auto ev = read_events(path);
+  ASSERT_EQ(ev.size(), 2u);
+  const auto& sc = ev[1].scalars;
+  EXPECT_EQ(ev[1].step, 30);
+  EXPECT_EQ(sc.at("train/loss"), 2.0f);
+  EXPECT_EQ(sc.at("train/perplexity"), float(std::exp(2.0)));
+  EXPECT_EQ(sc.at("train/step_time"), 0.5f);
+  EXPECT_EQ(sc.at("train/global_step"), 30.0f);
+  EXPECT_EQ(sc.at("train/total_unpadded_tokens_per_batch"), 4000.0f);
+  EXPECT_EQ(sc.at("train/gpu_memory_allocated_max_gb"), 7.5f);
+  EXPECT_EQ(sc.at("train/gpu_memory_allocated_mean_gb"), 6.0f);
 }

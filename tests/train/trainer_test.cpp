@@ -1,7 +1,9 @@
 // The training loop: validation runs every dataset.val_every_n_steps whatever
-// logger.frequency is, and every record reaches metrics.jsonl once.
+// logger.frequency is, and every record reaches metrics.jsonl once; the recipes' metric names and
+// their FP8 statistics switch (quant_stats_config).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -33,4 +35,71 @@ TEST(Trainer, ValidationFollowsItsOwnSchedule) {
   }
   EXPECT_EQ(val_steps, (std::vector<int64_t>{3, 6}));
   EXPECT_EQ(log_steps, (std::vector<int64_t>{4, 6}));
+}
+
+// The recipes' quant_stats_config as they write it turns the FP8 statistics on at the freq of the
+// LogFp8TensorStats entries of quant_stats_file; quant_log_dir gets each rank's statistics as
+// JSONL; every training record carries the recipes' perf_logger names.
+TEST(Trainer, RecipeQuantStatsConfigAndMetricNames) {
+  const std::string src = BIOFM_SOURCE_DIR;
+  const std::string out = testing::TempDir() + "/trainer_quant_stats";
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out);
+  {
+    std::ofstream f(out + "/fp8_debugging_stats.yaml");
+    f << "example_fp8_tensor_stat_collection:\n  enabled: True\n  transformer_engine:\n"
+         "    LogFp8TensorStats:\n      enabled: True\n      tensors_struct:\n"
+         "      - tensor: activation\n        stats: [underflows%]\n        freq: 2\n";
+  }
+  TrainConfig cfg = load_train_config(
+      src + "/configs", "llama3_sanity",
+      {"dataset.path=" + src + "/data/dna_sample.fasta", "model.config.hidden_size=32",
+       "model.config.num_hidden_layers=1", "model.config.num_attention_heads=2", "model.config.num_key_value_heads=1",
+       "model.config.intermediate_size=64", "dataset.max_seq_length=128", "dataset.stride=16",
+       "dataset.max_tokens_per_batch=256", "dataset.val_path=", "dataset.val_every_n_steps=0", "num_train_steps=4",
+       "grad_acc_steps=2", "logger.frequency=1", "checkpoint.save_every_n_steps=2", "checkpoint.save_final_model=false",
+       "fp8_config.enabled=true", "quant_stats_config.enabled=true",
+       "quant_stats_config.quant_stats_file=" + out + "/fp8_debugging_stats.yaml",
+       "quant_stats_config.quant_log_dir=quant_logs", "output_dir=" + out});
+  run_training(cfg);
+  std::vector<nlohmann::json> recs;
+  {
+    std::ifstream in(out + "/metrics.jsonl");
+    std::string line;
+    while (std::getline(in, line)) recs.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(recs.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const nlohmann::json& r = recs[i];
+    const int64_t step = int64_t(i) + 1;
+    EXPECT_EQ(r["train/global_step"], step);
+    EXPECT_DOUBLE_EQ(r["train/perplexity"].get<double>(), std::exp(r["loss"].get<double>()));
+    EXPECT_GT(r["train/step_time"].get<double>(), 0.0);
+    // Non-pad tokens per optimizer step (both micro batches): unpadded tokens/s x seconds per step.
+    const double per_step = r["train/total_unpadded_tokens_per_batch"].get<double>();
+    EXPECT_GT(per_step, 0.0);
+    EXPECT_NEAR(per_step, r["unpadded_tokens_per_sec"].get<double>() * r["step_time"].get<double>(), 1e-6 * per_step);
+    EXPECT_FALSE(r.contains("train/gpu_memory_allocated_max_gb"));  // CPU: no device memory figures
+    EXPECT_EQ(r.contains("fp8/layer_01/qkv/input/amax"), step % 2 == 0) << "step " << step;  // freq 2
+  }
+  auto quant_steps = [&] {
+    std::ifstream q(out + "/quant_logs/rank_0/quant_stats.jsonl");
+    EXPECT_TRUE(q.good());
+    std::vector<int64_t> steps;
+    std::string line;
+    while (std::getline(q, line)) {
+      const auto r = nlohmann::json::parse(line);
+      steps.push_back(r["step"].get<int64_t>());
+      EXPECT_EQ(r["rank"], 0);
+      EXPECT_TRUE(r.contains("timestamp"));
+      EXPECT_EQ(r["fp8/layer_01/qkv/input/amax"], recs[size_t(steps.back() - 1)]["fp8/layer_01/qkv/input/amax"]);
+      EXPECT_FALSE(r.contains("loss"));
+    }
+    return steps;
+  };
+  EXPECT_EQ(quant_steps(), (std::vector<int64_t>{2, 4}));
+  // Resumed from step 2, the redone steps' statistics replace theirs (as metrics.jsonl's records).
+  std::filesystem::remove_all(out + "/checkpoints/step_4");
+  run_training(cfg);
+  EXPECT_EQ(quant_steps(), (std::vector<int64_t>{2, 4}));
 }

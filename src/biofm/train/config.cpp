@@ -7,6 +7,8 @@
 #include <sstream>
 #include <type_traits>
 
+#include <yaml-cpp/yaml.h>
+
 #include "biofm/core/error.h"
 #include "biofm/data/input_files.h"
 #include "biofm/io/config.h"
@@ -237,6 +239,25 @@ Registry build_registry() {
   BIND(fp8_config.stats_interval, .range = ge(0), .aliases = {"fp8_stats_interval", "quant_stats_interval"},
        .help = "every N steps: per-layer amax, scale and under/overflow fractions of the FP8 tensors into the "
                "metrics; 0 = off");
+  BIND(fp8_config.quantized_model_init_kwargs.enabled,
+       .help = "the recipes' Transformer Engine quantized_model_init (weights held only in FP8): must be false, "
+               "biofm keeps bf16/fp32 weights and quantizes them each step");
+  BIND(fp8_config.fp8_model_init_kwargs.enabled,
+       .help = "the older recipes' name of fp8_config.quantized_model_init_kwargs.enabled: must be false");
+  BIND(quant_stats_config.enabled,
+       .help = "the recipes' FP8 statistics switch: statistics every fp8_config.stats_interval steps, or when "
+               "that is 0 every freq of quant_stats_file's LogFp8TensorStats, or every 10 steps");
+  BIND(quant_stats_config.quant_stats_file,
+       .help = "the recipes' Transformer Engine debug-feature YAML: only its LogFp8TensorStats freq is read "
+               "(relative to the working directory; a missing file: the default interval)");
+  BIND(quant_stats_config.quant_log_dir,
+       .help = "each rank's FP8 statistics also to <dir>/rank_<r>/quant_stats.jsonl (relative to output_dir); "
+               "\"\" = the metrics only");
+  BIND(quant_stats_config.log_to_wandb, .help = "must be false: biofm has no W&B logger (the statistics go to "
+                                                "metrics.jsonl and TensorBoard; tools/metrics_to_wandb.py)");
+  BIND(fp8_stats_config.enabled, .help = "the older Llama 3 recipe's name of quant_stats_config.enabled");
+  BIND(fp8_stats_config.fp8_stats_file, .help = "as quant_stats_config.quant_stats_file");
+  BIND(fp8_stats_config.fp8_log_dir, .help = "as quant_stats_config.quant_log_dir");
   BIND(fp4_config.enabled, .help = "NVFP4 in the transformer layers (emulated on the CPU and on Hopper; no Blackwell kernels yet)");
   BIND(fp4_config.fp4_recipe, .choices = {"NVFP4BlockScaling", "transformer_engine.common.recipe.NVFP4BlockScaling"});
   BIND(fp4_config.fp4_format, .choices = {"E2M1"});
@@ -394,6 +415,92 @@ std::string TrainConfig::resolved_ckpt_dir() const {
 
 std::string TrainConfig::metrics_path() const { return join_path(output_dir, logger.metrics_file); }
 
+std::string TrainConfig::quant_stats_path(int rank) const {
+  const std::string& dir =
+      !quant_stats_config.quant_log_dir.empty() ? quant_stats_config.quant_log_dir : fp8_stats_config.fp8_log_dir;
+  if (dir.empty()) return "";
+  const std::filesystem::path p = join_path(join_path(output_dir, dir), "rank_" + std::to_string(rank));
+  return (p / "quant_stats.jsonl").lexically_normal().string();
+}
+
+namespace {
+
+// Whether a debug-feature YAML map is switched on (`enabled` absent means on, as Transformer
+// Engine's debug API reads it).
+bool feature_enabled(const YAML::Node& n) { return !n["enabled"] || n["enabled"].as<bool>(); }
+
+// The smallest freq of the enabled LogFp8TensorStats entries of a Transformer Engine debug-feature
+// config (nvdlfw_inspect: sections of `enabled`, `layers`, `transformer_engine: {Feature: {...}}`);
+// an entry of tensors_struct without freq takes the feature's, and that defaults to 1. 0 when the
+// file has no such entry.
+int64_t log_fp8_tensor_stats_freq(const YAML::Node& root) {
+  int64_t best = 0;
+  auto take = [&](const YAML::Node& n, int64_t fallback) {
+    const int64_t f = n["freq"] ? n["freq"].as<int64_t>() : fallback;
+    if (f > 0 && (best == 0 || f < best)) best = f;
+  };
+  if (!root || !root.IsMap()) return 0;
+  for (const auto& section : root) {
+    const YAML::Node s = section.second;
+    if (!s.IsMap() || !feature_enabled(s)) continue;
+    const YAML::Node te = s["transformer_engine"];  // (a missing key: an undefined node, false)
+    if (!te || !te.IsMap()) continue;
+    const YAML::Node f = te["LogFp8TensorStats"];
+    if (!f || !f.IsMap() || !feature_enabled(f)) continue;
+    const int64_t feature_freq = f["freq"] ? f["freq"].as<int64_t>() : 1;
+    const YAML::Node ts = f["tensors_struct"];
+    if (ts && ts.IsSequence()) {
+      for (const auto& t : ts)
+        if (t.IsMap()) take(t, feature_freq);
+    } else {
+      take(f, 1);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+int64_t fp8_stats_interval(const TrainConfig& cfg, std::string* note) {
+  if (note) note->clear();
+  if (cfg.fp8_config.stats_interval > 0) return cfg.fp8_config.stats_interval;
+  const bool quant = cfg.quant_stats_config.enabled;
+  if (!quant && !cfg.fp8_stats_config.enabled) return 0;
+  const std::string key = quant ? "quant_stats_config" : "fp8_stats_config";
+  const std::string file_key = quant ? "quant_stats_config.quant_stats_file" : "fp8_stats_config.fp8_stats_file";
+  const std::string& file = quant ? cfg.quant_stats_config.quant_stats_file : cfg.fp8_stats_config.fp8_stats_file;
+  auto say = [&](const std::string& s) {
+    if (note) *note = s;
+  };
+  const std::string fallback = std::to_string(kDefaultQuantStatsInterval);
+  if (file.empty()) {
+    say("FP8 statistics (" + key + ".enabled) every " + fallback + " steps, the recipes' default "
+        "(fp8_config.stats_interval=N sets it)");
+    return kDefaultQuantStatsInterval;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    say("FP8 statistics (" + key + ".enabled) every " + fallback + " steps, the recipes' default: " + file_key +
+        " '" + file + "' does not exist (fp8_config.stats_interval=N sets the interval)");
+    return kDefaultQuantStatsInterval;
+  }
+  int64_t freq = 0;
+  try {
+    freq = log_fp8_tensor_stats_freq(YAML::LoadFile(file));
+  } catch (const YAML::Exception& e) {
+    fail(file_key, " '", file, "' is not a Transformer Engine debug-feature YAML: ", e.what());
+  }
+  if (freq == 0) {
+    say("FP8 statistics (" + key + ".enabled) every " + fallback + " steps, the recipes' default: " + file_key +
+        " '" + file + "' has no enabled LogFp8TensorStats entry (fp8_config.stats_interval=N sets the interval)");
+    return kDefaultQuantStatsInterval;
+  }
+  say("FP8 statistics (" + key + ".enabled) every " + std::to_string(freq) + " steps, the LogFp8TensorStats freq of " +
+      file + " (biofm logs amax, scale, underflow and overflow per FP8 tensor; the file's other features and "
+      "stats are not read)");
+  return freq;
+}
+
 const config::Schema& train_config_schema() { return registry().schema; }
 
 TrainConfig train_config_from(const config::Config& c) {
@@ -462,6 +569,25 @@ void check_train_config(const TrainConfig& c) {
         " but dataset.val_path is empty");
   }
   if (c.output_dir.empty()) err("output_dir is empty");
+  for (const auto& [on, key] : {std::pair{c.fp8_config.quantized_model_init_kwargs.enabled,
+                                          "fp8_config.quantized_model_init_kwargs.enabled"},
+                                std::pair{c.fp8_config.fp8_model_init_kwargs.enabled,
+                                          "fp8_config.fp8_model_init_kwargs.enabled"}})
+    if (on)
+      err(key, "=true (Transformer Engine's quantized_model_init: weights held only in FP8) is not supported: biofm "
+               "keeps bf16/fp32 weights and quantizes them each step (fp8_config.enabled); set it to false");
+  if (c.quant_stats_config.log_to_wandb)
+    err("quant_stats_config.log_to_wandb=true: biofm has no Weights & Biases logger; the FP8 statistics go to "
+        "metrics.jsonl and TensorBoard as fp8/... (tools/metrics_to_wandb.py makes an offline W&B run of them); "
+        "set it to false");
+  auto both_set = [&](const std::string& a, const std::string& b, const char* ka, const char* kb) {
+    if (!a.empty() && !b.empty() && a != b)
+      err(ka, " ('", a, "') and ", kb, " ('", b, "') are the same setting in two recipes' spellings; set one");
+  };
+  both_set(c.quant_stats_config.quant_stats_file, c.fp8_stats_config.fp8_stats_file,
+           "quant_stats_config.quant_stats_file", "fp8_stats_config.fp8_stats_file");
+  both_set(c.quant_stats_config.quant_log_dir, c.fp8_stats_config.fp8_log_dir, "quant_stats_config.quant_log_dir",
+           "fp8_stats_config.fp8_log_dir");
   if ((c.profiler.start_step >= 0) != (c.profiler.end_step >= 0) || c.profiler.end_step < c.profiler.start_step)
     err("profiler.start_step (", c.profiler.start_step, ") and profiler.end_step (", c.profiler.end_step,
         ") must both be -1 or satisfy 0 <= start_step <= end_step");

@@ -124,7 +124,36 @@ struct TrainConfig {
       bool operator==(const Kwargs&) const = default;
     } fp8_recipe_kwargs;
     int64_t stats_interval = 0;  // FP8 statistics into the metrics every N steps; 0 = off
+    // The recipes' fp8_config.quantized_model_init_kwargs (older recipes: fp8_model_init_kwargs):
+    // Transformer Engine's quantized_model_init, weights held only in FP8. Only enabled=false (the
+    // recipes' default) is accepted: biofm keeps bf16/fp32 weights and quantizes them each step.
+    struct ModelInit {
+      bool enabled = false;
+      bool operator==(const ModelInit&) const = default;
+    } quantized_model_init_kwargs, fp8_model_init_kwargs;
     bool operator==(const Fp8&) const = default;
+  };
+
+  // The recipes' FP8 statistics switch, as they write it: quant_stats_config (ESM-2, OpenGenome2
+  // recipes) or fp8_stats_config (older Llama 3 recipe; fp8_stats_file, fp8_log_dir). enabled
+  // turns fp8_config's statistics on (fp8_stats_interval() below); the statistics are biofm's
+  // (docs/PRECISION.md), not Transformer Engine's debug features.
+  struct QuantStats {
+    bool enabled = false;
+    // Transformer Engine's debug-feature YAML (nvdlfw_inspect): biofm takes only the freq of its
+    // LogFp8TensorStats entries as the interval. Relative to the working directory.
+    std::string quant_stats_file;
+    // Also write each rank's statistics to <quant_log_dir>/rank_<r>/quant_stats.jsonl (relative
+    // to output_dir); "" = the metrics only.
+    std::string quant_log_dir;
+    bool log_to_wandb = false;  // biofm has no W&B logger: must stay false
+    bool operator==(const QuantStats&) const = default;
+  };
+  struct Fp8Stats {
+    bool enabled = false;
+    std::string fp8_stats_file;  // as quant_stats_config.quant_stats_file
+    std::string fp8_log_dir;     // as quant_stats_config.quant_log_dir
+    bool operator==(const Fp8Stats&) const = default;
   };
 
   // NVFP4 in the transformer layers (the recipes' fp4_config).
@@ -196,6 +225,8 @@ struct TrainConfig {
   Logger logger;
   Fp8 fp8_config;
   Fp4 fp4_config;
+  QuantStats quant_stats_config;
+  Fp8Stats fp8_stats_config;
   std::vector<double> fp8_layers, fp4_layers;  // 1-indexed layer lists; empty = not given
   Ops ops;
   Profiler profiler;
@@ -205,6 +236,9 @@ struct TrainConfig {
   std::string resolved_ckpt_dir() const;
   // <output_dir>/<logger.metrics_file> (as is when absolute); "" when metrics_file is empty.
   std::string metrics_path() const;
+  // <output_dir>/<quant_stats_config.quant_log_dir or fp8_stats_config.fp8_log_dir>/rank_<rank>/
+  // quant_stats.jsonl (the directory as is when absolute); "" when neither is set.
+  std::string quant_stats_path(int rank) const;
 
   bool operator==(const TrainConfig&) const = default;
 };
@@ -223,6 +257,15 @@ TrainConfig load_train_config_string(const std::string& yaml,
 // The resolved config as YAML, every key present; load_train_config_string(to_yaml(c)) == c.
 // Saved as config.yaml in run and checkpoint directories.
 std::string to_yaml(const TrainConfig& cfg, const std::string& header = "");
+
+// The interval of the FP8 statistics (steps; 0 = off): fp8_config.stats_interval when > 0; else,
+// with quant_stats_config.enabled or fp8_stats_config.enabled, the smallest freq of the enabled
+// LogFp8TensorStats entries of quant_stats_file / fp8_stats_file when that file exists, and
+// otherwise kDefaultQuantStatsInterval. Reads the file (a malformed one throws biofm::Error);
+// `note`, when given, receives a line saying where the interval came from ("" when off or set
+// by stats_interval).
+constexpr int64_t kDefaultQuantStatsInterval = 10;  // the freq of the recipes' fp8_debugging_stats.yaml
+int64_t fp8_stats_interval(const TrainConfig& cfg, std::string* note = nullptr);
 
 // Cross-key rules (divisibility, family-specific settings, required paths); throws one
 // biofm::Error naming the keys of every violated rule. The loaders call it.

@@ -1,5 +1,6 @@
 #include "biofm/train/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -65,6 +66,8 @@ std::string format_eta(double s) {
 }
 }  // namespace
 
+double perplexity_of(double loss) { return std::exp(std::min(loss, kMaxLogPerplexity)); }
+
 nlohmann::json ThroughputWindow::report(int64_t step, int64_t total_steps, double loss, double lr,
                                         double grad_norm, Device device) {
   const double span = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -74,14 +77,24 @@ nlohmann::json ThroughputWindow::report(int64_t step, int64_t total_steps, doubl
   const double mfu_6n = 6.0 * double(dims_.parameters) * double(real_) / span / kPeakBf16Flops;
   const double eta = double(total_steps - step) * step_time;
   nlohmann::json rec = {{"step", step},           {"loss", loss},
-                        {"perplexity", std::exp(loss)}, {"lr", lr},
+                        {"perplexity", perplexity_of(loss)}, {"lr", lr},
                         {"grad_norm", grad_norm}, {"tokens_per_sec", tps},
                         {"unpadded_tokens_per_sec", real_tps}, {"step_time", step_time},
                         {"mfu_seed", mfu_seed},   {"mfu_6n", mfu_6n}};
   rec["total_steps"] = total_steps;
   rec["eta_s"] = eta;
-  if (device == Device::CUDA)
-    rec["gpu_mem_peak_gib"] = double(device_memory_stats().peak_allocated_bytes) / double(1ull << 30);
+  rec["unpadded_tokens_per_step"] = steps_ ? double(real_) / double(steps_) : 0.0;
+  if (device == Device::CUDA) {
+    // GiB (2^30 bytes), as the recipes' torch.cuda.memory_allocated() / 1024**3 under their
+    // "_gb" names.
+    const DeviceMemoryStats m = device_memory_stats();
+    const double gib = double(1ull << 30);
+    run_peak_bytes_ = std::max(run_peak_bytes_, m.peak_allocated_bytes);
+    rec["gpu_mem_peak_gib"] = double(run_peak_bytes_) / gib;
+    rec["gpu_mem_allocated_max_gib"] = double(m.peak_allocated_bytes) / gib;
+    rec["gpu_mem_allocated_mean_gib"] = double(m.allocated_bytes) / gib;
+    device_memory_reset_peak();  // (the next window's peak is its own; run_peak_bytes_ keeps the run's)
+  }
   if (gpu_) {
     const GpuActivity a = gpu_->stop();
     gpu_.reset();
@@ -112,7 +125,7 @@ void ProgressLineSink::write(const nlohmann::json& r) {
     }
     const double loss = r["loss"].get<double>();
     std::printf("step %6lld/%lld | loss %.4f | ppl %7.3f | lr %.3e | grad_norm %.3f | tok/s %.0f | unpadded tok/s %.0f%s | ETA %s\n",
-                (long long)r["step"].get<int64_t>(), (long long)r["total_steps"].get<int64_t>(), loss, std::exp(loss),
+                (long long)r["step"].get<int64_t>(), (long long)r["total_steps"].get<int64_t>(), loss, perplexity_of(loss),
                 r["lr"].get<double>(), r["grad_norm"].get<double>(), r["tokens_per_sec"].get<double>(),
                 r["unpadded_tokens_per_sec"].get<double>(), mem.c_str(), format_eta(r["eta_s"].get<double>()).c_str());
   }
@@ -135,14 +148,24 @@ std::string iso8601_utc(std::chrono::system_clock::time_point t) {
 }
 
 nlohmann::json with_standard_keys(nlohmann::json r, std::chrono::system_clock::time_point now) {
+  // The recipes' names (bionemo-recipes perf_logger.py). Their "_gb" memory figures are
+  // torch.cuda.max_memory_allocated() / memory_allocated() divided by 1024**3, i.e. GiB despite
+  // the name: ours are GiB too. train/gpu_memory_allocated_max_gb is the window's peak (their
+  // max_memory_allocated with the peak reset per window), the largest over ranks;
+  // train/gpu_memory_allocated_mean_gb what is allocated at the logging step, the mean over ranks.
   static const std::pair<const char*, const char*> kRecipeNames[] = {
       {"loss", "train/loss"},
+      {"perplexity", "train/perplexity"},
       {"lr", "train/learning_rate"},
       {"grad_norm", "train/grad_norm"},
+      {"step_time", "train/step_time"},
       {"unpadded_tokens_per_sec", "train/unpadded_tokens_per_second_per_gpu"},
       {"tokens_per_sec", "train/tokens_per_second_per_gpu"},
+      {"unpadded_tokens_per_step", "train/total_unpadded_tokens_per_batch"},
       {"mfu_seed", "train/mfu"},
       {"gpu_mem_peak_gib", "train/gpu_memory_peak_gib"},
+      {"gpu_mem_allocated_max_gib", "train/gpu_memory_allocated_max_gb"},
+      {"gpu_mem_allocated_mean_gib", "train/gpu_memory_allocated_mean_gb"},
       {"gpu_sm_clock_mhz", "gpu/sm_clock_mhz"},
       {"gpu_power_w", "gpu/power_w"},
       {"gpu_temperature_c", "gpu/temperature_c"},
@@ -156,6 +179,8 @@ nlohmann::json with_standard_keys(nlohmann::json r, std::chrono::system_clock::t
     r["wall_time"] = std::chrono::duration<double>(now.time_since_epoch()).count();
   for (const auto& [ours, theirs] : kRecipeNames)
     if (r.contains(ours) && !r.contains(theirs)) r[theirs] = r[ours];
+  // (a training record: validation-only and statistics-only records carry a step too)
+  if (r.contains("loss") && r.contains("step") && !r.contains("train/global_step")) r["train/global_step"] = r["step"];
   return r;
 }
 

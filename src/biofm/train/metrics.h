@@ -61,10 +61,19 @@ class TensorBoardSink : public MetricSink {
   TfEventWriter writer_;
 };
 
+// exp(loss), the loss capped at kMaxLogPerplexity first so that a diverging run logs a large
+// finite number (JSON has no inf; TensorBoard stores floats) instead of inf; NaN stays NaN.
+constexpr double kMaxLogPerplexity = 80.0;  // e^80 ~ 5.5e34 < FLT_MAX
+double perplexity_of(double loss);
+
 // Adds what every record carries: `timestamp` (ISO 8601 UTC), `wall_time` (seconds since the
-// epoch) and the BioNeMo recipes' names beside ours (train/loss = loss, train/learning_rate =
-// lr, train/grad_norm, train/tokens_per_second_per_gpu, train/unpadded_tokens_per_second_per_gpu,
-// train/mfu = mfu_seed, train/gpu_memory_peak_gib, val/loss, val/perplexity, val/accuracy).
+// epoch) and the BioNeMo recipes' names beside ours, as their perf_logger.py writes them:
+// train/loss = loss, train/perplexity, train/learning_rate = lr, train/grad_norm,
+// train/step_time (seconds per optimizer step over the window), train/global_step = step (training
+// records only), train/tokens_per_second_per_gpu, train/unpadded_tokens_per_second_per_gpu,
+// train/total_unpadded_tokens_per_batch (non-pad tokens per optimizer step, summed over ranks),
+// train/gpu_memory_allocated_max_gb / _mean_gb, train/mfu = mfu_seed; our train/gpu_memory_peak_gib
+// (the run's peak, which `biofm report` charts); val/loss, val/perplexity, val/accuracy.
 nlohmann::json with_standard_keys(nlohmann::json record,
                                   std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 // "2026-11-23T02:48:41.123Z"
@@ -93,6 +102,11 @@ class ThroughputWindow {
   void reset();
   // The metrics record of this window (throughput, MFU, memory, ETA in "eta_s"; with watch_gpu
   // the window's median SM clock and power, highest temperature and power-capped fraction).
+  // Also "unpadded_tokens_per_step" (non-pad tokens per optimizer step, the window's mean) and on
+  // CUDA "gpu_mem_peak_gib" (the peak since the run's first window), "gpu_mem_allocated_max_gib"
+  // (this window's peak; the device's peak counter starts again) and "gpu_mem_allocated_mean_gib"
+  // (allocated now): this rank's; a multi-process trainer replaces the last three with the sum,
+  // the largest and the mean over ranks.
   nlohmann::json report(int64_t step, int64_t total_steps, double loss, double lr, double grad_norm, Device device);
 
  private:
@@ -102,6 +116,7 @@ class ThroughputWindow {
   std::chrono::steady_clock::time_point start_;
   int64_t steps_ = 0, rows_ = 0, real_ = 0;
   double flops_seed_ = 0;
+  size_t run_peak_bytes_ = 0;  // the largest window peak so far (not reset)
 };
 
 }  // namespace biofm

@@ -84,7 +84,7 @@ json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batc
   }
   const double loss = total.num_tokens ? total.loss_sum / double(total.num_tokens) : NAN;
   return {{"val_loss", loss},
-          {"val_perplexity", std::exp(loss)},
+          {"val_perplexity", perplexity_of(loss)},
           {"val_accuracy", total.num_tokens ? double(total.num_correct) / double(total.num_tokens) : NAN},
           {"val_tokens", total.num_tokens}};
 }
@@ -234,6 +234,9 @@ class TrainingRun {
     // One GPU per local rank, chosen before any CUDA work.
     if (env_.distributed() && device_ == Device::CUDA && cuda_available()) select_cuda_device(env_.local_rank);
     apply_op_options(cfg_);
+    // FP8 statistics: fp8_config.stats_interval, or the recipes' quant_stats_config switch (may
+    // read its quant_stats_file: fails here on a malformed one).
+    stats_every_ = fp8_stats_interval(cfg_, &stats_note_);
     if (device_ == Device::CUDA && !cuda_available())
       fail("device=cuda but this biofm has no CUDA backend or no GPU is visible; use device=cpu");
     if (cfg_.num_threads > 0) {
@@ -351,6 +354,16 @@ class TrainingRun {
 
   void open_metrics() {
     ProfilerWindow::configure(cfg_.profiler.start_step, cfg_.profiler.end_step, step_);
+    if (root_ && !stats_note_.empty())
+      std::printf("%s%s\n", stats_note_.c_str(),
+                  model_->layer_quant().empty() ? " (no FP8/FP4 layers in this run: none are collected)" : "");
+    const std::string qpath = cfg_.quant_stats_path(env_.rank);
+    if (stats_every_ > 0 && !model_->layer_quant().empty() && !qpath.empty()) {
+      // Each rank its own file, as the recipes' quant_log_dir/rank_<r>/.
+      make_dirs_writable(fs::path(qpath).parent_path().string());
+      if (step_ > 0) truncate_metrics(qpath, step_);
+      quant_log_ = std::make_unique<JsonlSink>(qpath, /*append=*/step_ > 0);
+    }
     if (!root_) return;  // one set of logs for the run
     metrics_.add(std::make_unique<ProgressLineSink>());
     if (!cfg_.metrics_path().empty())
@@ -409,9 +422,8 @@ class TrainingRun {
       }
       const double lr = cfg_.optimizer.lr * lr_multiplier(sched, step_);
       const int64_t done = step_ + 1;
-      const int64_t stats_every = cfg_.fp8_config.stats_interval;
       ops::QuantStatsCollector quant_stats;  // FP8 statistics on their steps (host copies: slow)
-      const bool stats_now = stats_every > 0 && done % stats_every == 0 && !model_->layer_quant().empty();
+      const bool stats_now = stats_every_ > 0 && done % stats_every_ == 0 && !model_->layer_quant().empty();
       if (stats_now) model_->set_quant_stats(&quant_stats);
       train_step.run(micro, lr);
       model_->set_quant_stats(nullptr);
@@ -419,6 +431,11 @@ class TrainingRun {
 
       json rec = check_and_log(done, lr, train_step, window);
       if (stats_now) {
+        if (quant_log_) {  // this rank's statistics (quant_stats_config.quant_log_dir)
+          json q = {{"step", done}, {"rank", env_.rank}};
+          add_quant_stats(q, quant_stats);
+          quant_log_->write(with_standard_keys(q));
+        }
         if (rec.is_null()) rec = {{"step", done}, {"elapsed", seconds_since(t_start_)}};
         add_quant_stats(rec, quant_stats);
       }
@@ -477,16 +494,31 @@ class TrainingRun {
     if (!log_now) return json();
     json rec = window.report(done, cfg_.num_train_steps, loss, lr, gnorm, device_);
     if (coord_) {
-      // Each rank's throughput, and the run's.
+      // Each rank's throughput, and the run's; the non-pad tokens per step summed over ranks, the
+      // memory figures the largest (window peak) and the mean (allocated now) over ranks, as the
+      // recipes' torchmetrics reduce them.
+      const bool mem = rec.contains("gpu_mem_allocated_max_gib");
+      const json mine = {rec["tokens_per_sec"], rec["unpadded_tokens_per_step"],
+                         mem ? rec["gpu_mem_allocated_max_gib"] : json(0.0),
+                         mem ? rec["gpu_mem_allocated_mean_gib"] : json(0.0)};
       json per_rank = json::array();
-      double total = 0;
-      for (const std::string& v : coord_->all_gather(std::to_string(rec["tokens_per_sec"].get<double>()))) {
-        per_rank.push_back(std::stod(v));
-        total += std::stod(v);
+      double total = 0, unpadded = 0, mem_max = 0, mem_sum = 0;
+      for (const std::string& v : coord_->all_gather(mine.dump())) {
+        const json r = json::parse(v);
+        per_rank.push_back(r[0]);
+        total += r[0].get<double>();
+        unpadded += r[1].get<double>();
+        mem_max = std::max(mem_max, r[2].get<double>());
+        mem_sum += r[3].get<double>();
       }
       rec["world_size"] = env_.world_size;
       rec["rank_tokens_per_sec"] = per_rank;
       rec["global_tokens_per_sec"] = total;
+      rec["unpadded_tokens_per_step"] = unpadded;
+      if (mem) {
+        rec["gpu_mem_allocated_max_gib"] = mem_max;
+        rec["gpu_mem_allocated_mean_gib"] = mem_sum / double(env_.world_size);
+      }
     }
     rec["epoch"] = epoch_now();
     rec["data_skipped_records"] = train_set_->skipped_records();  // empty / malformed (dataset.on_error)
@@ -576,6 +608,9 @@ class TrainingRun {
   FsdpSync* fsdp_ = nullptr;
   std::unique_ptr<Prefetcher> prefetch_;
   MetricSinks metrics_;
+  std::unique_ptr<JsonlSink> quant_log_;  // this rank's FP8 statistics (quant_stats_config.quant_log_dir)
+  int64_t stats_every_ = 0;               // fp8_stats_interval(cfg_)
+  std::string stats_note_;                // where stats_every_ came from (printed once)
   std::string out_dir_, ckpt_dir_, resumed_from_;
   int64_t step_ = 0;
   TrainSummary summary_;
