@@ -549,7 +549,8 @@ class TrainingRun {
   }
 
   void checkpoint(int64_t done) {
-    gather_full_params();
+    // (fsdp: each rank writes the part it holds; zero1/zero2: rank 0 writes the masters whole)
+    opt_->gather_params();
     TrainerState st{done, prefetch_->cursor(), json{{"seed", cfg_.seed}, {"epoch", epoch_now()}}.dump(), to_yaml(cfg_)};
     try {
       summary_.last_checkpoint =
