@@ -105,6 +105,131 @@ TEST(InferCli, ShardedEmbedEqualsOneFileAndResumes) {
   EXPECT_NE(other.output.find("different command"), std::string::npos) << other.output;
 }
 
+// Every tensor of two safetensors files equal, bit for bit, and the same names; with
+// pooled_tolerance > 0 the pooled 'embeddings*' tensors within that instead (below).
+static void expect_same_tensors(const SafetensorsFile& a, const SafetensorsFile& b, const std::string& what,
+                                float pooled_tolerance = 0) {
+  ASSERT_EQ(a.tensors.size(), b.tensors.size()) << what;
+  for (const auto& [name, t] : a.tensors) {
+    ASSERT_TRUE(b.has(name)) << what << ": " << name;
+    const Tensor& u = b.get(name);
+    ASSERT_EQ(t.shape(), u.shape()) << what << ": " << name;
+    ASSERT_EQ(t.dtype(), u.dtype()) << what << ": " << name;
+    if (pooled_tolerance > 0 && name.rfind("embeddings", 0) == 0) {
+      for (int64_t i = 0; i < t.numel(); ++i) ASSERT_NEAR(t.f32()[i], u.f32()[i], pooled_tolerance) << what << ": " << name;
+      continue;
+    }
+    EXPECT_EQ(std::memcmp(t.raw(), u.raw(), size_t(t.nbytes())), 0) << what << ": " << name << " differs";
+  }
+  EXPECT_EQ(a.metadata.at("names"), b.metadata.at("names")) << what;
+}
+
+TEST(InferCli, EmbedReadsTheInputAPieceAtATime) {
+  // embed reads --input --shard-size records at a time (a first pass only counts them), never
+  // whole. 40 records in two files (17 + 23), in pieces of 7 (six pieces, the last of 5, one of
+  // them across the file boundary), give the one-piece run's results in input order: per-token
+  // states, logits, ids and offsets bit for bit; the pooled rows to fp32 round-off (pieces batch
+  // the records differently, and the pooling GEMM sums over a batch's rows). Computed in the same
+  // pieces, one file, a shard directory and a resumed directory hold the same bits.
+  const std::string d = dir("pieces");
+  const std::string all = read_file(head_fasta(src("data/proteins_val.fasta"), 40, d + "/all.fasta"));
+  size_t cut = 0;
+  for (int k = 0; k < 18; ++k) cut = all.find('>', cut + (k ? 1 : 0));
+  write_file_atomic(d + "/a.fasta", all.substr(0, cut));
+  write_file_atomic(d + "/b.fasta", all.substr(cut));
+  std::vector<std::string> headers;  // the input's record names, in order
+  for (size_t at = all.find('>'); at != std::string::npos; at = all.find('>', at + 1))
+    headers.push_back(all.substr(at + 1, all.find_first_of(" \n", at) - at - 1));
+  ASSERT_EQ(headers.size(), 40u);
+  const std::string common = "embed --model " + kEsm + " --input " + d + "/a.fasta," + d +
+                             "/b.fasta --device cpu --layers 0,-1 --max-tokens 2000";
+  for (const std::string extra : {"", " --per-token --logits"}) {
+    const std::string tag = extra.empty() ? "pooled" : "per_token";
+    RunResult one = run(common + extra + " --output " + d + "/" + tag + "_one.safetensors");
+    ASSERT_EQ(one.code, 0) << one.output;
+    EXPECT_NE(one.output.find("embedded 40 sequences from 2 files"), std::string::npos) << one.output;
+    RunResult pieces = run(common + extra + " --shard-size 7 --output " + d + "/" + tag + "_7.safetensors");
+    ASSERT_EQ(pieces.code, 0) << pieces.output;
+    const SafetensorsFile a = read_safetensors(d + "/" + tag + "_one.safetensors"),
+                          b = read_safetensors(d + "/" + tag + "_7.safetensors");
+    expect_same_tensors(a, b, tag + ": one piece vs pieces of 7", 1e-5f);
+    EXPECT_EQ(nlohmann::json::parse(b.metadata.at("names")).get<std::vector<std::string>>(), headers) << tag;
+    for (const char* k : {"truncated", "unknown_residues", "windows"}) EXPECT_EQ(a.metadata.at(k), b.metadata.at(k)) << k;
+    if (!extra.empty()) {
+      const Tensor& off = b.get("offsets");
+      EXPECT_EQ(off.numel(), 41);
+      EXPECT_EQ(b.get("token_embeddings.2").size(0), off.i64()[40]);
+    }
+  }
+  // A directory of 7-record shards holds the same rows, and resumes after a "kill" that lost
+  // shards 2 and 3 (records 14-27: the file boundary at 17 inside) and left a temporary behind.
+  const std::string out7 = common + " --shard-size 7 --output " + d + "/dir7";
+  RunResult first = run(out7);
+  ASSERT_EQ(first.code, 0) << first.output;
+  const SafetensorsFile whole = read_safetensors(d + "/pooled_7.safetensors");
+  const int64_t H = whole.get("embeddings.2").size(1);
+  std::vector<std::string> before;
+  for (int k = 0; k < 6; ++k) {
+    const std::string shard = d + "/dir7/shard-0000" + std::to_string(k) + ".safetensors";
+    before.push_back(read_file(shard));
+    const SafetensorsFile f = read_safetensors(shard);
+    const Tensor& e = f.get("embeddings.2");
+    ASSERT_EQ(e.size(0), k < 5 ? 7 : 5);
+    EXPECT_EQ(std::memcmp(e.f32(), whole.get("embeddings.2").f32() + k * 7 * H, size_t(e.nbytes())), 0) << k;
+    const auto names = nlohmann::json::parse(f.metadata.at("names")).get<std::vector<std::string>>();
+    EXPECT_EQ(names, std::vector<std::string>(headers.begin() + k * 7, headers.begin() + k * 7 + e.size(0))) << k;
+  }
+  fs::remove(d + "/dir7/shard-00002.safetensors");
+  fs::remove(d + "/dir7/shard-00003.safetensors");
+  fs::remove(d + "/dir7/index.json");
+  write_file_atomic(d + "/dir7/shard-00003.safetensors.tmp.1", "partial");
+  RunResult again = run(out7);
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("26 records from complete shards"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("14 records in"), std::string::npos) << again.output;
+  for (int k = 0; k < 6; ++k)
+    EXPECT_EQ(read_file(d + "/dir7/shard-0000" + std::to_string(k) + ".safetensors"), before[size_t(k)]) << k;
+  EXPECT_EQ(nlohmann::json::parse(read_file(d + "/dir7/index.json"))["num_records"], 40);
+  // NumPy output resumes the same way; names.tsv (written as the pieces are read, finished ones
+  // included) lists every record once, in input order.
+  const std::string npy7 = common + " --shard-size 7 --output-format npy --output " + d + "/npy7";
+  ASSERT_EQ(run(npy7).code, 0);
+  const std::string npy_before = read_file(d + "/npy7/embeddings.2.npy");
+  auto progress = nlohmann::json::parse(read_file(d + "/npy7/progress.json"));
+  ASSERT_EQ(progress["done"].size(), 6u);
+  progress["done"] = nlohmann::json::array({0, 7, 35});  // pieces 2, 3 and 4 lost
+  write_file_atomic(d + "/npy7/progress.json", progress.dump());
+  fs::remove(d + "/npy7/names.tsv");
+  RunResult npy_again = run(npy7);
+  ASSERT_EQ(npy_again.code, 0) << npy_again.output;
+  EXPECT_NE(npy_again.output.find("19 records from complete shards"), std::string::npos) << npy_again.output;
+  EXPECT_EQ(read_file(d + "/npy7/embeddings.2.npy"), npy_before);
+  const auto rows = tsv(read_file(d + "/npy7/names.tsv"));
+  ASSERT_EQ(rows.size(), 41u);
+  for (size_t i = 0; i < 40; ++i) EXPECT_EQ(rows[i + 1], (std::vector<std::string>{std::to_string(i), headers[i]}));
+}
+
+TEST(InferCli, ScoreAndEvalReadTheInputInPieces) {
+  // score reads --chunk records at a time and eval a hidden --chunk: the results do not depend on
+  // it (eval's batches span pieces as they spanned records before).
+  const std::string d = dir("score_pieces");
+  const std::string proteins = head_fasta(src("data/proteins_val.fasta"), 12, d + "/p.fasta");
+  const std::string dna = head_fasta(src("data/dna_val.fasta"), 5, d + "/d.fasta");
+  auto same = [&](const std::string& args, const char* what) {
+    RunResult a = run(args), b = run(args + " --chunk 3");
+    ASSERT_EQ(a.code, 0) << a.output;
+    ASSERT_EQ(b.code, 0) << b.output;
+    EXPECT_EQ(a.output, b.output) << what;
+  };
+  same("score --model " + kEsm + " --input " + proteins + " --device cpu --max-seq-length 40", "score esm");
+  same("score --model " + kLlama + " --input " + dna + " --device cpu --window 64 --track " + d + "/t.tsv", "score llama");
+  same("eval --model " + kEsm + " --input " + proteins + " --device cpu --max-tokens 200 --max-seq-length 60", "eval esm");
+  same("eval --model " + kLlama + " --input " + dna + " --device cpu --max-seq-length 64 --max-tokens 200", "eval llama");
+  RunResult e = run("eval --model " + kEsm + " --input " + proteins + " --device cpu --chunk 3");
+  const nlohmann::json j = nlohmann::json::parse(e.output.substr(e.output.find('{')));
+  EXPECT_EQ(j["num_sequences"], 12);
+}
+
 TEST(InferCli, EmbedSplitsShardsOverRanks) {
   // Two processes with the launcher's variables (as `biofm launch --nproc-per-node 2 embed ...`
   // sets them) each write the shards k with k mod 2 == rank; the one that finishes with every

@@ -1,13 +1,14 @@
 // biofm embed: hidden states of a model (any family with embed support) for every sequence of
 // a file, pooled per sequence and/or per token, from any layers; on the GPU by default, in
-// bf16 there. The work is infer/embedder (batching, windows, pooling) and infer/shards
-// (streaming output); this file is flags and naming. (biofm eval lives in cmd_eval.cpp.)
+// bf16 there. The work is infer/embedder (batching, windows, pooling), infer/input (the input
+// read a piece at a time) and infer/shards (streaming output); this file is flags and naming. (biofm eval lives in cmd_eval.cpp.)
 //
 // Several processes (biofm launch, torchrun, srun, mpirun: the launch_env variables) share one
 // job without talking to each other: shard k of the output belongs to rank k mod world size,
 // each rank writes its shards (rank r on GPU local_rank unless --device cuda:N says otherwise),
 // and the rank that finds every shard on disk when it is done writes index.json.
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -21,8 +22,10 @@
 #include "biofm/data/tokenizer.h"
 #include "biofm/dist/launch_env.h"
 #include "biofm/core/device_memory.h"
+#include "biofm/core/error.h"
 #include "biofm/infer/alphabet.h"
 #include "biofm/infer/embedder.h"
+#include "biofm/infer/input.h"
 #include "biofm/infer/npy_output.h"
 #include "biofm/infer/shards.h"
 #include "biofm/io/utf8.h"
@@ -55,7 +58,7 @@ const CommandSpec kEmbedSpec{
             {"--window", "N", "tokens per window: cut long sequences into windows instead (DNA default: the model's context)"},
             {"--stride", "N", "with windows: bases shared by consecutive windows (default 200, or half the window if smaller)"},
             {"--no-window", "", "DNA models: truncate at --max-seq-length instead of windows"},
-            {"--shard-size", "N", "records per shard with --output DIR (default 10000)"},
+            {"--shard-size", "N", "records per piece: read, embedded and written N at a time (a shard with --output DIR; default 10000)"},
             {"--output-format", "safetensors|npy", "safetensors (default) | npy: DIR/embeddings.npy [records, hidden] (one per --layers entry), names.tsv, index.json"},
             {"--progress", "", "print the progress line even when stderr is not a terminal"},
             {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
@@ -77,7 +80,10 @@ const CommandSpec kEmbedSpec{
         "--shard-size records as they complete plus index.json; the same command after a kill skips the\n"
         "complete shards. --output-format npy writes NumPy arrays instead: DIR/embeddings.npy [n, hidden]\n"
         "(embeddings.K.npy per layer), names.tsv and index.json, filled --shard-size records at a time and\n"
-        "resumable the same way. Sequences are batched longest first under --max-tokens; outputs keep input order.\n"
+        "resumable the same way. The input is never held whole: a first pass counts its records and tokens (for the\n"
+        "progress line's ETA) keeping nothing, then it is read --shard-size records at a time; each piece's sequences\n"
+        "are batched longest first under --max-tokens, embedded and written (one .safetensors file gathers them), so\n"
+        "memory holds one piece's records and results (one file: every result). Outputs keep input order.\n"
         "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
         "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst, or a biofm prepare directory (--split) (docs/DATA.md). See docs/INFERENCE.md.",
 };
@@ -141,10 +147,33 @@ int cmd_embed(int argc, char** argv) {
   o.max_tokens = std::max<int64_t>(a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens),
                                    o.window_tokens);
 
-  SequenceDataset data = load_sequences(a, input, family.tokenizer());
-  const std::string alpha = infer::check_alphabet(tok, data).warning();
+  // Safetensors (one file, or shards in a directory) or NumPy arrays in a directory.
+  const bool npy = out_format == "npy";
+  if (npy && one_file)
+    throw UsageError("--output-format npy writes a directory; --output " + out_path + " names a .safetensors file");
+  if (npy && o.per_token)
+    throw UsageError("--output-format npy holds one row per record; per-token outputs (--per-token, --pooling none) are ragged: use safetensors");
+  // The input is read a piece (--shard-size records) at a time, never whole. A first pass counts
+  // the records (the shard layout, the run key and the .npy sizes need the count) and the tokens
+  // of each piece (the progress line's ETA), keeping nothing but those counts.
+  infer::InputStream in = open_input(a, input, family.tokenizer());
+  const int64_t piece = shard_size;
+  infer::AlphabetReport alphabet = infer::alphabet_report(tok);
+  std::vector<int64_t> piece_tokens;  // tokens each piece feeds the model
+  int64_t total_rows = 0;             // per-token rows of all records (one .safetensors file)
+  const DatasetStats stats = infer::scan(
+      in,
+      [&](uint64_t i, std::string_view seq) {
+        alphabet.add(seq);
+        const size_t p = size_t(int64_t(i) / piece);
+        if (p >= piece_tokens.size()) piece_tokens.resize(p + 1, 0);
+        piece_tokens[p] += infer::record_tokens(seq.size(), o);
+        if (o.per_token && one_file) total_rows += infer::record_rows(seq.size(), o);
+      },
+      uint64_t(piece));
+  const std::string alpha = alphabet.warning();
   if (!alpha.empty()) std::fprintf(stderr, "%s\n", alpha.c_str());
-  const int64_t n = int64_t(data.size());
+  const int64_t n = int64_t(stats.records);
 
   std::string layers_json = "[";
   for (size_t l = 0; l < o.layers.size(); ++l) layers_json += (l ? "," : "") + std::to_string(o.layers[l]);
@@ -154,26 +183,23 @@ int cmd_embed(int argc, char** argv) {
       << " pooling=" << infer::pooling_name(o.pooling) << " per_token=" << o.per_token << " logits=" << o.logits
       << " window=" << o.window_tokens << " windows=" << o.windows << " stride=" << o.stride
       << " precision=" << precision.name() << " records=" << n;
-  // Safetensors (one file, or shards in a directory) or NumPy arrays in a directory.
-  const bool npy = out_format == "npy";
-  if (npy && one_file)
-    throw UsageError("--output-format npy writes a directory; --output " + out_path + " names a .safetensors file");
-  if (npy && o.per_token)
-    throw UsageError("--output-format npy holds one row per record; per-token outputs (--per-token, --pooling none) are ragged: use safetensors");
   std::optional<infer::ShardedOutput> out;
   std::optional<infer::NpyOutput> npy_out;
   if (npy)
     npy_out.emplace(out_path, key.str(), shard_size, n);
   else
     out.emplace(out_path, key.str(), shard_size, n);
+  // Output pieces: shards (or .npy rows) of --shard-size records; one file is a single piece on
+  // disk, computed --shard-size records at a time and gathered.
   const int64_t chunk = npy ? npy_out->chunk_records() : out->chunk_records();
   // This process's shards (all of them without several ranks) and their work.
   auto mine = [&](int64_t first) { return (first / chunk) % env.world_size == env.rank; };
+  auto tokens_of = [&](int64_t first) { return piece_tokens[size_t(first / piece)]; };
   int64_t my_records = 0, total_tokens = 0;
-  for (int64_t first = 0; first < n; first += chunk) {
+  for (int64_t first = 0; first < n; first += piece) {
     if (!mine(first)) continue;
-    my_records += std::min(chunk, n - first);
-    for (int64_t i = first; i < std::min(n, first + chunk); ++i) total_tokens += infer::record_tokens(data.length(uint64_t(i)), o);
+    my_records += std::min(piece, n - first);
+    total_tokens += tokens_of(first);
   }
   infer::Progress progress("embed", my_records, total_tokens, a.has("--progress") || infer::stderr_is_terminal());
   infer::Embedder embedder(*model, tok, o, causal);
@@ -189,21 +215,73 @@ int cmd_embed(int argc, char** argv) {
                                           : "none: per-token states only";
   uint64_t truncated = 0, unknown = 0, windows = 0, resumed = 0;
   int64_t computed_tokens = 0;
-  for (int64_t first = 0; first < n; first += chunk) {
-    const int64_t count = std::min(chunk, n - first);
+  // One .safetensors file: every piece's results gathered in place (the file holds them all).
+  const int64_t H = model->dims().hidden, V = model->dims().vocab;
+  std::map<std::string, Tensor> gathered;
+  std::vector<int32_t> gathered_ids;
+  int64_t gathered_rows = 0;
+  nlohmann::json all_names = nlohmann::json::array();
+  if (one_file) {
+    if (o.pooling != infer::Pooling::None)
+      for (size_t l = 0; l < o.layers.size(); ++l) gathered[name_of("embeddings", l)] = Tensor::empty({n, H}, DType::F32);
+    if (o.per_token) {
+      gathered_ids.reserve(size_t(total_rows));
+      Tensor off = Tensor::empty({n + 1}, DType::I64);
+      off.i64()[0] = 0;
+      gathered["offsets"] = off;
+      for (size_t l = 0; l < o.layers.size(); ++l)
+        gathered[name_of("token_embeddings", l)] = Tensor::empty({total_rows, H}, DType::F32);
+      if (o.logits) gathered["logits"] = Tensor::empty({total_rows, V}, DType::F32);
+    }
+  }
+  auto copy_rows = [](Tensor& dst, int64_t row, const Tensor& src) {
+    if (src.numel() == 0) return;
+    BIOFM_CHECK(dst.dim() == 2 && src.dim() == 2 && dst.size(1) == src.size(1) && row + src.size(0) <= dst.size(0),
+                "embed: gathering ", src.describe(), " at row ", row, " of ", dst.describe());
+    std::memcpy(dst.f32() + row * dst.size(1), src.f32(), size_t(src.numel()) * sizeof(float));
+  };
+  // .npy output: names.tsv written as the pieces go by (done ones included: every piece is read).
+  std::unique_ptr<infer::NamesTsv> names_tsv = npy ? std::make_unique<infer::NamesTsv>(out_path) : nullptr;
+  SequenceDataset part;  // the records of the piece at hand
+  auto expect = [&](uint64_t got, int64_t count) {
+    if (int64_t(got) != count)
+      fail("embed: ", input, " ended after ", in.position(), " records; the first pass counted ", n,
+           " (did it change during the run?)");
+  };
+  for (int64_t first = 0; first < n; first += piece) {
+    const int64_t count = std::min(piece, n - first);
+    const bool done = !one_file && mine(first) && (npy ? npy_out->have(first, count) : out->have(first, count));
+    if (!mine(first) || (done && !npy)) {
+      expect(in.skip(uint64_t(count)), count);  // another rank's, or on disk: not kept
+    } else {
+      expect(in.read(uint64_t(count), part), count);
+      if (names_tsv)
+        for (int64_t i = 0; i < count; ++i) names_tsv->add(clean_name(part.name(uint64_t(i))));
+    }
     if (!mine(first)) continue;
-    if (npy ? npy_out->have(first, count) : out->have(first, count)) {
-      int64_t t = 0;
-      for (int64_t i = first; i < first + count; ++i) t += infer::record_tokens(data.length(uint64_t(i)), o);
-      progress.skip(count, t);
+    if (done) {
+      progress.skip(count, tokens_of(first));
       resumed += uint64_t(count);
       continue;
     }
-    infer::EmbedResult r = embedder.run(data, uint64_t(first), uint64_t(count), &progress);
+    infer::EmbedResult r = embedder.run(part, 0, uint64_t(count), &progress);
     truncated += r.truncated;
     unknown += r.unknown;
     windows += r.windows;
     computed_tokens += r.tokens;
+    if (one_file) {
+      for (size_t l = 0; l < r.pooled.size(); ++l) copy_rows(gathered[name_of("embeddings", l)], first, r.pooled[l]);
+      if (o.per_token) {
+        for (size_t l = 0; l < r.token_states.size(); ++l)
+          copy_rows(gathered[name_of("token_embeddings", l)], gathered_rows, r.token_states[l]);
+        if (o.logits) copy_rows(gathered["logits"], gathered_rows, r.logits);
+        gathered_ids.insert(gathered_ids.end(), r.ids.begin(), r.ids.end());
+        for (int64_t i = 1; i <= count; ++i) gathered["offsets"].i64()[first + i] = gathered_rows + r.offsets[size_t(i)];
+        gathered_rows += int64_t(r.ids.size());
+      }
+      for (int64_t i = 0; i < count; ++i) all_names.push_back(clean_name(part.name(uint64_t(i))));
+      continue;
+    }
     std::map<std::string, Tensor> tensors;
     for (size_t l = 0; l < r.pooled.size(); ++l) tensors[name_of("embeddings", l)] = r.pooled[l];
     if (o.per_token) {
@@ -220,7 +298,7 @@ int cmd_embed(int argc, char** argv) {
       continue;
     }
     nlohmann::json names = nlohmann::json::array();
-    for (int64_t i = first; i < first + count; ++i) names.push_back(clean_name(data.name(uint64_t(i))));
+    for (int64_t i = 0; i < count; ++i) names.push_back(clean_name(part.name(uint64_t(i))));
     // The shard's own counts, so that index.json can sum them whichever run or rank wrote it.
     out->write(first, count, tensors, names.dump(),
                {{"pooling", pooling_text},
@@ -228,6 +306,21 @@ int cmd_embed(int argc, char** argv) {
                 {"truncated", std::to_string(r.truncated)},
                 {"unknown_residues", std::to_string(r.unknown)},
                 {"windows", std::to_string(r.windows)}});
+  }
+  part = SequenceDataset();
+  if (one_file) {
+    if (o.per_token) {
+      BIOFM_CHECK(gathered_rows == total_rows, "embed: ", gathered_rows, " per-token rows, the first pass counted ", total_rows);
+      gathered["input_ids"] = Tensor::from_i32({gathered_rows}, gathered_ids);
+      gathered_ids = {};
+    }
+    out->write(0, n, gathered, all_names.dump(),
+               {{"pooling", pooling_text},
+                {"layers", layers_json},
+                {"truncated", std::to_string(truncated)},
+                {"unknown_residues", std::to_string(unknown)},
+                {"windows", std::to_string(windows)}});
+    gathered.clear();
   }
   progress.finish();
   const double seconds = progress.seconds();
@@ -280,10 +373,8 @@ int cmd_embed(int argc, char** argv) {
                  "writes index.json (running any rank's command again writes it once all shards exist)\n",
                  env.rank, env.world_size, (long long)missing, (long long)((n + chunk - 1) / chunk));
   } else if (npy) {
-    std::vector<std::string> all_names;
-    all_names.reserve(size_t(n));
-    for (int64_t i = 0; i < n; ++i) all_names.push_back(clean_name(data.name(uint64_t(i))));
-    npy_out->finish(all_names, summary_text);
+    names_tsv->commit();
+    npy_out->finish(summary_text);
   } else {
     out->finish(summary_text);
   }
@@ -291,7 +382,7 @@ int cmd_embed(int argc, char** argv) {
     std::printf("rank %d of %d: %lld of %lld records in its shards (%s); ", env.rank, env.world_size,
                 (long long)my_records, (long long)n,
                 wrote_index ? "all shards done: wrote index.json" : "index.json follows from the last rank to finish");
-  std::printf("embedded %s (hidden %lld, %s, %s) -> %s", data.stats().summary().c_str(),
+  std::printf("embedded %s (hidden %lld, %s, %s) -> %s", stats.summary().c_str(),
               (long long)model->dims().hidden, device_name(dev), precision.name(), out_path.c_str());
   if (o.windows)
     std::printf(" | %llu windows of %lld tokens (stride %lld)", (unsigned long long)windows,
@@ -299,10 +390,10 @@ int cmd_embed(int argc, char** argv) {
   else
     std::printf(" | %llu truncated to %lld tokens", (unsigned long long)truncated, (long long)o.window_tokens);
   std::printf(", %llu unknown residues, %llu empty records skipped", (unsigned long long)unknown,
-              (unsigned long long)data.stats().skipped_empty);
+              (unsigned long long)stats.skipped_empty);
   if (resumed) std::printf(", %llu records from complete shards of an earlier run", (unsigned long long)resumed);
-  // Throughput of the embedding itself (after the model and input are loaded; output writing
-  // included): what bench/embed_vs_hf.sh reads.
+  // Throughput of the embedding itself (after the model is loaded and the input counted; reading
+  // the pieces and writing the output included): what bench/embed_vs_hf.sh reads.
   std::printf(" | %lld records in %.3f s: %.1f records/s, %.0f tokens/s\n", (long long)(my_records - int64_t(resumed)), seconds,
               double(my_records - int64_t(resumed)) / std::max(seconds, 1e-9), double(computed_tokens) / std::max(seconds, 1e-9));
   if (truncated)

@@ -32,6 +32,7 @@
 #include "biofm/data/pack.h"
 #include "biofm/data/tokenizer.h"
 #include "biofm/infer/alphabet.h"
+#include "biofm/infer/input.h"
 #include "biofm/infer/progress.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/utf8.h"
@@ -61,6 +62,8 @@ const CommandSpec kEvalSpec{
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
         split_flag(),
+        {"--chunk", "N", "records read from --input at a time (bounds memory; default 10000; results do not depend on it)",
+         /*hidden=*/true},
         {"--dump-logits", "OUT", "llama: every window's logits as safetensors", /*hidden=*/true},
     },
     .details =
@@ -72,7 +75,8 @@ const CommandSpec kEvalSpec{
         "overlapping by --stride bases (default 200, or half the window if smaller), every base\n"
         "scored once; reports loss = total NLL / scored tokens, perplexity = exp(loss), mean_sequence_nll\n"
         "and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
-        "The JSON goes to stdout and, with --output, to a file.\n"
+        "The JSON goes to stdout and, with --output, to a file. The input is read a piece at a time after a first\n"
+        "pass that counts it, never held whole (Llama: the per-sequence list is kept for the report).\n"
         "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
         "fasta, csv, tsv, jsonl or text, each plain, .gz or .zst, or a biofm prepare directory (--split) (docs/DATA.md).",
 };
@@ -87,36 +91,47 @@ void emit(const Flags& a, const nlohmann::json& r) {
 }
 
 // Warnings that the numbers may not mean what they seem (stderr).
-void warn_inputs(const Tokenizer& tok, const SequenceDataset& data, const char* flag, int64_t tokens,
-                 int64_t max_positions) {
-  for (const std::string& w :
-       {infer::check_alphabet(tok, data).warning(), infer::length_warning(flag, tokens, max_positions)})
+void warn_inputs(const infer::AlphabetReport& alphabet, const char* flag, int64_t tokens, int64_t max_positions) {
+  for (const std::string& w : {alphabet.warning(), infer::length_warning(flag, tokens, max_positions)})
     if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
 }
+
+// The input is read a piece of --chunk records at a time (infer/input.h), never whole.
+uint64_t input_piece(const Flags& a) { return uint64_t(a.get_int("--chunk", 10000, 1, int64_t(1) << 30)); }
 
 int64_t default_max_tokens(Device dev) { return dev == Device::CUDA ? 16384 : 8192; }
 
 int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, const ModelFamily& family) {
   std::unique_ptr<LanguageModel> model = load_model(family, a.require("--model"), dev, precision);
-  SequenceDataset data = load_sequences(a, a.require("--input"), family.tokenizer());
+  const uint64_t piece = input_piece(a);
+  infer::InputStream in = open_input(a, a.require("--input"), family.tokenizer());
   MlmOptions o;
   o.max_seq_length =
       a.get_int("--max-seq-length", std::min<int64_t>(1024, model->dims().max_positions), 3, kMaxFlagTokens);
   o.max_tokens_per_batch =
       std::max<int64_t>(a.get_int("--max-tokens", default_max_tokens(dev), 1, kMaxFlagTokens), o.max_seq_length);
-  warn_inputs(family.tokenizer(), data, "--max-seq-length", o.max_seq_length, model->dims().max_positions);
-  // The batcher truncates to max_seq_length tokens (<cls> and <eos> included); count them here.
+  // A first pass: the record count, the tokens for the progress line, the truncations (the batcher
+  // truncates to max_seq_length tokens, <cls> and <eos> included), the alphabet; nothing kept.
+  infer::AlphabetReport alphabet = infer::alphabet_report(family.tokenizer());
   uint64_t truncated = 0;
   int64_t total_tokens = 0;
-  for (uint64_t i = 0; i < data.size(); ++i) {
-    truncated += int64_t(data.length(i)) + 2 > o.max_seq_length;
-    total_tokens += std::min<int64_t>(int64_t(data.length(i)) + 2, o.max_seq_length);
-  }
-  infer::Progress progress("eval", int64_t(data.size()), total_tokens,
+  const DatasetStats stats = infer::scan(
+      in,
+      [&](uint64_t, std::string_view seq) {
+        alphabet.add(seq);
+        truncated += int64_t(seq.size()) + 2 > o.max_seq_length;
+        total_tokens += std::min<int64_t>(int64_t(seq.size()) + 2, o.max_seq_length);
+      },
+      piece);
+  warn_inputs(alphabet, "--max-seq-length", o.max_seq_length, model->dims().max_positions);
+  infer::Progress progress("eval", int64_t(stats.records), total_tokens,
                            a.has("--progress") || infer::stderr_is_terminal());
   o.eval_seed = uint64_t(a.get_int("--seed", 1234, 0, INT64_MAX));
   o.shuffle = false;
   validate(o);
+  // Records asked for in file order, read a piece at a time: the batches, masks and numbers are
+  // those of the whole input in memory.
+  const infer::StreamedCorpus data(in, stats.records, piece, stats.summary());
   MlmBatcher batcher(data, o, family.tokenizer());
   Batch b;
   LossSums total;
@@ -132,7 +147,7 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
   progress.finish();
   if (truncated)
     std::fprintf(stderr, "warning: %llu of %llu sequences were truncated to %lld tokens (--max-seq-length)\n",
-                 (unsigned long long)truncated, (unsigned long long)data.size(), (long long)o.max_seq_length);
+                 (unsigned long long)truncated, (unsigned long long)stats.records, (long long)o.max_seq_length);
   if (total.num_tokens == 0) fail("no residues were masked in '", a.require("--input"), "' (sequences too short?)");
   const double loss = total.loss_sum / double(total.num_tokens);
   nlohmann::json r = {{"model", a.require("--model")},
@@ -147,9 +162,9 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"num_truncated", truncated},
                       {"device", device_name(dev)},
                       {"precision", precision.name()},
-                      {"skipped_empty_records", data.stats().skipped_empty},
-                      {"input_files", data.stats().files},
-                      {"skipped_input_files", data.stats().skipped_files}};
+                      {"skipped_empty_records", stats.skipped_empty},
+                      {"input_files", stats.files},
+                      {"skipped_input_files", stats.skipped_files}};
   emit(a, r);
   return 0;
 }
@@ -157,7 +172,8 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
 int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, const ModelFamily& family) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
-  SequenceDataset data = load_sequences(a, input, family.tokenizer());
+  const uint64_t piece = input_piece(a);
+  infer::InputStream in = open_input(a, input, family.tokenizer());
   // Windows as long as the model's context unless asked otherwise (longer ones warn).
   const int64_t max_len = a.get_int("--max-seq-length", model->dims().max_positions, 3, kMaxFlagTokens);
   // Default stride 200 bases, smaller for short windows (half the window).
@@ -166,12 +182,22 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
   if (stride < 0 || stride >= max_len - 2)
     fail("--stride (", stride, ") must lie in [0, --max-seq-length - 2 = ", max_len - 2, ")");
   const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", default_max_tokens(dev), 1, kMaxFlagTokens), max_len);
-  warn_inputs(family.tokenizer(), data, "--max-seq-length", max_len, model->dims().max_positions);
+  // A first pass: the record count and the alphabet; nothing kept.
+  infer::AlphabetReport alphabet = infer::alphabet_report(family.tokenizer());
+  const DatasetStats stats = infer::scan(in, [&](uint64_t, std::string_view seq) { alphabet.add(seq); }, piece);
+  warn_inputs(alphabet, "--max-seq-length", max_len, model->dims().max_positions);
   const std::string dump_path = a.get("--dump-logits");
 
-  const uint64_t n = data.size();
+  const uint64_t n = stats.records;
+  // Records in file order, read a piece at a time. What the report lists per sequence (its
+  // name, length and sums) is all that is kept of each.
+  const infer::StreamedCorpus data(in, n, piece, stats.summary());
   std::vector<double> nll(n, 0.0);
   std::vector<int64_t> scored(n, 0);
+  std::vector<uint64_t> lengths(n, 0);
+  std::string names;              // every record's name (cleaned), back to back
+  std::vector<uint64_t> name_end(n, 0);
+  Utf8Cleaner clean_name(input);
   int64_t num_windows = 0;
   // For --dump-logits.
   std::vector<float> d_logits, d_losses;
@@ -207,7 +233,10 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
   };
   std::vector<int32_t> ids, labels;
   for (uint64_t r = 0; r < n; ++r) {
+    names += clean_name(data.name(r));
+    name_end[r] = names.size();
     const std::string_view seq = data.sequence(r);
+    lengths[r] = seq.size();
     const std::vector<Window> windows = make_windows(seq.size(), max_len, stride);
     uint64_t scored_until = 0;  // bases [0, scored_until) are scored in earlier windows
     for (const Window& w : windows) {
@@ -232,12 +261,12 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
   double total_nll = 0, seq_mean_sum = 0;
   int64_t total_scored = 0, seqs_scored = 0;
   nlohmann::json per_seq = nlohmann::json::array();
-  Utf8Cleaner clean_name(input);
   for (uint64_t r = 0; r < n; ++r) {
     total_nll += nll[r];
     total_scored += scored[r];
-    nlohmann::json e = {{"name", clean_name(data.name(r))},
-                        {"length", data.length(r)},
+    const uint64_t name_begin = r ? name_end[r - 1] : 0;
+    nlohmann::json e = {{"name", names.substr(size_t(name_begin), size_t(name_end[r] - name_begin))},
+                        {"length", lengths[r]},
                         {"num_scored", scored[r]},
                         {"mean_nll", nullptr}};
     if (scored[r] > 0) {
@@ -263,9 +292,9 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"loss", loss},
                       {"perplexity", std::exp(loss)},
                       {"mean_sequence_nll", seq_mean_sum / double(std::max<int64_t>(1, seqs_scored))},
-                      {"skipped_empty_records", data.stats().skipped_empty},
-                      {"input_files", data.stats().files},
-                      {"skipped_input_files", data.stats().skipped_files},
+                      {"skipped_empty_records", stats.skipped_empty},
+                      {"input_files", stats.files},
+                      {"skipped_input_files", stats.skipped_files},
                       {"sequences", per_seq}};
   if (!dump_path.empty()) {
     const int64_t T = int64_t(d_ids.size()), V = model->dims().vocab;

@@ -15,6 +15,7 @@
 #include "biofm/cli/model_flags.h"
 #include "biofm/data/dataset.h"
 #include "biofm/infer/alphabet.h"
+#include "biofm/infer/input.h"
 #include "biofm/infer/scoring.h"
 #include "biofm/io/stream_file.h"
 #include "biofm/io/utf8.h"
@@ -41,7 +42,7 @@ const CommandSpec kScoreSpec{
         {"--max-seq-length", "N", "esm: tokens per sequence, longer ones truncated (default 1024 or max positions)"},
         {"--window", "N", "llama: tokens per window (default: the model's max_position_embeddings)"},
         {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or half the window if smaller)"},
-        {"--chunk", "N", "records scored per pass (bounds memory; default 1000)"},
+        {"--chunk", "N", "records read from --input and scored per pass (bounds memory; default 1000)"},
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
@@ -59,7 +60,9 @@ const CommandSpec kScoreSpec{
         "model's context) overlapping by --stride bases, each base scored once: columns name, length, scored,\n"
         "nll, mean_nll. --track writes each scored base's log-likelihood: bedGraph (name, start, end, value;\n"
         "0-based) for a .bedgraph/.bdg name, else TSV (name, position (1-based), base, log_likelihood).\n"
-        "Natural logarithms throughout. The TSV goes to --output or stdout. See docs/INFERENCE.md.",
+        "Natural logarithms throughout. The TSV goes to --output or stdout. The input is never held whole: a first\n"
+        "pass counts records and tokens (for the progress line) keeping nothing, then --chunk records are read,\n"
+        "scored and written at a time. See docs/INFERENCE.md.",
 };
 
 namespace {
@@ -129,10 +132,33 @@ int cmd_score(int argc, char** argv) {
   const Tokenizer& tok = family.tokenizer();
   const int64_t max_pos = model->dims().max_positions;
   const int64_t max_tokens = a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens);
-  SequenceDataset data = load_sequences(a, input, family.tokenizer());
-  const std::string alpha = infer::check_alphabet(tok, data).warning();
+  // The input is read --chunk records at a time, never whole. A first pass counts the records and
+  // sums what the progress line needs (each record's tokens), keeping nothing else.
+  infer::InputStream in = open_input(a, input, family.tokenizer());
+  infer::AlphabetReport alphabet = infer::alphabet_report(tok);
+  const int64_t esm_len = causal ? 0 : a.get_int("--max-seq-length", std::min<int64_t>(1024, max_pos), 3, kMaxFlagTokens);
+  int64_t total_tokens = 0;
+  const DatasetStats stats = infer::scan(
+      in,
+      [&](uint64_t, std::string_view seq) {
+        alphabet.add(seq);
+        if (causal) {
+          total_tokens += int64_t(seq.size()) + 2;
+        } else {
+          const int64_t L = std::min<int64_t>(int64_t(seq.size()), esm_len - 2);
+          total_tokens += L * (L + 2);
+        }
+      },
+      uint64_t(chunk));
+  const std::string alpha = alphabet.warning();
   if (!alpha.empty()) std::fprintf(stderr, "%s\n", alpha.c_str());
-  const uint64_t n = data.size();
+  const uint64_t n = stats.records;
+  SequenceDataset data;  // the records of the chunk at hand
+  auto read_chunk = [&](uint64_t first, uint64_t count) {
+    if (in.read(count, data) != count)
+      fail("score: ", input, " ended after ", first + data.size(), " records; the first pass counted ", n,
+           " (did it change during the run?)");
+  };
   const bool show = a.has("--progress") || infer::stderr_is_terminal();
   Utf8Cleaner clean(input);
   TextOut out(a.get("--output"));
@@ -140,6 +166,7 @@ int cmd_score(int argc, char** argv) {
   if (!causal && a.has("--mutations")) {
     if (n != 1)
       fail("--mutations scores variants of one wild-type sequence; '", input, "' holds ", n, " records");
+    read_chunk(0, 1);
     const std::string_view wt = data.sequence(0);
     if (int64_t(wt.size()) + 2 > max_pos)
       fail("the wild type (", wt.size(), " residues) is longer than the model's context (", max_pos - 2, ")");
@@ -159,26 +186,22 @@ int cmd_score(int argc, char** argv) {
 
   if (!causal) {
     infer::MaskedLmOptions o;
-    o.max_seq_length = a.get_int("--max-seq-length", std::min<int64_t>(1024, max_pos), 3, kMaxFlagTokens);
+    o.max_seq_length = esm_len;
     const std::string w = infer::length_warning("--max-seq-length", o.max_seq_length, max_pos);
     if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
     o.max_tokens = std::max(max_tokens, o.max_seq_length);
-    int64_t total_tokens = 0;
-    for (uint64_t r = 0; r < n; ++r) {
-      const int64_t L = std::min<int64_t>(int64_t(data.length(r)), o.max_seq_length - 2);
-      total_tokens += L * (L + 2);
-    }
     infer::Progress progress("score", int64_t(n), total_tokens, show);
     out.write("name\tlength\tscored\tpll\tmean_pll\tpseudo_perplexity\ttruncated\n");
     uint64_t truncated = 0;
     for (uint64_t first = 0; first < n; first += uint64_t(chunk)) {
       const uint64_t count = std::min<uint64_t>(uint64_t(chunk), n - first);
-      const auto res = infer::pseudo_log_likelihoods(*model, tok, data, first, count, o, &progress);
+      read_chunk(first, count);
+      const auto res = infer::pseudo_log_likelihoods(*model, tok, data, 0, count, o, &progress);
       for (uint64_t r = 0; r < count; ++r) {
         const auto& x = res[r];
         const double mean = x.positions > 0 ? x.pll / double(x.positions) : NAN;
         truncated += x.truncated;
-        out.write(field(clean, data.name(first + r)) + "\t" + std::to_string(data.length(first + r)) + "\t" +
+        out.write(field(clean, data.name(r)) + "\t" + std::to_string(data.length(r)) + "\t" +
                   std::to_string(x.positions) + "\t" + num(x.pll) + "\t" + num(mean) + "\t" + num(std::exp(-mean)) +
                   "\t" + (x.truncated ? "1" : "0") + "\n");
       }
@@ -203,20 +226,19 @@ int cmd_score(int argc, char** argv) {
                         ends_with(track_path, ".bedGraph");
   std::unique_ptr<TextOut> track = o.per_base ? std::make_unique<TextOut>(track_path) : nullptr;
   if (track && !bedgraph) track->write("name\tposition\tbase\tlog_likelihood\n");
-  int64_t total_tokens = 0;
-  for (uint64_t r = 0; r < n; ++r) total_tokens += int64_t(data.length(r)) + 2;
   infer::Progress progress("score", int64_t(n), total_tokens, show);
   out.write("name\tlength\tscored\tnll\tmean_nll\n");
   for (uint64_t first = 0; first < n; first += uint64_t(chunk)) {
     const uint64_t count = std::min<uint64_t>(uint64_t(chunk), n - first);
-    const auto res = infer::causal_log_likelihoods(*model, tok, data, first, count, o, &progress);
+    read_chunk(first, count);
+    const auto res = infer::causal_log_likelihoods(*model, tok, data, 0, count, o, &progress);
     for (uint64_t r = 0; r < count; ++r) {
       const auto& x = res[r];
-      const std::string name = field(clean, data.name(first + r));
-      out.write(name + "\t" + std::to_string(data.length(first + r)) + "\t" + std::to_string(x.scored) + "\t" +
+      const std::string name = field(clean, data.name(r));
+      out.write(name + "\t" + std::to_string(data.length(r)) + "\t" + std::to_string(x.scored) + "\t" +
                 num(x.nll) + "\t" + num(x.scored > 0 ? x.nll / double(x.scored) : NAN) + "\n");
       if (!track) continue;
-      const std::string_view seq = data.sequence(first + r);
+      const std::string_view seq = data.sequence(r);
       std::string lines;
       for (size_t i = 0; i < x.base_ll.size(); ++i) {
         if (std::isnan(x.base_ll[i])) continue;

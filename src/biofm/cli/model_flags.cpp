@@ -115,17 +115,17 @@ FlagSpec split_flag() {
   return {"--split", "train|val|test", "when --input is a biofm prepare directory: its split (default train)"};
 }
 
-SequenceDataset load_sequences(const Flags& f, const std::string& input, const Tokenizer& tok) {
+infer::InputStream open_input(const Flags& f, const std::string& input, const Tokenizer& tok) {
   if (!is_prepared_dir(input)) {
     const auto no_split = [&] {
       if (f.has("--split")) fail("--split applies to a prepared directory (biofm prepare); ", input, " is not one");
     };
     if (std::filesystem::exists(input)) no_split();  // before reading it (a missing input is the reader's to name)
-    SequenceDataset data = SequenceDataset::load(input, reader_options(f));
+    infer::InputStream in = infer::InputStream::files(input, reader_options(f));
     no_split();  // a glob or a list
-    return data;
+    return in;
   }
-  return read_prepared_split(input, f.get("--split", "train"), tok);
+  return infer::InputStream::prepared(input, f.get("--split", "train"), tok);
 }
 
 ReaderOptions reader_options(const Flags& f) {

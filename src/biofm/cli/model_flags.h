@@ -11,6 +11,7 @@
 #include "biofm/data/dataset.h"
 #include "biofm/data/reader.h"
 #include "biofm/data/tokenizer.h"
+#include "biofm/infer/input.h"
 #include "biofm/models/registry.h"
 
 namespace biofm {
@@ -60,8 +61,9 @@ ReaderOptions reader_options(const Flags& f);
 // --family NAME: a registered model family (models/registry.h); another name is a usage error.
 const ModelFamily& parse_family(const std::string& name);
 FlagSpec split_flag();  // --split, of a prepared --input
-// --input as those commands read it: files (reader_options), or a `biofm prepare` directory
-// (its --split, default train), whose tokenizer must be `tok`'s.
-SequenceDataset load_sequences(const Flags& f, const std::string& input, const Tokenizer& tok);
+// --input as those commands read it, as a stream (infer/input.h: read a piece at a time, never
+// whole): files (reader_options), or a `biofm prepare` directory (its --split, default train),
+// whose tokenizer must be `tok`'s.
+infer::InputStream open_input(const Flags& f, const std::string& input, const Tokenizer& tok);
 
 }  // namespace biofm

@@ -150,16 +150,7 @@ uint64_t PreparedCorpus::append_tokens(uint64_t i, uint64_t start, uint64_t n, c
   return unknown;
 }
 
-SequenceDataset read_prepared_split(const std::string& dir, const std::string& split, const Tokenizer& expected) {
-  PreparedOpenOptions o;
-  o.split = split;
-  o.cluster_sampling = false;
-  PreparedCorpus c(dir, o);
-  if (c.tokenizer() != tokenizer_name(expected))
-    fail("prepared dataset ", dir, " was tokenized with the ", c.tokenizer(), " tokenizer, but the model uses ",
-         tokenizer_name(expected));
-  const Tokenizer& tok = expected;
-  // One character per id: the residue's, or for <unk> one that encodes back to <unk>.
+std::string prepared_residue_chars(const Tokenizer& tok) {
   std::string text_of(size_t(tok.vocab_size()), '\0');
   char unk = 0;
   for (char cand : {'?', '\x03'}) {
@@ -175,6 +166,20 @@ SequenceDataset read_prepared_split(const std::string& dir, const std::string& s
     const std::string t = tok.decode({id});
     text_of[size_t(id)] = id == tok.unk_id() || t.size() != 1 ? unk : t[0];
   }
+  return text_of;
+}
+
+SequenceDataset read_prepared_split(const std::string& dir, const std::string& split, const Tokenizer& expected) {
+  PreparedOpenOptions o;
+  o.split = split;
+  o.cluster_sampling = false;
+  PreparedCorpus c(dir, o);
+  if (c.tokenizer() != tokenizer_name(expected))
+    fail("prepared dataset ", dir, " was tokenized with the ", c.tokenizer(), " tokenizer, but the model uses ",
+         tokenizer_name(expected));
+  const Tokenizer& tok = expected;
+  // One character per id: the residue's, or for <unk> one that encodes back to <unk>.
+  const std::string text_of = prepared_residue_chars(tok);
   SequenceDataset ds;
   std::vector<int32_t> ids;
   std::string seq;

@@ -46,6 +46,10 @@ class SequenceDataset;
 // Memory holds the split's text, as reading a file would. Checks the CRC32s first, and that the
 // directory was tokenized with `expected` (the model's tokenizer).
 SequenceDataset read_prepared_split(const std::string& dir, const std::string& split, const Tokenizer& expected);
+// The character read_prepared_split decodes each token id of `tok` to (indexed by id): the
+// residue's, or for <unk> (and any id whose text is not one character) one that `tok` maps to
+// <unk> again. For readers that decode records a piece at a time (infer/input.h).
+std::string prepared_residue_chars(const Tokenizer& tok);
 
 class PreparedCorpus : public SequenceCorpus {
  public:

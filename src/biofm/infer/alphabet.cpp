@@ -16,14 +16,22 @@ bool nucleotide_char(char c) {
 
 }  // namespace
 
-AlphabetReport check_alphabet(const Tokenizer& tok, const SequenceDataset& data) {
+AlphabetReport alphabet_report(const Tokenizer& tok) {
   AlphabetReport r;
   r.nucleotide_model = dynamic_cast<const NucleotideTokenizer*>(&tok) != nullptr;
-  for (uint64_t i = 0; i < data.size(); ++i)
-    for (char c : data.sequence(i)) {
-      ++r.characters;
-      r.unusual += nucleotide_char(c) != r.nucleotide_model;
-    }
+  return r;
+}
+
+void AlphabetReport::add(std::string_view sequence) {
+  for (char c : sequence) {
+    ++characters;
+    unusual += nucleotide_char(c) != nucleotide_model;
+  }
+}
+
+AlphabetReport check_alphabet(const Tokenizer& tok, const SequenceDataset& data) {
+  AlphabetReport r = alphabet_report(tok);
+  for (uint64_t i = 0; i < data.size(); ++i) r.add(data.sequence(i));
   return r;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "biofm/data/dataset.h"
 #include "biofm/data/tokenizer.h"
@@ -16,7 +17,12 @@ struct AlphabetReport {
   bool nucleotide_model = false;
   // "" when the input looks like what the model reads; else one line saying what is wrong.
   std::string warning() const;
+  // Counts one more sequence (for input read a piece at a time).
+  void add(std::string_view sequence);
 };
+
+// An empty report for `tok`'s model, to add() sequences to.
+AlphabetReport alphabet_report(const Tokenizer& tok);
 
 // Nucleotide models (NucleotideTokenizer): characters other than A/C/G/T/U/N (either case)
 // are counted; more than 25% of them suggests protein input. Protein models: A/C/G/T/U/N are

@@ -50,6 +50,13 @@ int64_t record_tokens(uint64_t length, const EmbedOptions& o) {
   return n;
 }
 
+int64_t record_rows(uint64_t length, const EmbedOptions& o) {
+  bool t = false;
+  int64_t kept = 0;
+  for (const KeptWindow& w : record_windows(length, o, false, &t)) kept += int64_t(w.keep_end - w.keep_begin);
+  return kept + 2;
+}
+
 Embedder::Embedder(LanguageModel& model, const Tokenizer& tok, EmbedOptions o, bool causal)
     : model_(model), tok_(tok), o_(std::move(o)), causal_(causal) {
   if (o_.window_tokens < 3) fail("windows need at least 3 tokens (<begin>, one residue, <end>)");

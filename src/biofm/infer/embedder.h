@@ -55,5 +55,7 @@ class Embedder {
 
 // Tokens a record feeds to the model (all its windows, specials included): for progress / ETA.
 int64_t record_tokens(uint64_t length, const EmbedOptions& o);
+// Rows a record takes in the per-token outputs (<begin>, each kept residue once, <end>).
+int64_t record_rows(uint64_t length, const EmbedOptions& o);
 
 }  // namespace biofm::infer

@@ -11,6 +11,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/io/atomic_file.h"
+#include "biofm/io/stream_file.h"
 
 namespace biofm::infer {
 
@@ -153,14 +154,40 @@ void NpyOutput::save_progress() const {
                     p.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
-void NpyOutput::finish(const std::vector<std::string>& names, const std::string& summary_json) const {
-  std::string tsv = "row\tname\n";
-  for (size_t i = 0; i < names.size(); ++i) {
-    std::string nm = names[i];
-    std::replace_if(nm.begin(), nm.end(), [](char c) { return c == '\t' || c == '\n' || c == '\r'; }, ' ');
-    tsv += std::to_string(i) + "\t" + nm + "\n";
+NamesTsv::NamesTsv(const std::string& dir)
+    : file_(std::make_unique<AtomicFileWriter>((fs::path(dir) / "names.tsv").string())), buf_("row\tname\n") {}
+
+NamesTsv::~NamesTsv() = default;
+
+void NamesTsv::add(std::string_view name) {
+  const size_t at = buf_.size();
+  buf_ += std::to_string(row_++);
+  buf_ += '\t';
+  buf_.append(name);
+  std::replace_if(buf_.begin() + ptrdiff_t(at), buf_.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
+  const size_t tab = buf_.find('\t', at);
+  std::replace(buf_.begin() + ptrdiff_t(tab) + 1, buf_.end(), '\t', ' ');
+  buf_ += '\n';
+  if (buf_.size() >= (size_t(1) << 20)) {
+    file_->write(buf_.data(), buf_.size());
+    buf_.clear();
   }
-  write_file_atomic((fs::path(dir_) / "names.tsv").string(), tsv);
+}
+
+void NamesTsv::commit() {
+  file_->write(buf_.data(), buf_.size());
+  buf_.clear();
+  file_->commit();
+}
+
+void NpyOutput::finish(const std::vector<std::string>& names, const std::string& summary_json) const {
+  NamesTsv tsv(dir_);
+  for (const std::string& nm : names) tsv.add(nm);
+  tsv.commit();
+  finish(summary_json);
+}
+
+void NpyOutput::finish(const std::string& summary_json) const {
   nlohmann::json arrays = nlohmann::json::object();
   for (const auto& [name, a] : arrays_) arrays[name] = {{"file", name + ".npy"}, {"dtype", a.descr}, {"shape", a.shape}};
   nlohmann::json index = {{"num_records", total_}, {"format", "npy"}, {"run", run_key_}, {"arrays", arrays},

@@ -8,10 +8,16 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "biofm/core/tensor.h"
+
+namespace biofm {
+class AtomicFileWriter;
+}
 
 namespace biofm::infer {
 
@@ -25,6 +31,8 @@ class NpyOutput {
   void write(int64_t first, int64_t n, const std::map<std::string, Tensor>& tensors);
   // names.tsv (row, then name; tabs and newlines in names become spaces) and index.json.
   void finish(const std::vector<std::string>& names, const std::string& summary_json) const;
+  // index.json only, once names.tsv is on disk (NamesTsv, for a caller streaming the names).
+  void finish(const std::string& summary_json) const;
 
  private:
   struct Array {
@@ -40,6 +48,22 @@ class NpyOutput {
   int64_t chunk_, total_;
   std::map<std::string, Array> arrays_;
   std::vector<int64_t> done_;  // first record of each piece on disk
+};
+
+// DIR/names.tsv written as the records go by, so that no list of every name is held: row, then
+// name (tabs and line breaks in names become spaces), under a temporary name until commit().
+class NamesTsv {
+ public:
+  explicit NamesTsv(const std::string& dir);
+  ~NamesTsv();
+  void add(std::string_view name);  // the next row's name
+  void commit();                    // renames it names.tsv
+  int64_t rows() const { return row_; }
+
+ private:
+  std::unique_ptr<AtomicFileWriter> file_;
+  std::string buf_;
+  int64_t row_ = 0;
 };
 
 // The .npy (format 1.0) header for a C-order array of that dtype and shape, padded so that the

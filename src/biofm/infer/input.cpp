@@ -1,0 +1,216 @@
+#include "biofm/infer/input.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "biofm/core/error.h"
+#include "biofm/data/input_files.h"
+#include "biofm/data/prepared.h"
+
+namespace biofm::infer {
+
+struct InputStream::Files {
+  std::string spec;
+  ReaderOptions options;
+  InputFiles inputs;
+  size_t next_file = 0;                    // the file to open after the current one
+  std::unique_ptr<SequenceReader> reader;  // the current file (null between files / at the end)
+  std::vector<std::string> formats;
+};
+
+struct InputStream::Prepared {
+  std::unique_ptr<PreparedCorpus> corpus;
+  const Tokenizer* tok = nullptr;
+  std::string split, chars;  // chars: prepared_residue_chars(tok)
+  std::vector<int32_t> ids;
+  std::string seq;
+};
+
+InputStream::~InputStream() = default;
+InputStream::InputStream(InputStream&&) noexcept = default;
+InputStream& InputStream::operator=(InputStream&&) noexcept = default;
+
+InputStream InputStream::files(const std::string& spec, const ReaderOptions& options) {
+  InputStream s;
+  s.files_ = std::make_unique<Files>();
+  s.files_->spec = spec;
+  s.files_->options = options;
+  s.files_->inputs = expand_inputs(spec);
+  s.rewind();
+  return s;
+}
+
+InputStream InputStream::prepared(const std::string& dir, const std::string& split, const Tokenizer& expected) {
+  InputStream s;
+  s.prepared_ = std::make_unique<Prepared>();
+  PreparedOpenOptions o;
+  o.split = split;
+  o.cluster_sampling = false;
+  s.prepared_->corpus = std::make_unique<PreparedCorpus>(dir, o);
+  if (s.prepared_->corpus->tokenizer() != tokenizer_name(expected))
+    fail("prepared dataset ", dir, " was tokenized with the ", s.prepared_->corpus->tokenizer(),
+         " tokenizer, but the model uses ", tokenizer_name(expected));
+  s.prepared_->tok = &expected;
+  s.prepared_->split = split;
+  s.prepared_->chars = prepared_residue_chars(expected);
+  s.rewind();
+  return s;
+}
+
+void InputStream::rewind() {
+  position_ = 0;
+  stats_ = DatasetStats();
+  if (!files_) return;
+  Files& f = *files_;
+  f.reader.reset();
+  f.formats.clear();
+  f.next_file = 0;
+  stats_.path = f.spec;
+  stats_.skipped_files = f.inputs.skipped;
+  if (!f.inputs.files.empty()) {
+    ReaderOptions o = f.options;
+    o.max_records = 0;  // counted over all files here
+    f.reader = std::make_unique<SequenceReader>(f.inputs.files[0], o);
+    f.next_file = 1;
+  }
+}
+
+void InputStream::close_file() {
+  Files& f = *files_;
+  const SequenceReader& r = *f.reader;
+  stats_.skipped_empty += r.skipped_empty();
+  stats_.skipped_malformed += r.skipped_malformed();
+  if (stats_.first_error.empty()) stats_.first_error = r.first_error();
+  stats_.files += 1;
+  const std::string name = format_name(r.format());
+  if (std::find(f.formats.begin(), f.formats.end(), name) == f.formats.end()) {
+    f.formats.push_back(name);
+    stats_.format += (stats_.format.empty() ? "" : "+") + name;
+  }
+  f.reader.reset();
+}
+
+bool InputStream::next(SequenceRecord& rec) {
+  Files& f = *files_;
+  if (f.options.max_records && position_ >= f.options.max_records) return false;
+  while (f.reader) {
+    if (f.reader->next(rec)) return true;
+    close_file();
+    if (f.next_file < f.inputs.files.size()) {
+      ReaderOptions o = f.options;
+      o.max_records = 0;
+      f.reader = std::make_unique<SequenceReader>(f.inputs.files[f.next_file++], o);
+    }
+  }
+  return false;
+}
+
+void InputStream::count(uint64_t length) {
+  stats_.min_length = stats_.records == 0 ? length : std::min(stats_.min_length, length);
+  stats_.max_length = std::max(stats_.max_length, length);
+  stats_.records += 1;
+  stats_.bytes += length;
+  position_ += 1;
+}
+
+uint64_t InputStream::read(uint64_t count_wanted, SequenceDataset& out) {
+  out = SequenceDataset();
+  uint64_t got = 0;
+  if (prepared_) {
+    Prepared& p = *prepared_;
+    const PreparedCorpus& c = *p.corpus;
+    for (; got < count_wanted && position_ < c.records(); ++got) {
+      const uint64_t i = position_;
+      p.ids.clear();
+      c.append_tokens(i, 0, c.length(i), *p.tok, p.ids);
+      p.seq.resize(p.ids.size());
+      for (size_t t = 0; t < p.ids.size(); ++t) p.seq[t] = p.chars[size_t(p.ids[t])];
+      out.add(p.seq, p.split + ":" + std::to_string(i));
+      count(p.seq.size());
+    }
+    return got;
+  }
+  SequenceRecord rec;
+  for (; got < count_wanted && next(rec); ++got) {
+    out.add(rec.sequence, rec.name);
+    count(rec.sequence.size());
+  }
+  return got;
+}
+
+uint64_t InputStream::skip(uint64_t count_wanted) {
+  uint64_t got = 0;
+  if (prepared_) {
+    const PreparedCorpus& c = *prepared_->corpus;
+    for (; got < count_wanted && position_ < c.records(); ++got) count(c.length(position_));
+    return got;
+  }
+  SequenceRecord rec;
+  for (; got < count_wanted && next(rec); ++got) count(rec.sequence.size());
+  return got;
+}
+
+DatasetStats scan(InputStream& in, const std::function<void(uint64_t, std::string_view)>& visit, uint64_t piece) {
+  in.rewind();
+  SequenceDataset part;
+  for (uint64_t first = 0;;) {
+    const uint64_t n = in.read(std::max<uint64_t>(1, piece), part);
+    for (uint64_t i = 0; i < n; ++i) visit(first + i, part.sequence(i));
+    first += n;
+    if (n == 0) break;
+  }
+  const DatasetStats stats = in.stats();
+  in.rewind();
+  return stats;
+}
+
+StreamedCorpus::StreamedCorpus(InputStream& in, uint64_t records, uint64_t piece, std::string summary)
+    : in_(in), records_(records), piece_(std::max<uint64_t>(1, piece)), summary_(std::move(summary)) {
+  cur_first_ = prev_first_ = in_.position();
+}
+
+std::pair<const SequenceDataset*, uint64_t> StreamedCorpus::at(uint64_t i) const {
+  BIOFM_CHECK(i < records_, "record ", i, " of ", records_);
+  BIOFM_CHECK(i >= prev_first_, "streamed input: record ", i, " was asked for after record ", cur_first_,
+              " (records are read forward)");
+  while (i >= cur_first_ + cur_.size()) {
+    const uint64_t end = cur_first_ + cur_.size();
+    if (i >= end + piece_) {  // a whole piece or more ahead: nothing to keep
+      in_.skip(i - end);
+      prev_ = SequenceDataset();
+      prev_first_ = cur_first_ = in_.position();
+      cur_ = SequenceDataset();
+    } else {
+      prev_ = std::move(cur_);
+      prev_first_ = cur_first_;
+      cur_first_ = end;
+    }
+    const uint64_t n = in_.read(piece_, cur_);
+    if (n == 0) fail("the input ended after ", in_.position(), " records; ", records_, " were counted before (did it change?)");
+  }
+  if (i >= cur_first_) return {&cur_, i - cur_first_};
+  return {&prev_, i - prev_first_};
+}
+
+uint64_t StreamedCorpus::length(uint64_t i) const {
+  const auto [d, k] = at(i);
+  return d->length(k);
+}
+
+std::string_view StreamedCorpus::sequence(uint64_t i) const {
+  const auto [d, k] = at(i);
+  return d->sequence(k);
+}
+
+std::string_view StreamedCorpus::name(uint64_t i) const {
+  const auto [d, k] = at(i);
+  return d->name(k);
+}
+
+uint64_t StreamedCorpus::append_tokens(uint64_t i, uint64_t start, uint64_t n, const Tokenizer& tok,
+                                       std::vector<int32_t>& out) const {
+  const auto [d, k] = at(i);
+  return d->append_tokens(k, start, n, tok, out);
+}
+
+}  // namespace biofm::infer
