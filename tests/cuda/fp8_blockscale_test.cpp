@@ -7,14 +7,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "biofm/data/causal.h"
-#include "biofm/data/dataset.h"
-#include "biofm/models/llama/model.h"
 #include "biofm/ops/blockscale/op.h"
 #include "biofm/ops/gemm/op.h"
-#include "biofm/train/optimizer.h"
-#include "biofm/train/schedule.h"
 #include "cuda_test_util.h"
+#include "recipe_curve.h"
 
 using namespace biofm;
 using namespace biofm::cudatest;
@@ -23,8 +19,6 @@ using ops::BlockScaleKind;
 using ops::Fp8Type;
 
 namespace {
-
-std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
 
 std::vector<uint32_t> bits_of(const Tensor& t) {
   cuda_ctx::synchronize();
@@ -84,71 +78,27 @@ TEST(CudaBlockScale, HadamardMatchesCpu) {
   EXPECT_EQ(bits_of(got), bits_of(want));
 }
 
-namespace {
-
-std::vector<double> llama_curve(const std::vector<ops::LayerQuant>& layers) {
-  LlamaConfig c;
-  c.vocab_size = 256;
-  c.hidden_size = 128;
-  c.intermediate_size = 512;
-  c.num_hidden_layers = 4;
-  c.num_attention_heads = 2;
-  c.num_key_value_heads = 1;
-  c.max_position_embeddings = 1024;
-  ReaderOptions ro;
-  SequenceDataset data = SequenceDataset::load(src("data/dna_sample.fasta"), ro);
-  CausalLmOptions co;
-  co.max_seq_length = 1024;
-  co.max_tokens_per_batch = 4096;
-  CausalLmBatcher batcher(data, co);
-  LlamaModel m(c, Device::CUDA, Precision::Bf16Mixed);
-  m.params().init(7);
-  m.set_layer_quant(layers);
-  AdamWConfig ac;
-  ac.lr = 2e-3f;
-  AdamW opt(m.params(), ac);
-  const int steps = 200;
-  ScheduleSpec sched{"warmup_linear", 20, steps, 0.9, 0.1};
-  Tensor loss_acc = Tensor::zeros({1}, DType::F32, Device::CUDA);
-  std::vector<double> windows(size_t(steps / 20), 0.0);
-  for (int s = 0; s < steps; ++s) {
-    Batch hb = batcher.next();
-    m.params().zero_grad();
-    loss_acc.zero_();
-    m.forward_backward(hb.to(Device::CUDA), 1.0f, loss_acc);
-    opt.step(float(ac.lr * lr_multiplier(sched, s)));
-    m.quant_step_end();
-    windows[size_t(s / 20)] += double(loss_acc.to(Device::CPU).f32()[0]) / double(hb.num_label_tokens) / 20.0;
-  }
-  return windows;
-}
-
-}  // namespace
-
-// Each block-scaled recipe tracks bf16 within 5% per 20-step window: Float8BlockScaling on the
-// native block-scaled GEMMs (every projection of this model is a multiple of 128: nothing runs
-// emulated), MXFP8 and NVFP4 emulated.
+// Each block-scaled recipe tracks bf16 within 5% per 20-step window, on ESM-2 and on the DNA
+// Llama: Float8BlockScaling on the native block-scaled GEMMs (every projection of these models is
+// a multiple of 128: nothing runs emulated), MXFP8 and NVFP4 emulated.
 TEST(CudaBlockScale, TrainingTracksBf16) {
   BIOFM_REQUIRE_GPU();
-  const std::vector<double> bf16 = llama_curve({});
   ops::LayerQuant block, mx, fp4;
   block.format = mx.format = ops::LayerFormat::Fp8;
   block.scaling = ops::Fp8Scaling::Block;
   mx.scaling = ops::Fp8Scaling::Mxfp8;
   fp4.format = ops::LayerFormat::Fp4;
-  for (const auto& [name, q] : {std::pair<const char*, ops::LayerQuant>{"Float8BlockScaling", block},
-                                {"MXFP8BlockScaling", mx}, {"NVFP4BlockScaling", fp4}}) {
-    const int64_t emulated_before = ops::cuda::fp8_block_emulated_calls();
-    const std::vector<double> curve = llama_curve(std::vector<ops::LayerQuant>(4, q));
-    if (q.scaling == ops::Fp8Scaling::Block)
-      EXPECT_EQ(ops::cuda::fp8_block_emulated_calls(), emulated_before) << "Float8BlockScaling ran emulated";
-    for (size_t w = 0; w < bf16.size(); ++w) {
-      const double rel = std::fabs(curve[w] - bf16[w]) / bf16[w];
-      std::printf("[%s] steps %3zu-%3zu  bf16 %.4f  quantized %.4f  rel %.4f\n", name, w * 20 + 1,
-                  w * 20 + 20, bf16[w], curve[w], rel);
-      EXPECT_LT(rel, 0.05) << name << " window " << w;
+  for (const char* family : {"esm2", "llama"}) {
+    const std::vector<double> bf16 = testkit::recipe_curve(family, {});
+    for (const auto& [name, q] : {std::pair<const char*, ops::LayerQuant>{"Float8BlockScaling", block},
+                                  {"MXFP8BlockScaling", mx}, {"NVFP4BlockScaling", fp4}}) {
+      const int64_t emulated_before = ops::cuda::fp8_block_emulated_calls();
+      const std::vector<double> curve =
+          testkit::recipe_curve(family, std::vector<ops::LayerQuant>(testkit::kRecipeCurveLayers, q));
+      if (q.scaling == ops::Fp8Scaling::Block)
+        EXPECT_EQ(ops::cuda::fp8_block_emulated_calls(), emulated_before) << family << ": Float8BlockScaling ran emulated";
+      testkit::expect_tracks(std::string(family) + " " + name, curve, bf16);
     }
-    EXPECT_LT(curve.back(), curve.front() - 0.2) << name;
   }
 }
 

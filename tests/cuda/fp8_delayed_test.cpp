@@ -16,6 +16,7 @@
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
 #include "cuda_test_util.h"
+#include "recipe_curve.h"
 
 using namespace biofm;
 using namespace biofm::cudatest;
@@ -159,63 +160,26 @@ TEST(CudaFp8Delayed, ModelStateMatchesCpu) {
     }
 }
 
-namespace {
-
-// Mean loss per 20-step window over 200 steps of a tiny Llama, bf16-mixed, with `layers`'
-// quantization (empty: bf16).
-std::vector<double> llama_curve(const std::vector<ops::LayerQuant>& layers) {
-  const LlamaConfig c = tiny_llama(4);
-  ReaderOptions ro;
-  SequenceDataset data = SequenceDataset::load(src("data/dna_sample.fasta"), ro);
-  CausalLmOptions co;
-  co.max_seq_length = 1024;
-  co.max_tokens_per_batch = 4096;
-  CausalLmBatcher batcher(data, co);
-  LlamaModel m(c, Device::CUDA, Precision::Bf16Mixed);
-  m.params().init(7);
-  m.set_layer_quant(layers);
-  AdamWConfig ac;
-  ac.lr = 2e-3f;
-  AdamW opt(m.params(), ac);
-  const int steps = 200;
-  ScheduleSpec sched{"warmup_linear", 20, steps, 0.9, 0.1};
-  Tensor loss_acc = Tensor::zeros({1}, DType::F32, Device::CUDA);
-  std::vector<double> windows(size_t(steps / 20), 0.0);
-  for (int s = 0; s < steps; ++s) {
-    Batch hb = batcher.next();
-    m.params().zero_grad();
-    loss_acc.zero_();
-    m.forward_backward(hb.to(Device::CUDA), 1.0f, loss_acc);  // summed token losses, as the trainer
-    opt.step(float(ac.lr * lr_multiplier(sched, s)));
-    m.quant_step_end();
-    windows[size_t(s / 20)] += double(loss_acc.to(Device::CPU).f32()[0]) / double(hb.num_label_tokens) / 20.0;
-  }
-  return windows;
-}
-
-void expect_tracks(const char* name, const std::vector<double>& q, const std::vector<double>& bf16) {
-  for (size_t w = 0; w < bf16.size(); ++w) {
-    const double rel = std::fabs(q[w] - bf16[w]) / bf16[w];
-    std::printf("[%s] steps %3zu-%3zu  bf16 %.4f  quantized %.4f  rel %.4f\n", name, w * 20 + 1, w * 20 + 20, bf16[w],
-                q[w], rel);
-    EXPECT_LT(rel, 0.05) << name << " window " << w;
-  }
-  EXPECT_LT(q.back(), q.front() - 0.2) << name << ": the loss did not fall";
-}
-
-}  // namespace
-
+// DelayedScaling tracks bf16 within 5% per 20-step window on ESM-2 and the DNA Llama: the
+// recipes' max-of-history default, most_recent with a margin, and layer-wise precision.
 TEST(CudaFp8Delayed, TrainingTracksBf16) {
   BIOFM_REQUIRE_GPU();
-  const std::vector<double> bf16 = llama_curve({});
-  expect_tracks("delayed all layers", llama_curve(std::vector<ops::LayerQuant>(4, delayed(1024))), bf16);
-  ops::LayerQuant most_recent = delayed(16);
-  most_recent.delayed.amax_compute_max = false;
-  most_recent.delayed.margin = 1;
-  expect_tracks("delayed most_recent", llama_curve(std::vector<ops::LayerQuant>(4, most_recent)), bf16);
-  // Layer-wise: first and last layers bf16 (the recipes' usual choice), the middle ones FP8
-  // (one current scaling, one delayed).
-  ops::LayerQuant current;
-  current.format = ops::LayerFormat::Fp8;
-  expect_tracks("layer-wise", llama_curve({ops::LayerQuant{}, current, delayed(1024), ops::LayerQuant{}}), bf16);
+  using testkit::expect_tracks, testkit::recipe_curve;
+  const size_t L = testkit::kRecipeCurveLayers;
+  for (const std::string family : {"esm2", "llama"}) {
+    const std::vector<double> bf16 = recipe_curve(family, {});
+    expect_tracks(family + " delayed all layers", recipe_curve(family, std::vector<ops::LayerQuant>(L, delayed(1024))),
+                  bf16);
+    ops::LayerQuant most_recent = delayed(16);
+    most_recent.delayed.amax_compute_max = false;
+    most_recent.delayed.margin = 1;
+    expect_tracks(family + " delayed most_recent", recipe_curve(family, std::vector<ops::LayerQuant>(L, most_recent)),
+                  bf16);
+    // Layer-wise: first and last layers bf16 (the recipes' usual choice), the middle ones FP8
+    // (one current scaling, one delayed).
+    ops::LayerQuant current;
+    current.format = ops::LayerFormat::Fp8;
+    expect_tracks(family + " layer-wise",
+                  recipe_curve(family, {ops::LayerQuant{}, current, delayed(1024), ops::LayerQuant{}}), bf16);
+  }
 }

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "biofm/cli/commands.h"
+#include "biofm/train/metrics.h"
 #include "biofm/cli/flags.h"
 #include "biofm/cli/model_flags.h"
 #include "biofm/core/device_memory.h"
@@ -155,7 +156,7 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"num_sequences", sequences},
                       {"num_masked_tokens", total.num_tokens},
                       {"loss", loss},
-                      {"perplexity", std::exp(loss)},
+                      {"perplexity", perplexity_of(loss)},
                       {"accuracy", double(total.num_correct) / double(total.num_tokens)},
                       {"mask_seed", o.eval_seed},
                       {"max_seq_length", o.max_seq_length},
@@ -290,7 +291,7 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"num_windows", num_windows},
                       {"num_scored_tokens", total_scored},
                       {"loss", loss},
-                      {"perplexity", std::exp(loss)},
+                      {"perplexity", perplexity_of(loss)},
                       {"mean_sequence_nll", seq_mean_sum / double(std::max<int64_t>(1, seqs_scored))},
                       {"skipped_empty_records", stats.skipped_empty},
                       {"input_files", stats.files},

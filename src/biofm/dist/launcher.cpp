@@ -91,7 +91,12 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
       pids[size_t(local)] = -1;
       --running;
       const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (rc != 0 && stopped_by != 0 && code_after_stop == 0) code_after_stop = rc;
+      if (rc != 0 && stopped_by != 0 && code_after_stop == 0) {
+        // A rank that failed while stopping: the others cannot complete the checkpoint without
+        // it; give them the grace period to notice, as after any failure.
+        code_after_stop = rc;
+        stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds);
+      }
       if (rc != 0 && failed_rank < 0 && stopped_by == 0) {
         failed_rank = o.node_rank * o.nproc_per_node + local;
         code = rc;

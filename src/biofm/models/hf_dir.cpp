@@ -43,8 +43,10 @@ std::string builtin_ignored_kind(const std::string& n) {
 
 }  // namespace
 
+namespace {
+
 // model-rankR-of-W.safetensors files of a fully sharded training checkpoint, sorted.
-static std::vector<std::string> flat_model_shards(const std::string& dir) {
+std::vector<std::string> flat_model_shards(const std::string& dir) {
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
@@ -55,6 +57,8 @@ static std::vector<std::string> flat_model_shards(const std::string& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+}  // namespace
 
 HfDirContents read_hf_dir(const std::string& dir) {
   HfDirContents c;
@@ -115,12 +119,7 @@ HfDirContents read_hf_dir(const std::string& dir) {
 std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming) {
   std::vector<std::unique_ptr<MappedSafetensors>> files;
   if (!hf.flat_shard_files.empty()) {  // biofm's own layout: no names to map
-    std::vector<const MappedSafetensors*> shards;
-    for (const std::string& p : hf.flat_shard_files) {
-      files.push_back(std::make_unique<MappedSafetensors>(p));
-      shards.push_back(files.back().get());
-    }
-    store.load_flat_shards(shards);
+    store.load_flat_shard_files(hf.flat_shard_files);
     return {};
   }
   for (const std::string& p : hf.weight_files) files.push_back(std::make_unique<MappedSafetensors>(p));

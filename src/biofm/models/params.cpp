@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <utility>
 
 #include "biofm/core/rng.h"
@@ -295,6 +296,7 @@ void ParamStore::load_flat_shards(const std::vector<const MappedSafetensors*>& f
     if (fn != total_ || layout != digest)
       fail(f->path(), ": a shard of another model (", fn, " parameters, layout ", layout, "; this one: ", total_,
            ", layout ", digest, ")");
+    if (fb < 0 || fb > fe || fe > fn) fail(f->path(), ": flat range [", fb, ", ", fe, ") outside [0, ", fn, ")");
     const SafetensorsEntry* e = f->find("flat");
     if (!e || shape_numel(e->shape) != fe - fb) fail(f->path(), ": tensor 'flat' is missing or does not hold [", fb, ", ", fe, ")");
     const int64_t a = std::max(begin, fb), b = std::min(end, fe);
@@ -313,6 +315,31 @@ void ParamStore::load_flat_shards(const std::vector<const MappedSafetensors*>& f
          " shard files");
   ++version_;
   refresh_compute_copy();
+}
+
+void ParamStore::load_flat_shard_files(const std::vector<std::string>& paths) {
+  int world = -1;
+  std::vector<bool> seen;
+  for (const std::string& path : paths) {
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    int r = -1, w = -1;
+    char tail[16] = {};
+    if (std::sscanf(name.c_str(), "model-rank%d-of-%d%15s", &r, &w, tail) != 3 || std::string(tail) != ".safetensors" ||
+        w < 1 || r < 0 || r >= w)
+      fail(path, ": not a model shard name (model-rankR-of-W.safetensors)");
+    if (world < 0) world = w, seen.assign(size_t(w), false);
+    if (w != world) fail(path, ": a shard of a ", w, "-rank run beside shards of a ", world, "-rank run");
+    seen[size_t(r)] = true;
+  }
+  for (int r = 0; r < world; ++r)
+    if (!seen[size_t(r)]) fail("model shards of a ", world, "-rank run: rank ", r, "'s file is missing");
+  std::vector<std::unique_ptr<MappedSafetensors>> files;
+  std::vector<const MappedSafetensors*> views;
+  for (const std::string& path : paths) {
+    files.push_back(std::make_unique<MappedSafetensors>(path));
+    views.push_back(files.back().get());
+  }
+  load_flat_shards(views);
 }
 
 std::vector<SafetensorsSource> ParamStore::tensors_for_writing(DType dtype) const {

@@ -174,6 +174,9 @@ class ParamStore {
   // (each covering [flat_begin, flat_end) of the same layout); throws naming the file when one
   // belongs to another layout, or naming the gap when the files leave part of the range out.
   void load_flat_shards(const std::vector<const MappedSafetensors*>& files);
+  // Those files by path: model-rankR-of-W.safetensors of one run (a single W, ranks 0..W-1
+  // all present: shards of two world sizes in one directory are refused, not mixed).
+  void load_flat_shard_files(const std::vector<std::string>& paths);
 
   // Every parameter under its name as written to a file in `dtype` (views of the store, no
   // copies: write_safetensors_stream converts chunk by chunk).

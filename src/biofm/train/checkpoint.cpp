@@ -231,7 +231,7 @@ std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerS
   }
   const bool model_sharded = model.params().sharded();
   if (model_sharded)
-    write_mine(shard_file("model", rank, world), model.params().flat_shard_for_writing(DType::F32),
+    write_mine(shard_file("model", rank, world), model.params().flat_shard_for_writing(model.params().dtype()),
                model.params().flat_shard_metadata());
   const std::vector<std::string> shards = ranks ? ranks->all_gather(mine.dump()) : std::vector<std::string>{mine.dump()};
   std::string final_dir;
@@ -269,10 +269,6 @@ std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerS
 
 namespace {
 
-// The model from model.safetensors, or from the model shards of a fully sharded run (written
-// by any number of ranks).
-void load_model_files(const std::string& dir, const std::vector<std::string>& names, ParamStore& store);
-
 void load_model_file(const std::string& path, ParamStore& store) {
   MappedSafetensors f(path);
   std::vector<ParamStore::Source> sources(store.size());
@@ -290,18 +286,16 @@ void load_model_file(const std::string& path, ParamStore& store) {
   store.load_mapped(sources);
 }
 
+// The model from model.safetensors, or from the model shards of a fully sharded run (written
+// by any number of ranks).
 void load_model_files(const std::string& dir, const std::vector<std::string>& names, ParamStore& store) {
   if (std::find(names.begin(), names.end(), "model.safetensors") != names.end())
     return load_model_file(dir + "/model.safetensors", store);
-  std::vector<std::unique_ptr<MappedSafetensors>> files;
-  std::vector<const MappedSafetensors*> shards;
-  for (const std::string& name : names) {
-    if (name.rfind("model-rank", 0) != 0) continue;
-    files.push_back(std::make_unique<MappedSafetensors>(dir + "/" + name));
-    shards.push_back(files.back().get());
-  }
+  std::vector<std::string> shards;
+  for (const std::string& name : names)
+    if (name.rfind("model-rank", 0) == 0) shards.push_back(dir + "/" + name);
   if (shards.empty()) fail(dir, "/manifest.json: lists neither model.safetensors nor model shards");
-  store.load_flat_shards(shards);
+  store.load_flat_shard_files(shards);
 }
 
 // This optimizer's moments (its shard, or everything) from optimizer.safetensors or from the

@@ -105,8 +105,9 @@ class ThroughputWindow {
   // Also "unpadded_tokens_per_step" (non-pad tokens per optimizer step, the window's mean) and on
   // CUDA "gpu_mem_peak_gib" (the peak since the run's first window), "gpu_mem_allocated_max_gib"
   // (this window's peak; the device's peak counter starts again) and "gpu_mem_allocated_mean_gib"
-  // (allocated now): this rank's; a multi-process trainer replaces the last three with the sum,
-  // the largest and the mean over ranks.
+  // (allocated now): this rank's; a multi-process trainer replaces unpadded_tokens_per_step,
+  // gpu_mem_allocated_max_gib and gpu_mem_allocated_mean_gib with the sum, the largest and the
+  // mean over ranks (gpu_mem_peak_gib stays rank 0's).
   nlohmann::json report(int64_t step, int64_t total_steps, double loss, double lr, double grad_norm, Device device);
 
  private:

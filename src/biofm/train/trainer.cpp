@@ -108,7 +108,7 @@ extern "C" void on_stop_signal(int sig) {
   g_stop_signal_ns = ns;
   g_stop_signal = sig;
   static const char msg[] =
-      "\nbiofm train: stopping after this step (a checkpoint is written; signal again to exit now)\n";
+      "\nbiofm train: stopping after this step (a checkpoint is written; signal again, 2 s or more later, to exit now)\n";
   ssize_t ignored = ::write(2, msg, sizeof(msg) - 1);
   (void)ignored;
 }

@@ -228,7 +228,8 @@ void Linear::backward_emulated(Tensor& dx, Tensor& dw, Tensor& db, const Tensor&
     const int64_t N = x.numel() / x.size(-1);
     if (q.format == LayerFormat::Fp4 && q.nvfp4.random_hadamard) {
       // The transform mixes groups of 16 token rows; a batch of other lengths gets zero rows
-      // up to a multiple of 16 (they add nothing to dw: the transform is orthogonal per group).
+      // up to a multiple of 16 (non-zero once mixed, but dw's exact product is unchanged: the
+      // transform is orthogonal per group).
       const uint64_t seed = 0x7E11A5EEDull + uint64_t(layer_ * 4 + proj_);
       const int64_t Np = (N + 15) / 16 * 16;
       auto transformed = [&](const Tensor& t) {
