@@ -126,6 +126,9 @@ class StopSignals {
     sigaction(SIGUSR1, &sa, &old_usr1_);  // Slurm's preemption warning (--signal=USR1@T)
   }
   ~StopSignals() {
+    // After a stop the run is ending (checkpoint written, summary next): the same stop arriving
+    // again moments later must not kill it with the default action, so the handlers stay.
+    if (g_stop_signal.load() != 0) return;
     sigaction(SIGTERM, &old_term_, nullptr);
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGUSR1, &old_usr1_, nullptr);
