@@ -300,3 +300,15 @@ TEST_P(DistributedStop, StopsAllRanksWithACheckpointAndTheSameCommandResumes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Signals, DistributedStop, ::testing::Values("term", "group_int", "usr1"));
+
+TEST(Distributed, ARankThatNeverArrivesFailsTheRendezvousInTime) {
+  // Rank 0 alone of two, with distributed.rendezvous_timeout_s=2: a clear error naming rank 1
+  // within seconds, not the default 300 s.
+  const std::string dir = fresh_dir("dist_rendezvous");
+  const std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                          std::to_string(next_port());
+  RunResult r = sh("(start=$(date +%s); " + env + " timeout 60 " + BIOFM_BINARY + " " + tiny_args(dir, 3, 1) +
+                   " distributed.rendezvous_timeout_s=2; code=$?; echo \"rank0 exit $code after $(( $(date +%s) - start )) s\") 2>&1");
+  EXPECT_NE(r.output.find("rank(s) 1 of 2 never arrived within 2.0 s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank0 exit 1 "), std::string::npos) << r.output;
+}

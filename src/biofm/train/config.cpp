@@ -389,6 +389,9 @@ Registry build_registry() {
   BIND(distributed.comm_sms, .range = ge(0), .help = "at most this many SMs for NCCL's reductions (0 = NCCL's "
                                                     "choice; fewer measured slower on 2 H200, docs/PERFORMANCE.md)");
   BIND(distributed.heartbeat_timeout_s, .range = gt(0), .help = "a rank silent this long (dead, frozen) fails the run");
+  BIND(distributed.rendezvous_timeout_s, .range = gt(0), .help = "every rank must reach rank 0 within this many "
+                                                                 "seconds of starting (else the run fails, naming "
+                                                                 "the missing ranks)");
   return r;
 }
 

@@ -202,6 +202,7 @@ struct TrainConfig {
     int step_timeout_s = 0;       // a step that long on any rank fails the run (0: 5x recent steps, >= 60 s)
     int io_timeout_s = 1800;      // the same for a step's validation, checkpoint or export
     int heartbeat_timeout_s = 30; // a rank silent that long (dead or frozen): the run fails
+    int rendezvous_timeout_s = 300;  // every rank must have arrived at rank 0 by then
     int comm_sms = 0;             // NCCL: most SMs (thread blocks) a collective may use; 0 = NCCL's choice
     bool operator==(const Distributed&) const = default;
   };

@@ -301,6 +301,7 @@ class TrainingRun {
     co.io_timeout = std::chrono::seconds(cfg_.distributed.io_timeout_s);
     co.first_step_timeout = std::max(co.first_step_timeout, co.step_timeout);
     co.heartbeat_timeout = std::chrono::seconds(cfg_.distributed.heartbeat_timeout_s);
+    co.connect_timeout = std::chrono::seconds(cfg_.distributed.rendezvous_timeout_s);
     coord_ = std::make_unique<Coordinator>(env_, co);
     comm_ = make_communicator(*coord_, device_, env_, cfg_.distributed.comm_sms);
     if (root_)
