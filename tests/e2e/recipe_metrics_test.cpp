@@ -28,15 +28,6 @@ std::string tiny_llama(const std::string& out, int grad_acc) {
          std::to_string(grad_acc);
 }
 
-std::vector<nlohmann::json> lines(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
-
 }  // namespace
 
 TEST(E2eRecipeMetrics, UnpaddedTokensPerBatchAreSummedOverRanks) {
@@ -46,7 +37,7 @@ TEST(E2eRecipeMetrics, UnpaddedTokensPerBatchAreSummedOverRanks) {
   RunResult b = run_biofm("launch --nproc-per-node 2 --master 127.0.0.1:" + std::to_string(free_port()) + " " +
                           tiny_llama(two, 1));
   ASSERT_EQ(b.code, 0) << b.output;
-  const auto ra = lines(one + "/metrics.jsonl"), rb = lines(two + "/metrics.jsonl");
+  const auto ra = read_metrics(one + "/metrics.jsonl"), rb = read_metrics(two + "/metrics.jsonl");
   ASSERT_EQ(ra.size(), 4u);
   ASSERT_EQ(rb.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
@@ -58,7 +49,7 @@ TEST(E2eRecipeMetrics, UnpaddedTokensPerBatchAreSummedOverRanks) {
   }
   // Each rank's statistics in its own file, on the steps of the interval.
   for (int rank = 0; rank < 2; ++rank) {
-    const auto q = lines(two + "/quant_logs/rank_" + std::to_string(rank) + "/quant_stats.jsonl");
+    const auto q = read_metrics(two + "/quant_logs/rank_" + std::to_string(rank) + "/quant_stats.jsonl");
     ASSERT_EQ(q.size(), 2u) << rank;
     EXPECT_EQ(q[0]["step"], 2);
     EXPECT_EQ(q[1]["step"], 4);
