@@ -377,6 +377,23 @@ TEST(Coordinator, ARankStuckInOneStepIsNamedWithTheOthersSteps) {
   });
 }
 
+TEST(Coordinator, ARankStuckInItsSetupIsNamed) {
+  // The trainer marks the setup before step 1 as (0, Io): a rank that never leaves it is named
+  // after io_timeout while the others have reached step 1.
+  const int world = 2;
+  std::vector<FailureLog> logs(world);
+  auto o = test_options();
+  o.io_timeout = 500ms;
+  o.first_step_timeout = 30s;
+  run_ranks(world, test_port(18), o, logs, [&](Coordinator& c) {
+    c.set_step(0, Coordinator::Phase::Io);
+    if (c.rank() == 0) c.set_step(1);
+    const std::string message = logs[size_t(c.rank())].wait(5s);
+    EXPECT_TRUE(contains(message, "rank 1 has been in its setup (before step 1) for 0.")) << message;
+    EXPECT_TRUE(contains(message, "(io timeout 0.5 s)")) << message;
+  });
+}
+
 TEST(Coordinator, TheAdaptiveStepLimitFollowsRecentStepsWithAFloor) {
   // No fixed step_timeout: after quick steps the limit is the floor (min_step_timeout), far
   // below the first-step allowance; a rank stuck past it is named.

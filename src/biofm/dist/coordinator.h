@@ -73,7 +73,8 @@ class Coordinator {
 
   // The step this rank is in (heartbeats carry it): the step watchdog and the failure messages
   // use it ("rank 1 has been in step 12 for 65 s; ranks 0, 2 last reported step 13"). Phase::Io:
-  // the step's validation, checkpoint or export, under io_timeout instead of the step limit.
+  // the step's validation, checkpoint or export, under io_timeout instead of the step limit;
+  // (0, Io) is the setup before step 1 (model build, NCCL init, resume), under io_timeout too.
   enum class Phase { Train = 0, Io = 1 };
   void set_step(int64_t step, Phase phase = Phase::Train);
 

@@ -401,8 +401,11 @@ class Rank0 final : public Coordinator::Impl {
         others[ranks_[size_t(r)].step].push_back(r);
     }
     const bool io = ranks_[size_t(hung)].phase != 0;
-    std::string message = "rank " + std::to_string(hung) + " has been in " +
-                          (io ? "the validation/checkpoint of step " : "step ") + std::to_string(ranks_[size_t(hung)].step) +
+    const int64_t at = ranks_[size_t(hung)].step;
+    const std::string where = io && at == 0 ? "its setup (before step 1)"
+                              : io          ? "the validation/checkpoint of step " + std::to_string(at)
+                                            : "step " + std::to_string(at);
+    std::string message = "rank " + std::to_string(hung) + " has been in " + where +
                           " for " + seconds_text(longest) + " s (" + (io ? "io timeout " : "step timeout ") +
                           seconds_text(limit) + " s)";
     for (const auto& [s, ranks] : others)

@@ -303,6 +303,9 @@ class TrainingRun {
     co.heartbeat_timeout = std::chrono::seconds(cfg_.distributed.heartbeat_timeout_s);
     co.connect_timeout = std::chrono::seconds(cfg_.distributed.rendezvous_timeout_s);
     coord_ = std::make_unique<Coordinator>(env_, co);
+    // The setup from here to step 1 (NCCL, the model, resume) is watched too, under io_timeout:
+    // a rank stuck in it is named instead of the others waiting in a collective for ever.
+    coord_->set_step(0, Coordinator::Phase::Io);
     comm_ = make_communicator(*coord_, device_, env_, cfg_.distributed.comm_sms);
     if (root_)
       std::printf("distributed: %d ranks (%s), %s, strategy %s%s%s\n", env_.world_size, env_.source.c_str(),
