@@ -64,11 +64,11 @@ TEST(Report, OverlaysRunsInOneSelfContainedPage) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_EQ(html.find("<link"), std::string::npos);
   // Charts with data: train loss, val loss, both vs tokens, lr, grad norm, throughput, MFU:
-  // 8 charts x 2 runs. Memory, GPU clock and GPU power have no data (CPU records): an "empty"
-  // note each, no path.
+  // 8 charts x 2 runs. The two memory charts, GPU clock and GPU power have no data (CPU
+  // records): an "empty" note each, no path.
   EXPECT_EQ(count(html, "<path class=\"series\""), 16u);
   EXPECT_EQ(count(html, "<svg"), 8u);
-  EXPECT_EQ(count(html, "class=\"empty\""), 3u);
+  EXPECT_EQ(count(html, "class=\"empty\""), 4u);
   EXPECT_NE(html.find("GPU SM clock"), std::string::npos);
   EXPECT_NE(html.find("data-run=\"run&lt;b&gt;\""), std::string::npos);  // escaped
   EXPECT_EQ(html.find("run<b>"), std::string::npos);
@@ -96,7 +96,8 @@ TEST(Report, ReadsAForeignJsonl) {
   fs::create_directories(dir);
   std::ofstream(dir + "/trainer_log.jsonl") << "{\"step\": 1, \"loss\": 4.0, \"learning_rate\": 0.0001}\n"
                                                "\n"
-                                               "{\"step\": 2, \"loss\": 3.0, \"learning_rate\": 0.0002}\n"
+                                               "{\"step\": 2, \"loss\": 3.0, \"learning_rate\": 0.0002,"
+                                               " \"train/gpu_memory_allocated_max_gb\": 21.5}\n"
                                                "{\"step\": 2, \"eval_loss\": 3.1}\n";
   const ReportRun r = load_report_run(dir + "/trainer_log.jsonl");
   EXPECT_EQ(r.name, "trainer_log");
@@ -104,7 +105,8 @@ TEST(Report, ReadsAForeignJsonl) {
   EXPECT_EQ(extract_curve(r, {"loss"}, "step").y, (std::vector<double>{4.0, 3.0}));
   EXPECT_EQ(extract_curve(r, {"eval_loss"}, "step").x, (std::vector<double>{2}));
   const std::string html = render_report({r});
-  EXPECT_EQ(count(html, "<path class=\"series\""), 3u);  // loss, validation loss, lr
+  // loss, validation loss, lr, and the recipes' memory key
+  EXPECT_EQ(count(html, "<path class=\"series\""), 4u);
   std::ofstream(dir + "/bad.jsonl") << "{\"step\": 1}\nnot json\n";
   try {
     load_report_run(dir + "/bad.jsonl");

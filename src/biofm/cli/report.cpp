@@ -240,6 +240,9 @@ std::string render_report(const std::vector<ReportRun>& runs) {
        {"train/unpadded_tokens_per_second_per_gpu", "unpadded_tokens_per_sec"}, "step"},
       {"MFU (%)", "MFU %", {"train/mfu", "mfu_seed", "mfu"}, "step", 100},
       {"Peak GPU memory (GiB)", "GiB", {"train/gpu_memory_peak_gib", "gpu_mem_peak_gib"}, "step"},
+      // The recipes' key (also biofm's): each logging window's peak allocation, GiB despite "_gb".
+      {"GPU memory allocated, window peak (GiB)", "GiB",
+       {"train/gpu_memory_allocated_max_gb", "gpu_mem_allocated_max_gib"}, "step"},
       // The window's median SM clock and power (core/gpu_monitor.h): at the power limit the clock
       // drops, and throughput with it.
       {"GPU SM clock (MHz, median of the window)", "MHz", {"gpu/sm_clock_mhz", "gpu_sm_clock_mhz"}, "step"},
