@@ -21,7 +21,7 @@ atexit.register(_core._release_device)
 
 
 def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precision=None,
-          max_tokens=None, max_seq_length=None):
+          max_tokens=None, max_seq_length=None, window=None, stride=None):
     """Pooled hidden states of `sequences` (a list of str) from a Hugging Face model directory
     (ESM-2 or a Llama DNA model).
 
@@ -30,7 +30,11 @@ def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precis
         "last"; device: "auto" (the GPU when there is one), "cpu", "cuda" or "cuda:N";
         precision: None (bf16 on the GPU, fp32 on the CPU), "bf16", "fp8" (GPU) or "fp32";
         max_seq_length: tokens per sequence, special tokens included (longer ones are truncated;
-        default min(1024, the model's context)); max_tokens: tokens per batch.
+        default min(1024, the model's context)); max_tokens: tokens per batch;
+        window: cut longer sequences into windows of this many tokens instead, overlapping by
+        `stride` bases (default min(200, half the window)), their states joined as `biofm embed
+        --window` does. DNA (Llama) models use windows at the model's context by default unless
+        max_seq_length is given.
 
     Returns a float32 array [len(sequences), hidden] for one layer, or a dict {layer: array}
     (layers resolved to 0..L) for a list.
@@ -40,7 +44,8 @@ def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precis
     single = isinstance(layers, int)
     wanted = [layers] if single else list(layers)
     arrays = _core.embed(os.fspath(model_dir), list(sequences), ",".join(str(int(k)) for k in wanted), pooling,
-                         device, precision or "", int(max_tokens or 0), int(max_seq_length or 0))
+                         device, precision or "", int(max_tokens or 0), int(max_seq_length or 0),
+                         int(window or 0), -1 if stride is None else int(stride))
     # (layer indices as the engine resolved them: negatives counted from the end)
     return arrays[0][1] if single else dict(arrays)
 

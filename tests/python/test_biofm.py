@@ -63,6 +63,29 @@ class EmbedTest(unittest.TestCase):
         self.assertEqual(cls.shape, last.shape)
         self.assertFalse(np.allclose(cls, last))
 
+    def test_dna_windows_match_the_cli(self):
+        # Llama DNA model: sequences longer than a window, cut into overlapping windows whose
+        # states are joined, exactly as `biofm embed --window N --stride S`.
+        llama = os.path.join(SRC, "tests", "fixtures", "llama_tiny")
+        names, seqs = fasta_records(os.path.join(SRC, "data", "dna_val.fasta"), 3)
+        seqs = [s[:300] for s in seqs]
+        got = biofm.embed(llama, seqs, device="cpu", window=64, stride=16)
+        with tempfile.TemporaryDirectory() as d:
+            fa = os.path.join(d, "in.fasta")
+            with open(fa, "w") as f:
+                for n, s in zip(names, seqs):
+                    f.write(f">{n}\n{s}\n")
+            out = os.path.join(d, "npy")
+            subprocess.run([BINARY, "embed", "--model", llama, "--input", fa, "--device", "cpu", "--window", "64",
+                            "--stride", "16", "--output", out, "--output-format", "npy"], check=True,
+                           capture_output=True)
+            want = np.load(os.path.join(out, "embeddings.npy"))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+        truncated = biofm.embed(llama, seqs, device="cpu", max_seq_length=64)
+        self.assertFalse(np.allclose(got, truncated))
+        with self.assertRaises(ValueError):
+            biofm.embed(llama, seqs, device="cpu", window=64, max_seq_length=64)
+
     def test_errors_are_value_errors_with_the_reason(self):
         with self.assertRaises(ValueError) as e:
             biofm.embed(os.path.join(SRC, "no_such_model"), ["MKT"], device="cpu")
