@@ -20,11 +20,22 @@
 #include <string>
 #include <vector>
 
+#include "biofm/core/error.h"
 #include "biofm/core/rng.h"
 #include "biofm/core/tensor.h"
 #include "biofm/ops/options.h"
 
 namespace biofm::testkit {
+
+// The message of the biofm::Error that f throws; "" when it throws none.
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // Normal(0, scale²) entries (never exactly zero), a pure function of (seed, shape).
 inline Tensor randn(const Shape& shape, uint64_t seed, float scale = 1.0f) {

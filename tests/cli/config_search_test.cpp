@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "biofm/core/error.h"
+#include "testing.h"
 
 namespace fs = std::filesystem;
 using namespace biofm;
@@ -27,14 +28,7 @@ void touch(const std::string& path) {
   std::ofstream(path) << ">a\nMKV\n";
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testkit::error_of;
 
 }  // namespace
 

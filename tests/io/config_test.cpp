@@ -363,6 +363,6 @@ TEST(ConfigUtil, EditDistanceAndDescribe) {
   EXPECT_EQ(edit_distance("abc", "abc"), 0u);
   std::string d = test_schema().describe();
   EXPECT_HAS(d, "optimizer.lr");
-  EXPECT_HAS(d, "(> 0)");
-  EXPECT_HAS(d, "{fp32, bf16, bf16-mixed}");
+  EXPECT_HAS(d, "float > 0, default");
+  EXPECT_HAS(d, "fp32|bf16|bf16-mixed");
 }

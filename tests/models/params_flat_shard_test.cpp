@@ -9,6 +9,7 @@
 
 #include "biofm/io/safetensors.h"
 #include "biofm/models/params.h"
+#include "testing.h"
 
 using namespace biofm;
 namespace fs = std::filesystem;
@@ -68,14 +69,7 @@ TEST(ParamsFlatShards, LoadWholeOrIntoAnotherShardingAndRefuseMixedSets) {
   bf16.load_flat_shard_files(three);
   EXPECT_EQ(bf16.flat().dtype(), DType::BF16);
 
-  auto error_of = [](const std::function<void()>& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  using testkit::error_of;
   EXPECT_NE(error_of([&] { ParamStore s(specs(), Device::CPU); s.load_flat_shard_files({three[0], three[2]}); })
                 .find("rank 1's file is missing"),
             std::string::npos);

@@ -5,6 +5,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/ops/fp8/recipe.h"
+#include "testing.h"
 
 using namespace biofm;
 using namespace biofm::ops;
@@ -13,14 +14,7 @@ namespace {
 using F = LayerFormat;
 constexpr F C = F::Compute, E = F::Fp8, Q = F::Fp4;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testkit::error_of;
 }  // namespace
 
 TEST(OpsFp8Recipe, LayerListsResolveAsTheRecipes) {

@@ -34,14 +34,20 @@ const char* type_name(Type t) {
   return "?";
 }
 
-static const char* short_type_name(Type t) {
-  switch (t) {
+// A key's type as `--help` lists it: "int", "string (or a list)", "list of 2 floats", "a|b|c".
+static std::string type_text(const KeySpec& k) {
+  switch (k.type) {
     case Type::Int: return "int";
     case Type::Float: return "float";
     case Type::Bool: return "bool";
-    case Type::String: return "string";
-    case Type::Enum: return "enum";
-    case Type::FloatList: return "float list";
+    case Type::String: return k.string_list ? "string (or a list)" : "string";
+    case Type::FloatList:
+      return k.list_size >= 0 ? "list of " + std::to_string(k.list_size) + " floats" : "float list";
+    case Type::Enum: {
+      std::string s;
+      for (const auto& c : k.choices) s += (s.empty() ? "" : "|") + (c.empty() ? std::string("\"\"") : c);
+      return s;
+    }
   }
   return "?";
 }
@@ -420,18 +426,16 @@ std::string Schema::suggest(const std::string& unknown_key) const {
 }
 
 std::string Schema::describe() const {
-  std::ostringstream os;
-  size_t width = 0;
-  for (const auto& s : keys_) width = std::max(width, s.key.size());
-  for (const auto& s : keys_) {
-    os << s.key << std::string(width + 2 - s.key.size(), ' ') << short_type_name(s.type);
-    if (s.type == Type::Enum) os << " {" << choices_str(s.choices) << "}";
-    os << " = " << value_str(s.default_value);
-    if (!s.range.empty()) os << "  (" << s.range.str() << ")";
-    if (!s.help.empty()) os << "  " << s.help;
-    os << "\n";
+  std::string s;
+  for (const KeySpec& k : keys_) {
+    s += "  " + k.key + "  " + type_text(k);
+    Range r = k.range;
+    if (k.type == Type::Int && r.hi && *r.hi == 2147483647.0) r.hi.reset();  // (an int32 key's own bound)
+    if (!r.empty()) s += k.type == Type::FloatList ? " (each " + r.str() + ")" : " " + r.str();
+    s += ", default " + value_str(k.default_value) + "\n";
+    if (!k.help.empty()) s += "      " + k.help + "\n";
   }
-  return os.str();
+  return s;
 }
 
 // ---------------------------------------------------------------------------------------------

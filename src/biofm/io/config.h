@@ -78,7 +78,8 @@ class Schema {
   // component (same section preferred), with aliases and initials ("learning_rate" -> "lr").
   std::string suggest(const std::string& unknown) const;
 
-  // One line per key: "optimizer.lr  float = 0.0004  (> 0)  peak learning rate".
+  // Every key as `--help` lists it: "  optimizer.lr  float > 0, default 0.0004\n" and its help
+  // on the next line, indented.
   std::string describe() const;
 
  private:

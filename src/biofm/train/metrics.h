@@ -5,11 +5,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <memory>
-
-#include "biofm/core/gpu_monitor.h"
 #include <string>
 #include <vector>
 
+#include "biofm/core/gpu_monitor.h"
 #include "biofm/data/batch.h"
 #include "biofm/models/language_model.h"
 #include "biofm/train/tensorboard.h"
