@@ -45,6 +45,8 @@ std::vector<std::pair<int, py::array_t<float>>> embed(const std::string& model_d
   // As `biofm embed`: windows when asked for, and by default for DNA models (at the model's
   // context) unless max_seq_length asks for truncation; else truncation at max_seq_length.
   const bool causal = family.objective == Objective::CausalLM;
+  if (window < 0 || max_seq_length < 0 || max_tokens < 0) fail("embed: window, max_seq_length and max_tokens must be positive");
+  if (stride < -1) fail("embed: stride must be >= 0, got ", stride);  // (-1: the default)
   if (window > 0 && max_seq_length > 0) fail("embed: window and max_seq_length exclude each other");
   o.windows = window > 0 || (causal && max_seq_length <= 0);
   if (o.windows) {

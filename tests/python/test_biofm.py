@@ -85,6 +85,9 @@ class EmbedTest(unittest.TestCase):
         self.assertFalse(np.allclose(got, truncated))
         with self.assertRaises(ValueError):
             biofm.embed(llama, seqs, device="cpu", window=64, max_seq_length=64)
+        for bad in (dict(window=-5), dict(window=64, stride=-3), dict(max_seq_length=-1)):
+            with self.assertRaises(ValueError):
+                biofm.embed(llama, seqs, device="cpu", **bad)
 
     def test_errors_are_value_errors_with_the_reason(self):
         with self.assertRaises(ValueError) as e:
