@@ -175,7 +175,21 @@ TEST_P(DistributedBf16Reduce, FollowsTheFp32CurveWithinBf16Rounding) {
   EXPECT_GT(differing, 0u) << "bf16 reduction gave the fp32 curve bit for bit: its path did not run";
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, DistributedBf16Reduce, testing::Values("ddp", "fsdp"));
+INSTANTIATE_TEST_SUITE_P(Strategies, DistributedBf16Reduce, testing::Values("ddp", "zero2", "fsdp"));
+
+// zero2 and fsdp reduce every micro batch's gradients into the owners' shards (no rank holds a
+// whole gradient): with accumulation, 2 ranks x 2 micro batches are still 1 rank x 4.
+TEST(Distributed, ShardedGradientsAccumulateOverMicroBatches) {
+  const std::string one = fresh_dir("dist_acc_one");
+  RunResult a = run_biofm(tiny_args(one, 4, 4));
+  ASSERT_EQ(a.code, 0) << a.output;
+  for (const std::string s : {"zero2", "fsdp"}) {
+    const std::string two = fresh_dir("dist_acc_two_" + s);
+    RunResult b = run_biofm(launch(2) + tiny_args(two, 4, 2) + " distributed.strategy=" + s);
+    ASSERT_EQ(b.code, 0) << b.output;
+    expect_same_curve(train_records(two + "/metrics.jsonl"), train_records(one + "/metrics.jsonl"));
+  }
+}
 
 TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
   // (a constant learning rate: a run stopped at step 3 by num_train_steps=3 has the schedule

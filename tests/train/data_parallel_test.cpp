@@ -38,7 +38,7 @@ std::vector<RecordingComm::Call> step_calls(ParallelStrategy s, bool last_micro_
 }  // namespace
 
 TEST(GradientSync, EveryRankIssuesTheSameCollectivesEvenWithoutABackward) {
-  for (ParallelStrategy s : {ParallelStrategy::Ddp, ParallelStrategy::Zero1, ParallelStrategy::Zero2}) {
+  for (ParallelStrategy s : {ParallelStrategy::Ddp, ParallelStrategy::Zero1}) {
     for (int64_t bucket : {int64_t(1), int64_t(25) << 20}) {
       const auto with = step_calls(s, true, bucket), without = step_calls(s, false, bucket);
       EXPECT_EQ(with, without) << strategy_name(s) << ", bucket " << bucket;
@@ -60,11 +60,17 @@ TEST(GradientSync, TheReductionsCoverEveryGradientOnce) {
     EXPECT_EQ(reduced, numel) << "bucket " << bucket;
     EXPECT_EQ(scalar_reductions, 1);
   }
-  // zero2: each bucket's parts go to their owners; together still every element once.
-  int64_t reduced = 0;
-  for (const auto& c : step_calls(ParallelStrategy::Zero2, true, 1))
-    if (c.op == "reduce") reduced += c.numel;
-  EXPECT_EQ(reduced, numel);
+}
+
+TEST(GradientSync, RefusesTheStrategiesThatShardGradients) {
+  const ModelFamily& f = family_named("esm2");
+  std::unique_ptr<LanguageModel> m = f.build(testkit::tiny_shape(f, 2), Device::CPU, BuildOptions{});
+  RecordingComm comm(0, 2);
+  for (ParallelStrategy s : {ParallelStrategy::Zero2, ParallelStrategy::Fsdp}) {
+    DataParallelOptions o;
+    o.strategy = s;
+    EXPECT_THROW(GradientSync(comm, *m, o), Error) << strategy_name(s);
+  }
 }
 
 TEST(ShardedAdamW, ShardsTileTheFlatBuffer) {

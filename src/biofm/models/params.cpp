@@ -24,6 +24,7 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype,
     total_ += specs_[i].fuse_with_next ? n : (n + 15) / 16 * 16;
   }
   held_ = shard_range(total_, shard.rank, shard.world);
+  grad_held_ = held_;
   sharded_ = shard.active();
   flat_ = Tensor::zeros({held_.second - held_.first}, dtype, device);
   grad_flat_ = Tensor::zeros({held_.second - held_.first}, DType::F32, device);
@@ -42,29 +43,43 @@ Tensor ParamStore::param(size_t i) const {
 }
 
 Tensor ParamStore::locate(bool grad, int64_t offset, const Shape& shape) const {
-  if (!sharded_) return (grad ? grad_flat_ : compute_.defined() ? compute_ : flat_).flat_slice(offset, shape);
+  const bool whole = grad ? !gradients_sharded() : !sharded_;
+  if (whole) return (grad ? grad_flat_ : compute_.defined() ? compute_ : flat_).flat_slice(offset, shape);
   const int64_t n = shape_numel(shape);
-  for (const Resident& r : residents_)
-    if (r.weight.defined() && offset >= r.begin && offset + n <= r.begin + r.weight.numel())
-      return (grad ? r.grad : r.weight).flat_slice(offset - r.begin, shape);
-  fail("parameters at [", offset, ", ", offset + n, ") of the layout are sharded (fsdp) and not gathered");
+  for (const Resident& r : residents_) {
+    const Tensor& t = grad ? r.grad : r.weight;
+    if (t.defined() && offset >= r.begin && offset + n <= r.begin + t.numel()) return t.flat_slice(offset - r.begin, shape);
+  }
+  fail(grad ? "gradients" : "parameters", " at [", offset, ", ", offset + n, ") of the layout are sharded (",
+       sharded_ ? "fsdp" : "zero2", ") and not resident");
 }
 
 void ParamStore::keep_only(int64_t begin, int64_t end) {
-  if (sharded_) fail("ParamStore::keep_only: already sharded");
+  if (sharded_ || gradients_sharded()) fail("ParamStore::keep_only: already sharded");
   if (begin < 0 || end > total_ || begin > end) fail("ParamStore::keep_only: bad range [", begin, ", ", end, ")");
   auto part = [&](const Tensor& t) { return t.defined() ? t.flat_slice(begin, {end - begin}).clone() : Tensor(); };
   flat_ = part(flat_);
   compute_ = part(compute_);
   grad_flat_ = Tensor::zeros({end - begin}, DType::F32, grad_flat_.device());
-  held_ = {begin, end};
+  held_ = grad_held_ = {begin, end};
   sharded_ = true;
   ++version_;
 }
 
+void ParamStore::shard_gradients(int64_t begin, int64_t end) {
+  if (sharded_ || gradients_sharded()) fail("ParamStore::shard_gradients: already sharded");
+  if (begin < 0 || end > total_ || begin > end) fail("ParamStore::shard_gradients: bad range [", begin, ", ", end, ")");
+  if (!grad_flat_.defined()) fail("ParamStore::shard_gradients: this store holds no gradients");
+  grad_flat_ = Tensor::zeros({end - begin}, DType::F32, grad_flat_.device());
+  grad_held_ = {begin, end};
+}
+
 void ParamStore::set_resident(size_t slot, Resident r) {
-  if (!sharded_) fail("ParamStore::set_resident: the store is not sharded");
-  if (r.weight.dtype() != compute_dtype() || (r.grad.defined() && r.grad.numel() != r.weight.numel()))
+  if (!sharded_ && !gradients_sharded()) fail("ParamStore::set_resident: the store is not sharded");
+  const bool bad_weight = r.weight.defined() && (!sharded_ || r.weight.dtype() != compute_dtype());
+  const bool bad_grad = r.grad.defined() && (r.grad.dtype() != DType::F32 ||
+                                             (r.weight.defined() && r.grad.numel() != r.weight.numel()));
+  if (bad_weight || bad_grad || (!r.weight.defined() && !r.grad.defined()))
     fail("ParamStore::set_resident: ", r.weight.describe(), " / ", r.grad.describe());
   if (residents_.size() <= slot) residents_.resize(slot + 1);
   residents_[slot] = std::move(r);

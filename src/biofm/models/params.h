@@ -127,7 +127,16 @@ class ParamStore {
   bool sharded() const { return sharded_; }
   // [begin, end) of the layout that flat(), compute_flat() and grad_flat() hold.
   std::pair<int64_t, int64_t> held() const { return held_; }
-  // A copy of [begin, begin + weight.numel()) of the layout: weight in compute_dtype(), grad F32.
+  // ---- Sharded gradients only (distributed.strategy=zero2) ----
+  // Keeps only [begin, end) of the gradient buffer: grad_flat() is that range, while every
+  // weight stays whole. Backward then adds gradients in resident gradient copies (Resident
+  // with an undefined weight) that the zero2 schedule installs.
+  void shard_gradients(int64_t begin, int64_t end);
+  bool gradients_sharded() const { return grad_held_ != std::pair<int64_t, int64_t>{0, total_}; }
+  // [begin, end) of the layout that grad_flat() holds (held() under fsdp; all of it unsharded).
+  std::pair<int64_t, int64_t> grad_held() const { return grad_held_; }
+  // A copy of [begin, begin + n) of the layout: weight in compute_dtype(), grad F32; either may
+  // be undefined (zero2: gradients only), not both.
   struct Resident {
     int64_t begin = 0;
     Tensor weight, grad;
@@ -206,7 +215,8 @@ class ParamStore {
   uint64_t version_ = 0;
   bool sharded_ = false;
   std::pair<int64_t, int64_t> held_{0, 0};
-  std::vector<Resident> residents_;  // by slot (sharded only)
+  std::pair<int64_t, int64_t> grad_held_{0, 0};
+  std::vector<Resident> residents_;  // by slot (sharded parameters or gradients only)
   Tensor full_copy_;
 };
 

@@ -376,11 +376,11 @@ Registry build_registry() {
 
   // distributed (multi-process runs: biofm launch, torchrun, srun, mpirun)
   BIND(distributed.strategy, .help = "ddp (replicated optimizer) | zero1 (sharded optimizer state) | zero2 "
-                                     "(sharded state, gradients reduced to their owners) | fsdp (parameters sharded too: "
-                                     "each layer gathered as it runs)");
-  BIND(distributed.bucket_mb, .range = gt(0), .help = "gradient reduction bucket (MiB), overlapped with backward");
+                                     "(sharded state and gradients: each layer's reduced to their owners every micro "
+                                     "batch) | fsdp (parameters sharded too: each layer gathered as it runs)");
+  BIND(distributed.bucket_mb, .range = gt(0), .help = "ddp/zero1: gradient reduction bucket (MiB), overlapped with backward");
   BIND(distributed.bf16_reduce, .help = "reduce gradients in bf16 (half the traffic)");
-  BIND(distributed.nccl_symmetric, .help = "ddp/zero1/zero2 on NCCL: the reduced gradients live in ncclMemAlloc'd "
+  BIND(distributed.nccl_symmetric, .help = "ddp/zero1 on NCCL: the reduced gradients live in ncclMemAlloc'd "
                                            "memory registered as a symmetric window (fewer SMs held beside backward; experimental)");
   BIND(distributed.step_timeout_s, .range = ge(0), .help = "a training step this long on any rank fails the run, "
                                                           "naming it (0: adaptive, 5x the slowest of the last 20 "

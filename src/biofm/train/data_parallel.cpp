@@ -6,7 +6,6 @@
 
 #include "biofm/dist/comm.h"
 #include "biofm/ops/elementwise/op.h"
-#include "biofm/train/optimizer.h"
 
 namespace biofm {
 
@@ -26,7 +25,6 @@ namespace {
 
 using Range = std::pair<int64_t, int64_t>;
 
-Range intersect(Range a, Range b) { return {std::max(a.first, b.first), std::min(a.second, b.second)}; }
 bool empty(Range r) { return r.first >= r.second; }
 Tensor slice(const Tensor& flat, Range r) { return flat.flat_slice(r.first, {r.second - r.first}); }
 
@@ -34,6 +32,8 @@ Tensor slice(const Tensor& flat, Range r) { return flat.flat_slice(r.first, {r.s
 
 GradientSync::GradientSync(Communicator& comm, LanguageModel& model, const DataParallelOptions& o)
     : comm_(comm), model_(model), o_(o) {
+  if (o_.strategy != ParallelStrategy::Ddp && o_.strategy != ParallelStrategy::Zero1)
+    fail("GradientSync: ", strategy_name(o_.strategy), " shards the gradients (FsdpSync, train/fsdp.h)");
   const Tensor& g = model.params().grad_flat();
   // The buffer the reductions run on: the gradients, or (bf16_reduce) a bf16 copy of them; in
   // the communicator's registered memory when asked for and available.
@@ -104,37 +104,14 @@ void GradientSync::launch(Range range) {
     wire = slice(bf16_grads_, range);
     ops::cast(wire, grads);
   }
-  if (o_.strategy != ParallelStrategy::Zero2) {
-    comm_.all_reduce_sum(wire);
-    return;
-  }
-  // zero2: each owner receives the sum of its part only.
-  const int64_t numel = model_.params().numel();
-  comm_.group_begin();
-  for (int r = 0; r < comm_.world_size(); ++r) {
-    const Range part = intersect(range, AdamW::shard_of(numel, r, comm_.world_size()));
-    if (empty(part)) continue;
-    Tensor t = wire.flat_slice(part.first - range.first, {part.second - part.first});
-    comm_.reduce_sum(t, r);
-  }
-  comm_.group_end();
+  comm_.all_reduce_sum(wire);
 }
 
 void GradientSync::finish(Tensor& sums) {
   while (next_ < plan_.size()) launch(plan_[next_++].range);
-  const int64_t numel = model_.params().numel();
-
   comm_.all_reduce_sum(sums);
   comm_.join();
-
-  if (bf16_grads_.defined()) {
-    // Widen back what this rank uses: everything, or (zero2) its own shard.
-    const Range mine = o_.strategy == ParallelStrategy::Zero2
-                           ? AdamW::shard_of(numel, comm_.rank(), comm_.world_size())
-                           : Range{0, numel};
-    Tensor dst = slice(model_.params().grad_flat(), mine);
-    ops::cast(dst, slice(bf16_grads_, mine));
-  }
+  if (bf16_grads_.defined()) ops::cast(model_.params().grad_flat(), bf16_grads_);  // widened back
   next_ = 0;
   armed_ = false;
 }

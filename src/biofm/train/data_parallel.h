@@ -11,11 +11,10 @@
 //   ddp:   all-reduce; every rank's optimizer updates every parameter.
 //   zero1: all-reduce; the optimizer is sharded (each rank updates and keeps the moments of
 //          its shard, then broadcasts it).
-//   zero2: reduce each bucket only to the rank(s) owning its elements (half the all-reduce's
-//          traffic); the sharded optimizer as zero1. The gradient buffer stays full-size: the
-//          saving over zero1 is bandwidth, not memory.
+// (zero2 and fsdp shard the gradients themselves, so they reduce every micro batch's: FsdpSync,
+// train/fsdp.h.)
 // bf16_reduce: gradients travel as bf16 (half the bytes), summed in bf16 (NCCL; Gloo on CPUs),
-// widened back. (fsdp does the same in train/fsdp.h.)
+// widened back. (FsdpSync does the same.)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -44,6 +43,7 @@ struct DataParallelOptions {
 
 class GradientSync : public StepSync {
  public:
+  // o.strategy: ddp or zero1.
   GradientSync(Communicator& comm, LanguageModel& model, const DataParallelOptions& o);
   ~GradientSync() override;
   // Called before the step's last micro batch: from then on, layers' gradients are reduced as

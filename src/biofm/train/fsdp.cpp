@@ -4,6 +4,7 @@
 
 #include "biofm/dist/comm.h"
 #include "biofm/ops/elementwise/op.h"
+#include "biofm/train/data_parallel.h"
 #include "biofm/train/optimizer.h"
 
 namespace biofm {
@@ -20,8 +21,15 @@ constexpr size_t kRestSlot = 2;  // store residents 0, 1: the layer slots; 2...:
 
 }  // namespace
 
-FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model, bool bf16_reduce)
-    : comm_(comm), model_(model), store_(model.params()), layers_(int(model.dims().layers)), bf16_reduce_(bf16_reduce) {
+FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model, ParallelStrategy strategy, bool bf16_reduce)
+    : comm_(comm),
+      model_(model),
+      store_(model.params()),
+      layers_(int(model.dims().layers)),
+      bf16_reduce_(bf16_reduce),
+      shard_weights_(strategy == ParallelStrategy::Fsdp) {
+  if (strategy != ParallelStrategy::Fsdp && strategy != ParallelStrategy::Zero2)
+    fail("FsdpSync: strategy ", strategy_name(strategy), " shards no gradients");
   const int64_t numel = store_.numel();
   int64_t biggest = 0;
   for (int l = 0; l < layers_; ++l) {
@@ -41,10 +49,10 @@ FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model, bool bf16_reduce)
   const Device d = store_.device();
   const DType w = store_.compute_dtype();
   for (int s = 0; s < 2; ++s) {
-    slot_w_[s] = Tensor::zeros({std::max<int64_t>(biggest, 1)}, w, d);
+    if (shard_weights_) slot_w_[s] = Tensor::zeros({std::max<int64_t>(biggest, 1)}, w, d);
     slot_g_[s] = Tensor::zeros({std::max<int64_t>(biggest, 1)}, DType::F32, d);
   }
-  rest_w_ = Tensor::zeros({std::max<int64_t>(rest_numel_, 1)}, w, d);
+  if (shard_weights_) rest_w_ = Tensor::zeros({std::max<int64_t>(rest_numel_, 1)}, w, d);
   rest_g_ = Tensor::zeros({std::max<int64_t>(rest_numel_, 1)}, DType::F32, d);
   if (bf16_reduce_) {
     for (Tensor& w : wire_) w = Tensor::zeros({std::max<int64_t>(biggest, 1)}, DType::BF16, d);
@@ -52,7 +60,10 @@ FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model, bool bf16_reduce)
   }
 
   const Range mine = AdamW::shard_of(numel, comm.rank(), comm.world_size());
-  if (!store_.sharded())
+  if (!shard_weights_) {
+    if (store_.sharded()) fail("zero2: the parameter store was built sharded (fsdp's)");
+    store_.shard_gradients(mine.first, mine.second);
+  } else if (!store_.sharded())
     store_.keep_only(mine.first, mine.second);
   else if (store_.held() != mine)
     fail("fsdp: the parameter store holds [", store_.held().first, ", ", store_.held().second, "), rank ", comm.rank(),
@@ -60,7 +71,8 @@ FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model, bool bf16_reduce)
   at = 0;
   for (size_t i = 0; i < rest_ranges_.size(); ++i) {
     const int64_t n = size(rest_ranges_[i]);
-    store_.set_resident(kRestSlot + i, {rest_ranges_[i].first, part_of(rest_w_, at, n), part_of(rest_g_, at, n)});
+    Tensor rest_w = shard_weights_ ? part_of(rest_w_, at, n) : Tensor();
+    store_.set_resident(kRestSlot + i, {rest_ranges_[i].first, rest_w, part_of(rest_g_, at, n)});
     at += n;
   }
   model_.set_layer_hook([this](LayerEvent e, int layer) { on_event(e, layer); });
@@ -108,11 +120,15 @@ void FsdpSync::gather(int unit, int slot) {
 }
 
 void FsdpSync::ready(int layer, bool with_grads) {
+  if (!shard_weights_ && !with_grads) return;  // (zero2: nothing to gather)
   const int s = layer % 2;
-  if (slot_layer_[s] != layer) gather(layer, s);
-  if (!gather_waited_[s]) comm_.wait_for(gather_mark_[s]), gather_waited_[s] = true;
   const Range r = layer_ranges_[size_t(layer)];
-  ParamStore::Resident res{r.first, part_of(slot_w_[s], 0, size(r)), Tensor()};
+  ParamStore::Resident res{r.first, Tensor(), Tensor()};
+  if (shard_weights_) {
+    if (slot_layer_[s] != layer) gather(layer, s);
+    if (!gather_waited_[s]) comm_.wait_for(gather_mark_[s]), gather_waited_[s] = true;
+    res.weight = part_of(slot_w_[s], 0, size(r));
+  }
   if (with_grads) {
     settle_slot(s);  // (the slot's previous gradients must have left before they are overwritten)
     res.grad = part_of(slot_g_[s], 0, size(r));
@@ -123,7 +139,7 @@ void FsdpSync::ready(int layer, bool with_grads) {
 
 void FsdpSync::reduce(int unit, const Tensor& grads, Tensor wire) {
   const int me = comm_.rank();
-  const int64_t held = store_.held().first;
+  const int64_t held = store_.grad_held().first;
   Tensor& local = store_.grad_flat();
   if (wire.defined()) {
     // bf16: summed in place in the wire copy; the owners add it into their shards afterwards.
@@ -158,7 +174,7 @@ void FsdpSync::reduce(int unit, const Tensor& grads, Tensor wire) {
 }
 
 void FsdpSync::add_reduced(int unit, Tensor& scratch, const Tensor& wire) {
-  const int64_t held = store_.held().first;
+  const int64_t held = store_.grad_held().first;
   int64_t at = 0;
   for (const Range& r : ranges_of(unit)) {
     const Range part = owned(r, comm_.rank());
@@ -182,6 +198,7 @@ void FsdpSync::settle_slot(int s) {
 void FsdpSync::on_event(LayerEvent e, int layer) {
   switch (e) {
     case LayerEvent::BeforeForward:
+      if (!shard_weights_) break;  // (zero2: the weights are whole)
       if (layer == kRest) {
         if (!rest_valid_) gather(kRest, 0);
         for (int l = 0; l < std::min(2, layers_); ++l)
@@ -191,7 +208,7 @@ void FsdpSync::on_event(LayerEvent e, int layer) {
       }
       break;
     case LayerEvent::AfterForward:
-      if (layer + 2 < layers_) gather(layer + 2, layer % 2);  // its slot is free now
+      if (shard_weights_ && layer + 2 < layers_) gather(layer + 2, layer % 2);  // its slot is free now
       break;
     case LayerEvent::BeforeBackward:
       ready(layer, true);
@@ -203,7 +220,7 @@ void FsdpSync::on_event(LayerEvent e, int layer) {
       reduce_mark_[s] = comm_.mark();
       reduce_pending_[s] = true;
       slot_layer_grads_[s] = layer;
-      if (layer - 2 >= 0) gather(layer - 2, s);
+      if (shard_weights_ && layer - 2 >= 0) gather(layer - 2, s);
       break;
     }
   }
@@ -240,6 +257,7 @@ void FsdpSync::finish(Tensor& sums) {
 }
 
 void FsdpSync::gather_full_copy(int root) {
+  if (!shard_weights_) fail("FsdpSync::gather_full_copy: zero2's weights are whole on every rank");
   const int me = comm_.rank();
   const int64_t numel = store_.numel(), chunk = int64_t(1) << 26;  // 64 Mi elements a round
   Tensor host = me == root ? Tensor::empty({numel}, store_.dtype(), Device::CPU) : Tensor();

@@ -79,10 +79,12 @@ int64_t AdamW::offloaded_bytes() const {
 void AdamW::step(float lr, const Tensor& grad_divisor) {
   ++step_;
   ops::AdamWHyper h{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, cfg_.weight_decay, step_};
-  // This rank's shard of the store's buffers (all of them when not sharded; a sharded store,
-  // fsdp, holds just this shard: its buffers start at the shard's first element).
+  // This rank's shard of the store's buffers (all of them when not sharded; a sharded store
+  // holds just this shard: its buffers start at the shard's first element; under zero2 only the
+  // gradient buffer is sharded).
   const std::pair<int64_t, int64_t> local{shard_.first - params_.held().first, shard_.second - params_.held().first};
-  const Tensor grad = slice(params_.grad_flat(), local);
+  const int64_t g0 = params_.grad_held().first;
+  const Tensor grad = slice(params_.grad_flat(), {shard_.first - g0, shard_.second - g0});
   if (!comm_) {
     ops::grad_norm_clip_coef(norm_, clip_coef_, grad, cfg_.max_grad_norm, grad_divisor);
   } else {

@@ -275,15 +275,15 @@ class TrainingRun {
       o.bucket_bytes = int64_t(cfg_.distributed.bucket_mb) << 20;
       o.bf16_reduce = cfg_.distributed.bf16_reduce;
       o.nccl_symmetric = cfg_.distributed.nccl_symmetric;
-      if (o.strategy != ParallelStrategy::Fsdp) sync_ = std::make_unique<GradientSync>(*comm_, *model_, o);
+      if (!sharded_gradients()) sync_ = std::make_unique<GradientSync>(*comm_, *model_, o);
     }
     summary_.ckpt_dir = ckpt_dir_;
     resume();
-    if (comm_ && cfg_.distributed.strategy == ParallelStrategy::Fsdp) {
+    if (comm_ && sharded_gradients()) {
       // (after resume and the first broadcast, which need the whole store on every rank)
-      auto fsdp = std::make_unique<FsdpSync>(*comm_, *model_, cfg_.distributed.bf16_reduce);
-      fsdp_ = fsdp.get();
-      sync_ = std::move(fsdp);
+      auto sync = std::make_unique<FsdpSync>(*comm_, *model_, cfg_.distributed.strategy, cfg_.distributed.bf16_reduce);
+      if (cfg_.distributed.strategy == ParallelStrategy::Fsdp) fsdp_ = sync.get();
+      sync_ = std::move(sync);
     }
     // Tokenizing, masking and packing run ahead on a background thread from here on.
     prefetch_ = std::make_unique<Prefetcher>(*data_, 4);
@@ -311,7 +311,7 @@ class TrainingRun {
       std::printf("distributed: %d ranks (%s), %s, strategy %s%s%s\n", env_.world_size, env_.source.c_str(),
                   comm_->name().c_str(), strategy_name(cfg_.distributed.strategy),
                   cfg_.distributed.bf16_reduce ? ", bf16 gradient reduction" : "",
-                  cfg_.distributed.nccl_symmetric && cfg_.distributed.strategy != ParallelStrategy::Fsdp
+                  cfg_.distributed.nccl_symmetric && !sharded_gradients()
                       ? ", symmetric-memory reduction (if the backend has it)" : "");
   }
 
@@ -612,7 +612,11 @@ class TrainingRun {
   std::unique_ptr<BatchSource> data_, val_data_;
   std::unique_ptr<LanguageModel> model_;
   std::unique_ptr<AdamW> opt_;
-  std::unique_ptr<StepSync> sync_;  // multi-process: GradientSync, or FsdpSync (fsdp_)
+  // zero2 and fsdp: the gradients (fsdp: the parameters too) are sharded (train/fsdp.h).
+  bool sharded_gradients() const {
+    return cfg_.distributed.strategy == ParallelStrategy::Zero2 || cfg_.distributed.strategy == ParallelStrategy::Fsdp;
+  }
+  std::unique_ptr<StepSync> sync_;  // multi-process: GradientSync (ddp, zero1), or FsdpSync (fsdp_ under fsdp)
   FsdpSync* fsdp_ = nullptr;
   std::unique_ptr<Prefetcher> prefetch_;
   MetricSinks metrics_;
