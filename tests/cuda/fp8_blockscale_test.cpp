@@ -80,17 +80,21 @@ TEST(CudaBlockScale, HadamardMatchesCpu) {
 
 // Each block-scaled recipe tracks bf16 within 5% per 20-step window, on ESM-2 and on the DNA
 // Llama: Float8BlockScaling on the native block-scaled GEMMs (every projection of these models is
-// a multiple of 128: nothing runs emulated), MXFP8 and NVFP4 emulated.
+// a multiple of 128: nothing runs emulated) with HYBRID and with E4M3 gradients (the OpenGenome2
+// recipe's fp8_format), MXFP8 and NVFP4 emulated.
 TEST(CudaBlockScale, TrainingTracksBf16) {
   BIOFM_REQUIRE_GPU();
-  ops::LayerQuant block, mx, fp4;
+  ops::LayerQuant block, block_e4m3, mx, fp4;
   block.format = mx.format = ops::LayerFormat::Fp8;
   block.scaling = ops::Fp8Scaling::Block;
+  block_e4m3 = block;
+  block_e4m3.bwd = Fp8Type::E4M3;
   mx.scaling = ops::Fp8Scaling::Mxfp8;
   fp4.format = ops::LayerFormat::Fp4;
   for (const char* family : {"esm2", "llama"}) {
     const std::vector<double> bf16 = testkit::recipe_curve(family, {});
     for (const auto& [name, q] : {std::pair<const char*, ops::LayerQuant>{"Float8BlockScaling", block},
+                                  {"Float8BlockScaling E4M3", block_e4m3},
                                   {"MXFP8BlockScaling", mx}, {"NVFP4BlockScaling", fp4}}) {
       const int64_t emulated_before = ops::cuda::fp8_block_emulated_calls();
       const std::vector<double> curve =
