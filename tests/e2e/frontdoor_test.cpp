@@ -298,3 +298,18 @@ TEST(FrontDoor, RunMetricsTensorBoardAndReportInABrowser) {
   std::printf("series-colored pixels: %zu with paths, %zu without\n", with_paths, without);
   EXPECT_GT(with_paths, without + 1000) << "with paths " << with_paths << ", without " << without;
 }
+
+// bench says which recipe each layer ran (the banner's FP8 format alone does not), in its output
+// and its JSON.
+TEST(FrontDoor, BenchNamesThePrecisionOfEachLayer) {
+  const std::string out = fresh_dir("bench") + "/bench.json";
+  RunResult r = run_biofm("bench --model esm2 --shape 8M --device cpu --steps 1 --warmup 0 --tokens-per-batch 512 --max-seq-length 256 --data " +
+                          src("data/proteins_sample.fasta") + " --json " + out +
+                          " --fp8 fp8_config.fp8_recipe=Float8BlockScaling 'fp8_layers=[1,2]'");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("precision by layer: layers 1-2: fp8 Float8BlockScaling, layers 3-6: fp32"), std::string::npos)
+      << r.output;
+  std::ifstream f(out);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j.at("precision_by_layer"), "layers 1-2: fp8 Float8BlockScaling, layers 3-6: fp32");
+}

@@ -480,3 +480,11 @@ TEST(ConfigTrain, DatasetPathTakesAListOrACommaSeparatedString) {
   EXPECT_HAS(error_of([] { load_train_config_string("dataset:\n  path: x.fa\n  column: [a, b]\n"); }),
              "'dataset.column' expects a string");
 }
+
+TEST(ConfigTrain, NcclSymmetricMemoryIsRefusedWhereNoWholeGradientIsReduced) {
+  for (const char* s : {"zero2", "fsdp"})
+    EXPECT_HAS(error_of([&] { minimal({std::string("distributed.strategy=") + s, "distributed.nccl_symmetric=true"}); }),
+               "distributed.nccl_symmetric=true applies to ddp and zero1");
+  for (const char* s : {"ddp", "zero1"})
+    EXPECT_NO_THROW(minimal({std::string("distributed.strategy=") + s, "distributed.nccl_symmetric=true"}));
+}

@@ -65,12 +65,31 @@ TEST(Fsdp, Zero2KeepsTheWeightsWholeAndOnlyThisRanksGradientShard) {
   EXPECT_EQ(broadcast, r.numel);
 }
 
+// The trainer builds zero2's store with its gradient shard only (the whole buffer never exists);
+// FsdpSync takes it as it is, and one built for another rank is refused.
+TEST(Fsdp, Zero2TakesAStoreBuiltWithItsGradientShard) {
+  const ModelFamily& f = family_named("llama");
+  BuildOptions o;
+  o.shard = ParamShard{0, 2, /*gradients_only=*/true};
+  std::unique_ptr<LanguageModel> m = f.build(testkit::tiny_shape(f, 2), Device::CPU, o);
+  const int64_t numel = m->params().numel();
+  const auto [b, e] = AdamW::shard_of(numel, 0, 2);
+  EXPECT_FALSE(m->params().sharded());
+  EXPECT_EQ(m->params().flat().numel(), numel);
+  EXPECT_EQ(m->params().grad_flat().numel(), e - b);
+  RecordingComm comm(0, 2);
+  EXPECT_NO_THROW(FsdpSync(comm, *m, ParallelStrategy::Zero2));
+  RecordingComm other(1, 2);
+  EXPECT_THROW(FsdpSync(other, *m, ParallelStrategy::Zero2), Error);
+}
+
 TEST(Fsdp, EveryRankIssuesTheSameCollectivesEvenWithoutABackward) {
   for (ParallelStrategy s : {ParallelStrategy::Fsdp, ParallelStrategy::Zero2})
     for (int layers : {1, 2, 5}) {
       const StepRecord with = fsdp_step(true, layers, s), without = fsdp_step(false, layers, s);
       EXPECT_EQ(with.calls, without.calls) << layers << " layers";
-      EXPECT_GT(with.calls.size(), size_t(layers));
+      // (fsdp: a gather and a reduction per layer at least; zero2: a reduction)
+      EXPECT_GT(with.calls.size(), size_t(s == ParallelStrategy::Fsdp ? 2 * layers : layers));
     }
 }
 

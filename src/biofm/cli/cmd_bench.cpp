@@ -17,6 +17,7 @@
 #include "biofm/core/device_memory_stats.h"
 #include "biofm/core/profiling.h"
 #include "biofm/io/atomic_file.h"
+#include "biofm/ops/fp8/recipe.h"
 #include "biofm/train/config.h"
 #include "biofm/train/metrics.h"
 #include "biofm/train/optimizer.h"
@@ -126,6 +127,11 @@ int cmd_bench(int argc, char** argv) {
               cfg.fp8_config.enabled ? (" + FP8 " + cfg.fp8_config.fp8_format).c_str() : "", batch_mode_name(cfg.dataset.packing),
               cfg.recompute ? "recompute" : "no recompute", (long long)cfg.dataset.max_tokens_per_batch,
               (long long)warmup, (long long)steps);
+  // Which recipe each layer runs (as train prints it): the banner's format alone does not say.
+  const std::string by_layer =
+      model->layer_quant().empty() ? std::string()
+                                   : ops::describe_layer_quant(model->layer_quant(), device == Device::CPU ? "fp32" : "bf16");
+  if (!by_layer.empty()) std::printf("precision by layer: %s\n", by_layer.c_str());
   std::fflush(stdout);
   int64_t rows = 0, real = 0;
   double flops_seed = 0;
@@ -160,6 +166,7 @@ int cmd_bench(int argc, char** argv) {
       {"parameters", dims.parameters},
       {"precision", precision_name(cfg.precision)},
       {"fp8", cfg.fp8_config.enabled ? cfg.fp8_config.fp8_format : "off"},
+      {"precision_by_layer", by_layer},
       {"packing", batch_mode_name(cfg.dataset.packing)},
       {"recompute", cfg.recompute},
       {"tokens_per_batch", cfg.dataset.max_tokens_per_batch},

@@ -23,11 +23,12 @@ ParamStore::ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype,
     const int64_t n = shape_numel(specs_[i].shape);
     total_ += specs_[i].fuse_with_next ? n : (n + 15) / 16 * 16;
   }
-  held_ = shard_range(total_, shard.rank, shard.world);
-  grad_held_ = held_;
-  sharded_ = shard.active();
+  grad_held_ = shard_range(total_, shard.rank, shard.world);
+  grads_sharded_ = shard.active();
+  sharded_ = shard.active() && !shard.gradients_only;
+  held_ = sharded_ ? grad_held_ : std::pair<int64_t, int64_t>{0, total_};
   flat_ = Tensor::zeros({held_.second - held_.first}, dtype, device);
-  grad_flat_ = Tensor::zeros({held_.second - held_.first}, DType::F32, device);
+  grad_flat_ = Tensor::zeros({grad_held_.second - grad_held_.first}, DType::F32, device);
 }
 
 std::pair<int64_t, int64_t> shard_range(int64_t numel, int rank, int world) {
@@ -62,7 +63,7 @@ void ParamStore::keep_only(int64_t begin, int64_t end) {
   compute_ = part(compute_);
   grad_flat_ = Tensor::zeros({end - begin}, DType::F32, grad_flat_.device());
   held_ = grad_held_ = {begin, end};
-  sharded_ = true;
+  sharded_ = grads_sharded_ = true;
   ++version_;
 }
 
@@ -70,8 +71,11 @@ void ParamStore::shard_gradients(int64_t begin, int64_t end) {
   if (sharded_ || gradients_sharded()) fail("ParamStore::shard_gradients: already sharded");
   if (begin < 0 || end > total_ || begin > end) fail("ParamStore::shard_gradients: bad range [", begin, ", ", end, ")");
   if (!grad_flat_.defined()) fail("ParamStore::shard_gradients: this store holds no gradients");
-  grad_flat_ = Tensor::zeros({end - begin}, DType::F32, grad_flat_.device());
+  const Device d = grad_flat_.device();
+  grad_flat_ = Tensor();  // (freed before the shard is allocated: no moment holds both)
+  grad_flat_ = Tensor::zeros({end - begin}, DType::F32, d);
   grad_held_ = {begin, end};
+  grads_sharded_ = true;
 }
 
 void ParamStore::set_resident(size_t slot, Resident r) {

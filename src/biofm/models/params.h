@@ -32,9 +32,11 @@ struct ParamSpec {
 };
 
 // One rank's part of the flat layout under fully sharded training: rank r of `world` holds the
-// contiguous range shard_range(numel, r, world) of every flat buffer (world 1: all of it).
+// contiguous range shard_range(numel, r, world) of every flat buffer (world 1: all of it) — or,
+// gradients_only (zero2), of the gradient buffer alone (the weights whole).
 struct ParamShard {
   int rank = 0, world = 1;
+  bool gradients_only = false;
   bool active() const { return world > 1; }
 };
 std::pair<int64_t, int64_t> shard_range(int64_t numel, int rank, int world);
@@ -44,7 +46,8 @@ class ParamStore {
   ParamStore() = default;
   // dtype: the master buffer's dtype, F32 or BF16 (see above). An active shard allocates only
   // that rank's range of each buffer from the start (keep_only, below, without the whole first):
-  // init and load_mapped then fill just that range.
+  // init and load_mapped then fill just that range. gradients_only: of the gradients only
+  // (shard_gradients, below, without the whole first).
   ParamStore(std::vector<ParamSpec> specs, Device device, DType dtype = DType::F32, ParamShard shard = {});
 
   size_t size() const { return specs_.size(); }
@@ -132,7 +135,7 @@ class ParamStore {
   // weight stays whole. Backward then adds gradients in resident gradient copies (Resident
   // with an undefined weight) that the zero2 schedule installs.
   void shard_gradients(int64_t begin, int64_t end);
-  bool gradients_sharded() const { return grad_held_ != std::pair<int64_t, int64_t>{0, total_}; }
+  bool gradients_sharded() const { return grads_sharded_; }
   // [begin, end) of the layout that grad_flat() holds (held() under fsdp; all of it unsharded).
   std::pair<int64_t, int64_t> grad_held() const { return grad_held_; }
   // A copy of [begin, begin + n) of the layout: weight in compute_dtype(), grad F32; either may
@@ -214,6 +217,7 @@ class ParamStore {
   Device device_ = Device::CPU;
   uint64_t version_ = 0;
   bool sharded_ = false;
+  bool grads_sharded_ = false;  // (sharded_ implies it; zero2 has it alone)
   std::pair<int64_t, int64_t> held_{0, 0};
   std::pair<int64_t, int64_t> grad_held_{0, 0};
   std::vector<Resident> residents_;  // by slot (sharded parameters or gradients only)

@@ -14,6 +14,7 @@
 #include "biofm/io/config.h"
 #include "biofm/models/registry.h"
 #include "biofm/ops/options.h"
+#include "biofm/train/parallel_strategy.h"
 #include "biofm/train/setup.h"
 
 namespace biofm {
@@ -591,6 +592,10 @@ void check_train_config(const TrainConfig& c) {
            "quant_stats_config.quant_stats_file", "fp8_stats_config.fp8_stats_file");
   both_set(c.quant_stats_config.quant_log_dir, c.fp8_stats_config.fp8_log_dir, "quant_stats_config.quant_log_dir",
            "fp8_stats_config.fp8_log_dir");
+  if (c.distributed.nccl_symmetric && (c.distributed.strategy == ParallelStrategy::Zero2 ||
+                                       c.distributed.strategy == ParallelStrategy::Fsdp))
+    err("distributed.nccl_symmetric=true applies to ddp and zero1 (their all-reduced gradient buffer); ",
+        strategy_name(c.distributed.strategy), " reduces each layer's gradients into their owners' shards: set it to false");
   if ((c.profiler.start_step >= 0) != (c.profiler.end_step >= 0) || c.profiler.end_step < c.profiler.start_step)
     err("profiler.start_step (", c.profiler.start_step, ") and profiler.end_step (", c.profiler.end_step,
         ") must both be -1 or satisfy 0 <= start_step <= end_step");

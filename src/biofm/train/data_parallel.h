@@ -29,7 +29,6 @@ namespace biofm {
 
 class Communicator;
 
-const char* strategy_name(ParallelStrategy s);
 bool optimizer_sharded(ParallelStrategy s);
 
 struct DataParallelOptions {

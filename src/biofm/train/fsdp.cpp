@@ -4,7 +4,6 @@
 
 #include "biofm/dist/comm.h"
 #include "biofm/ops/elementwise/op.h"
-#include "biofm/train/data_parallel.h"
 #include "biofm/train/optimizer.h"
 
 namespace biofm {
@@ -46,6 +45,20 @@ FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model, ParallelStrategy st
   if (at < numel) rest_ranges_.push_back({at, numel});
   for (const Range& r : rest_ranges_) rest_numel_ += size(r);
 
+  // Shard first, so that the whole buffers are gone before the slots are allocated. (The trainer
+  // shards zero2's gradients at build time already: they never coexist with the moments.)
+  const Range mine = AdamW::shard_of(numel, comm.rank(), comm.world_size());
+  if (!shard_weights_) {
+    if (store_.sharded()) fail("zero2: the parameter store was built sharded (fsdp's)");
+    if (!store_.gradients_sharded()) store_.shard_gradients(mine.first, mine.second);
+  } else if (!store_.sharded()) {
+    store_.keep_only(mine.first, mine.second);
+  }
+  const Range held = shard_weights_ ? store_.held() : store_.grad_held();
+  if (held != mine)
+    fail(strategy_name(strategy), ": the parameter store holds [", held.first, ", ", held.second, ") of the ",
+         shard_weights_ ? "parameters" : "gradients", ", rank ", comm.rank(), " owns [", mine.first, ", ", mine.second, ")");
+
   const Device d = store_.device();
   const DType w = store_.compute_dtype();
   for (int s = 0; s < 2; ++s) {
@@ -59,15 +72,6 @@ FsdpSync::FsdpSync(Communicator& comm, LanguageModel& model, ParallelStrategy st
     rest_wire_ = Tensor::zeros({std::max<int64_t>(rest_numel_, 1)}, DType::BF16, d);
   }
 
-  const Range mine = AdamW::shard_of(numel, comm.rank(), comm.world_size());
-  if (!shard_weights_) {
-    if (store_.sharded()) fail("zero2: the parameter store was built sharded (fsdp's)");
-    store_.shard_gradients(mine.first, mine.second);
-  } else if (!store_.sharded())
-    store_.keep_only(mine.first, mine.second);
-  else if (store_.held() != mine)
-    fail("fsdp: the parameter store holds [", store_.held().first, ", ", store_.held().second, "), rank ", comm.rank(),
-         " owns [", mine.first, ", ", mine.second, ")");
   at = 0;
   for (size_t i = 0; i < rest_ranges_.size(); ++i) {
     const int64_t n = size(rest_ranges_[i]);

@@ -1,11 +1,12 @@
 // How data-parallel training shares the work (distributed.strategy), and what a training step
-// asks of it (StepSync; train/data_parallel.h for ddp/zero1/zero2, train/fsdp.h for fsdp).
+// asks of it (StepSync; train/data_parallel.h for ddp/zero1, train/fsdp.h for zero2/fsdp).
 #pragma once
 #include "biofm/core/tensor.h"
 
 namespace biofm {
 
 enum class ParallelStrategy { Ddp, Zero1, Zero2, Fsdp };
+const char* strategy_name(ParallelStrategy s);  // "ddp", "zero1", "zero2", "fsdp"
 
 // The collectives of one optimizer step, driven by TrainStep (train/step.h) and the model's
 // layer hook. Every rank must issue the same collectives in the same order.

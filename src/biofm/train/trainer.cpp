@@ -167,26 +167,31 @@ void truncate_metrics(const std::string& path, int64_t step) {
 
 // Where a non-finite value sits, for the divergence messages: the first parameter (in the
 // model's table order) whose weights hold one, else the first whose gradient does; "" when
-// none is found. Copies each tensor to the host: only for a step that went bad.
+// none is found. Copies the buffers to the host: only for a step that went bad. Gradients are
+// read from the store's gradient buffer (under zero2/fsdp: this rank's reduced shard of it).
 std::string first_nonfinite_tensor(const ParamStore& ps) {
-  auto has_nonfinite = [](const Tensor& t) {
+  auto first_nonfinite = [](const Tensor& t) -> int64_t {  // index, or -1
     const Tensor h = t.to(Device::CPU).to(DType::F32);
     const float* p = h.f32();
     for (int64_t i = 0; i < h.numel(); ++i)
-      if (!std::isfinite(p[i])) return true;
-    return false;
+      if (!std::isfinite(p[i])) return i;
+    return -1;
   };
   try {
     for (size_t i = 0; i < ps.size(); ++i)
-      if (has_nonfinite(ps.param(i)))
+      if (first_nonfinite(ps.param(i)) >= 0)
         return "the first parameter (in model order) with non-finite values is " + ps.spec(i).name;
-    if (ps.grad_flat().defined())
-      for (size_t i = 0; i < ps.size(); ++i)
-        if (has_nonfinite(ps.grad(i)))
-          return "the first parameter (in model order) with a non-finite gradient is " + ps.spec(i).name;
   } catch (const Error&) {
     // (a store that holds only a shard of the parameters: nothing to name)
   }
+  if (!ps.grad_flat().defined()) return "";
+  const int64_t bad = first_nonfinite(ps.grad_flat());
+  if (bad < 0) return "";
+  const int64_t at = ps.grad_held().first + bad;  // element of the layout (offsets ascend in table order)
+  for (size_t i = ps.size(); i-- > 0;)
+    if (ps.offset(i) <= at)
+      return "the first parameter (in model order" + std::string(ps.gradients_sharded() ? ", of this rank's shard" : "") +
+             ") with a non-finite gradient is " + ps.spec(i).name;
   return "";
 }
 
@@ -317,9 +322,12 @@ class TrainingRun {
 
   void build_model() {
     try {
-      // (fsdp: each rank builds, initialises or loads only its shard of the parameters)
-      const bool fsdp = env_.distributed() && cfg_.distributed.strategy == ParallelStrategy::Fsdp;
-      model_ = make_model(cfg_, device_, fsdp ? ParamShard{env_.rank, env_.world_size} : ParamShard{});
+      // (fsdp: each rank builds, initialises or loads only its shard of the parameters; zero2:
+      // only its shard of the gradients)
+      ParamShard shard;
+      if (env_.distributed() && sharded_gradients())
+        shard = {env_.rank, env_.world_size, cfg_.distributed.strategy == ParallelStrategy::Zero2};
+      model_ = make_model(cfg_, device_, shard);
     } catch (const std::bad_alloc&) {
       fail("not enough memory for the model of model.config (hidden_size ", cfg_.model.config.hidden_size,
            ", num_hidden_layers ", cfg_.model.config.num_hidden_layers, ", intermediate_size ",
