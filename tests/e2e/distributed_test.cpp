@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "biofm/io/safetensors.h"
@@ -325,4 +326,29 @@ TEST(Distributed, ARankThatNeverArrivesFailsTheRendezvousInTime) {
                    " distributed.rendezvous_timeout_s=2; code=$?; echo \"rank0 exit $code after $(( $(date +%s) - start )) s\") 2>&1");
   EXPECT_NE(r.output.find("rank(s) 1 of 2 never arrived within 2.0 s"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rank0 exit 1 "), std::string::npos) << r.output;
+}
+
+// profiler.range_times: each rank times its ranges over the window and writes them; rank 0
+// prints the table. The gradient path's collectives are among them (zero2: reductions to owners).
+TEST(Distributed, EachRankWritesTheRangeTimesOfTheProfilerWindow) {
+  const std::string out = fresh_dir("dist_range_times");
+  RunResult r = run_biofm(launch(2) + tiny_args(out, 4, 1) +
+                          " distributed.strategy=zero2 profiler.start_step=2 profiler.end_step=3 profiler.range_times=true");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("range times of steps 2-3 (rank 0; wall clock)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("layer * backward"), std::string::npos) << r.output;
+  for (int rank : {0, 1}) {
+    std::ifstream f(out + "/range_times_rank" + std::to_string(rank) + ".json");
+    ASSERT_TRUE(f.good()) << "rank " << rank;
+    const nlohmann::json j = nlohmann::json::parse(f);
+    EXPECT_EQ(j["rank"], rank);
+    EXPECT_EQ(j["first_step"], 2);
+    EXPECT_EQ(j["last_step"], 3);
+    std::map<std::string, nlohmann::json> by_name;
+    for (const auto& row : j["ranges"]) by_name[row["name"].get<std::string>()] = row;
+    for (const char* name : {"train_step", "layer 1 backward", "optimizer", "gradient_sync", "gloo reduce"})
+      ASSERT_TRUE(by_name.count(name)) << name << " missing on rank " << rank << ": " << j.dump();
+    EXPECT_EQ(by_name["train_step"]["calls"], 2);
+    EXPECT_GT(by_name["train_step"]["total_ms"].get<double>(), by_name["layer 1 backward"]["total_ms"].get<double>());
+  }
 }

@@ -137,6 +137,7 @@ int cmd_bench(int argc, char** argv) {
   double flops_seed = 0;
   std::chrono::steady_clock::time_point t0;
   ProfilerWindow::configure(cfg.profiler.start_step, cfg.profiler.end_step, 0);
+  range_timer::set_enabled(cfg.profiler.range_times, device == Device::CUDA);
   std::unique_ptr<GpuMonitor> monitor;  // the GPU's clock and power over the timed steps
   for (int64_t s = 0; s < warmup + steps; ++s) {
     if (s == warmup) {
@@ -204,6 +205,17 @@ int cmd_bench(int argc, char** argv) {
               100 * r["padding_fraction"].get<double>(), r["step_time_s"].get<double>(), 100 * r["mfu_seed"].get<double>(),
               100 * r["mfu_6n"].get<double>(), r["peak_mem_gib"].get<double>());
   if (monitor) std::printf("GPU during the timed steps: %s\n", describe(gpu).c_str());
+  // profiler.range_times: the window's per-range times (steps counted from the first warm-up step).
+  range_timer::set_recording(false);
+  if (range_timer::pending()) {
+    const std::vector<range_timer::Row> rows = range_timer::take();
+    const int64_t first = cfg.profiler.start_step, last = std::min(cfg.profiler.end_step, warmup + steps);
+    std::printf("%s", range_timer::format_table(rows, last - first + 1,
+                                                "range times of steps " + std::to_string(first) + "-" + std::to_string(last) +
+                                                    " (warm-up steps included in the count), per step")
+                          .c_str());
+    r["range_times"] = nlohmann::json::parse(range_timer::to_json(rows, first, last, 0, device == Device::CUDA));
+  }
   if (a.has("--json")) write_file_atomic(a.get("--json"), r.dump(2) + "\n");
   return 0;
 }

@@ -1,10 +1,13 @@
 // Hooks for NVIDIA Nsight Systems: NVTX ranges around the phases of a train step, and a
 // capture window over optimizer steps (cudaProfilerStart/Stop; run nsys with
-// --capture-range=cudaProfilerApi). Without CUDA the ranges compile to nothing and the window
-// only keeps its count (so it is testable on the CPU).
+// --capture-range=cudaProfilerApi). Without CUDA the NVTX calls compile to nothing and the window
+// only keeps its count (so it is testable on the CPU). With profiler.range_times the ranges
+// opened inside the window are also timed (core/range_timer.h), on any device.
 #pragma once
 #include <cstdint>
 #include <cstdio>
+
+#include "biofm/core/range_timer.h"
 
 #ifdef BIOFM_WITH_CUDA
 #include <cuda_profiler_api.h>
@@ -19,28 +22,37 @@ class NvtxRange {
   explicit NvtxRange(const char* name) {
 #ifdef BIOFM_WITH_CUDA
     nvtxRangePushA(name);
-#else
-    (void)name;
 #endif
+    if (range_timer::recording()) timer_ = range_timer::begin(name);
   }
   // NvtxRange r("layer %d backward", l); — a numbered range (NVTX copies the name). Formats
   // only when built with CUDA: without it the ranges are no-ops.
   NvtxRange(const char* format, int n) {
+    const bool timed = range_timer::recording();
 #ifdef BIOFM_WITH_CUDA
+    const bool named = true;
+#else
+    const bool named = timed;
+#endif
+    if (!named) return;
     char name[64];
     std::snprintf(name, sizeof name, format, n);
+#ifdef BIOFM_WITH_CUDA
     nvtxRangePushA(name);
-#else
-    (void)format, (void)n;
 #endif
+    if (timed) timer_ = range_timer::begin(name);
   }
   ~NvtxRange() {
+    range_timer::end(timer_);
 #ifdef BIOFM_WITH_CUDA
     nvtxRangePop();
 #endif
   }
   NvtxRange(const NvtxRange&) = delete;
   NvtxRange& operator=(const NvtxRange&) = delete;
+
+ private:
+  int timer_ = -1;  // its range_timer id while the window records
 };
 
 // The process-wide capture window (cudaProfilerStart/Stop are process-wide too). Steps are
@@ -56,6 +68,7 @@ class ProfilerWindow {
     ++s.step;
     if (s.start >= 0 && s.step == s.start && !s.capturing) {
       s.capturing = true;
+      range_timer::set_recording(true);
 #ifdef BIOFM_WITH_CUDA
       cudaProfilerStart();
 #endif
@@ -65,12 +78,15 @@ class ProfilerWindow {
     State& s = state();
     if (s.capturing && s.step >= s.end) {
       s.capturing = false;
+      range_timer::set_recording(false);
 #ifdef BIOFM_WITH_CUDA
       cudaProfilerStop();
 #endif
     }
   }
   static bool capturing() { return state().capturing; }
+  static int64_t start_step() { return state().start; }
+  static int64_t end_step() { return state().end; }
   static int64_t current_step() { return state().step; }
 
  private:

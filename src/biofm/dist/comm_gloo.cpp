@@ -1,6 +1,7 @@
 // Gloo (Debian's libgloo-dev, the library PyTorch's CPU backend uses) over TCP: the CPU
 // processes' collectives. Gloo finds its peers through a key-value store; ours is the
 // coordinator's.
+#include "biofm/core/range_timer.h"
 #include "biofm/dist/comm.h"
 
 #include "biofm/dist/coordinator.h"
@@ -148,8 +149,11 @@ class GlooCommunicator : public Communicator {
  private:
   template <class F>
   void run(F&& f, const char* what) {
+    // profiler.range_times: each collective's time (Gloo's are done when the call returns)
+    const int span = range_timer::recording() ? range_timer::begin(("gloo " + std::string(what)).c_str()) : -1;
     try {
       f();
+      range_timer::end(span);
     } catch (const std::exception& e) {
       // Usually a peer died (its connection reset). The coordinator names it and ends this
       // process within a heartbeat or two; give it that chance before the less telling error.

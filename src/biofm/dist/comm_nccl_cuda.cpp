@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "biofm/core/cuda_context.h"
+#include "biofm/core/range_timer.h"
 #include "biofm/dist/comm.h"
 #include "biofm/dist/coordinator.h"
 
@@ -116,17 +117,20 @@ class NcclCommunicator : public Communicator {
     const ncclDataType_t ty = nccl_type(t);
     after_compute();
     Span* sp = trace_begin(t.nbytes());
+    Timed timed(this, "nccl all_reduce");
     BIOFM_NCCL_CHECK(ncclAllReduce(t.raw(), t.raw(), size_t(t.numel()), ty, ncclSum, comm_, stream_));
     trace_end(sp);
   }
   void reduce_sum(Tensor& t, int root) override {
     const ncclDataType_t ty = nccl_type(t);
     after_compute();
+    Timed timed(this, "nccl reduce");
     BIOFM_NCCL_CHECK(ncclReduce(t.raw(), t.raw(), size_t(t.numel()), ty, ncclSum, root, comm_, stream_));
   }
   void broadcast(Tensor& t, int root) override {
     if (t.device() != Device::CUDA) fail("nccl: needs a CUDA tensor, got ", t.describe());
     after_compute();
+    Timed timed(this, "nccl broadcast");
     BIOFM_NCCL_CHECK(ncclBroadcast(t.raw(), t.raw(), t.nbytes(), ncclUint8, root, comm_, stream_));
   }
   void broadcast_from(const Tensor& src, Tensor& dst, int root) override {
@@ -134,6 +138,7 @@ class NcclCommunicator : public Communicator {
     if (rank_ == root && src.nbytes() != dst.nbytes()) fail("nccl broadcast: ", src.describe(), " into ", dst.describe());
     after_compute();
     const void* send = rank_ == root ? src.raw() : dst.raw();
+    Timed timed(this, "nccl broadcast");
     BIOFM_NCCL_CHECK(ncclBroadcast(send, dst.raw(), dst.nbytes(), ncclUint8, root, comm_, stream_));
   }
   void reduce_sum_to(const Tensor& src, Tensor& dst, int root) override {
@@ -141,6 +146,7 @@ class NcclCommunicator : public Communicator {
     if (rank_ == root && (dst.dtype() != src.dtype() || dst.numel() != src.numel()))
       fail("nccl reduce: ", src.describe(), " into ", dst.describe());
     after_compute();
+    Timed timed(this, "nccl reduce");
     BIOFM_NCCL_CHECK(ncclReduce(src.raw(), rank_ == root ? dst.raw() : nullptr, size_t(src.numel()), ty, ncclSum, root,
                                 comm_, stream_));
   }
@@ -156,12 +162,15 @@ class NcclCommunicator : public Communicator {
   }
   void group_begin() override {
     after_compute();  // (event calls are not allowed to split a group's work)
+    group_span_ = range_timer::begin("nccl group", stream_);  // (profiler.range_times: the whole group)
     in_group_ = true;
     BIOFM_NCCL_CHECK(ncclGroupStart());
   }
   void group_end() override {
     BIOFM_NCCL_CHECK(ncclGroupEnd());
     in_group_ = false;
+    range_timer::end(group_span_, stream_);
+    group_span_ = -1;
   }
   void join() override {
     BIOFM_CUDA_CHECK(cudaEventRecord(comm_done_, stream_));
@@ -170,6 +179,19 @@ class NcclCommunicator : public Communicator {
   }
 
  private:
+  // profiler.range_times: a collective's time on the communicator's stream (inside a group only
+  // the whole group is timed: events may not split a group's work).
+  struct Timed {
+    NcclCommunicator* c;
+    int id;
+    Timed(NcclCommunicator* comm, const char* name)
+        : c(comm), id(comm->in_group_ ? -1 : range_timer::begin(name, comm->stream_)) {}
+    ~Timed() { range_timer::end(id, c->stream_); }
+    Timed(const Timed&) = delete;
+    Timed& operator=(const Timed&) = delete;
+  };
+  int group_span_ = -1;
+
   // The collective reads what the compute stream wrote before this call.
   void after_compute() {
     if (in_group_) return;

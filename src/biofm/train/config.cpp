@@ -374,6 +374,9 @@ Registry build_registry() {
   // profiler (nsys: run with --capture-range=cudaProfilerApi)
   BIND(profiler.start_step, .range = ge(-1), .help = "cudaProfilerStart before this step (1-based); -1 = off");
   BIND(profiler.end_step, .range = ge(-1), .help = "cudaProfilerStop after this step");
+  BIND(profiler.range_times, .help = "time every range (phases, each layer's forward and backward, the gradient "
+                                     "sync, each collective) over the window: a per-step table at its end and "
+                                     "output_dir/range_times_rankR.json (CUDA events on the GPU)");
 
   // distributed (multi-process runs: biofm launch, torchrun, srun, mpirun)
   BIND(distributed.strategy, .help = "ddp (replicated optimizer) | zero1 (sharded optimizer state) | zero2 "
@@ -596,6 +599,9 @@ void check_train_config(const TrainConfig& c) {
                                        c.distributed.strategy == ParallelStrategy::Fsdp))
     err("distributed.nccl_symmetric=true applies to ddp and zero1 (their all-reduced gradient buffer); ",
         strategy_name(c.distributed.strategy), " reduces each layer's gradients into their owners' shards: set it to false");
+  if (c.profiler.range_times && c.profiler.start_step < 0)
+    err("profiler.range_times=true times the steps of the profiler window: set profiler.start_step and "
+        "profiler.end_step too");
   if ((c.profiler.start_step >= 0) != (c.profiler.end_step >= 0) || c.profiler.end_step < c.profiler.start_step)
     err("profiler.start_step (", c.profiler.start_step, ") and profiler.end_step (", c.profiler.end_step,
         ") must both be -1 or satisfy 0 <= start_step <= end_step");

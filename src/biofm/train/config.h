@@ -174,6 +174,7 @@ struct TrainConfig {
   struct Profiler {
     int64_t start_step = -1;  // -1 = off
     int64_t end_step = -1;
+    bool range_times = false;  // time the NVTX ranges over the window (core/range_timer.h)
     bool operator==(const Profiler&) const = default;
   };
 

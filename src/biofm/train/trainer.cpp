@@ -299,6 +299,24 @@ class TrainingRun {
     }
   }
 
+  // profiler.range_times: the window's per-range times, this rank's in its own file, rank 0's
+  // printed.
+  void write_range_times() {
+    const std::vector<range_timer::Row> rows = range_timer::take();
+    const int64_t first = ProfilerWindow::start_step();
+    const int64_t last = std::min(ProfilerWindow::end_step(), ProfilerWindow::current_step());
+    const std::string path = out_dir_ + "/range_times_rank" + std::to_string(env_.rank) + ".json";
+    write_file_atomic(path, range_timer::to_json(rows, first, last, env_.rank, device_ == Device::CUDA));
+    if (!root_) return;
+    std::printf("%s", range_timer::format_table(rows, last - first + 1,
+                                                "range times of steps " + std::to_string(first) + "-" +
+                                                    std::to_string(last) + " (rank 0; " +
+                                                    (device_ == Device::CUDA ? "stream time, CUDA events" : "wall clock") +
+                                                    "), per step; all ranks: " + out_dir_ + "/range_times_rank*.json")
+                          .c_str());
+    std::fflush(stdout);
+  }
+
   // The control plane (rendezvous, liveness) and the collectives of a multi-process run.
   void connect_ranks() {
     CoordinatorOptions co;
@@ -369,6 +387,7 @@ class TrainingRun {
 
   void open_metrics() {
     ProfilerWindow::configure(cfg_.profiler.start_step, cfg_.profiler.end_step, step_);
+    range_timer::set_enabled(cfg_.profiler.range_times, device_ == Device::CUDA);
     if (root_ && !stats_note_.empty())
       std::printf("%s%s\n", stats_note_.c_str(),
                   model_->layer_quant().empty() ? " (no FP8/FP4 layers in this run: none are collected)" : "");
@@ -443,6 +462,7 @@ class TrainingRun {
       train_step.run(micro, lr);
       model_->set_quant_stats(nullptr);
       window.add_step();
+      if (range_timer::pending()) write_range_times();
 
       json rec = check_and_log(done, lr, train_step, window);
       if (stats_now) {
@@ -582,6 +602,10 @@ class TrainingRun {
   void finish() {
     summary_.end_step = step_;
     summary_.wall_seconds = seconds_since(t_start_);
+    if (range_timer::recording()) {  // the run ended inside the profiler window: what it timed
+      range_timer::set_recording(false);
+      if (range_timer::pending()) write_range_times();
+    }
     prefetch_.reset();  // the source is ours again (its counters are read below)
     if (coord_) coord_->set_step(step_, Coordinator::Phase::Io);
     if (cfg_.checkpoint.save_final_model && !stopped_) {

@@ -1,0 +1,194 @@
+#include "biofm/core/range_timer.h"
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+namespace biofm::range_timer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Mark {
+  void* event = nullptr;  // GPU marks
+  Clock::time_point time;
+};
+
+struct Span {
+  int name = 0;
+  Mark start, end;
+  bool closed = false;
+};
+
+struct State {
+  std::mutex m;
+  bool enabled = false, gpu = false, recording = false;
+  std::vector<std::string> names;
+  std::map<std::string, int> ids;
+  std::vector<Span> spans;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+// (under the lock)
+Mark mark(State& s, void* stream) {
+  Mark k;
+  if (s.gpu) {
+    k.event = detail::record_event(stream);
+  } else {
+    k.time = Clock::now();
+  }
+  return k;
+}
+
+// "layer 12 backward" -> "layer * backward": the first run of digits becomes '*'.
+std::string pattern_of(const std::string& name) {
+  std::string out;
+  bool replaced = false;
+  for (size_t i = 0; i < name.size();) {
+    if (!replaced && std::isdigit(static_cast<unsigned char>(name[i]))) {
+      while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) ++i;
+      out += '*';
+      replaced = true;
+    } else {
+      out += name[i++];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void set_enabled(bool on, bool gpu) {
+  State& s = state();
+  std::lock_guard lock(s.m);
+  s.enabled = on;
+  s.gpu = gpu;
+  if (!on) s.recording = false;
+}
+
+bool enabled() { return state().enabled; }
+
+void set_recording(bool on) {
+  State& s = state();
+  std::lock_guard lock(s.m);
+  s.recording = on && s.enabled;
+}
+
+bool recording() { return state().recording; }
+
+int begin(const char* name, void* stream) {
+  State& s = state();
+  if (!s.recording) return -1;
+  std::lock_guard lock(s.m);
+  if (!s.recording) return -1;
+  auto [it, added] = s.ids.try_emplace(name, int(s.names.size()));
+  if (added) s.names.emplace_back(name);
+  Span sp;
+  sp.name = it->second;
+  sp.start = mark(s, stream);
+  s.spans.push_back(sp);
+  return int(s.spans.size() - 1);
+}
+
+void end(int id, void* stream) {
+  if (id < 0) return;
+  State& s = state();
+  std::lock_guard lock(s.m);
+  if (size_t(id) >= s.spans.size()) return;  // (taken meanwhile: a range that outlived its window)
+  s.spans[size_t(id)].end = mark(s, stream);
+  s.spans[size_t(id)].closed = true;
+}
+
+bool pending() {
+  State& s = state();
+  std::lock_guard lock(s.m);
+  if (s.recording || s.spans.empty()) return false;
+  for (const Span& sp : s.spans)
+    if (!sp.closed) return false;
+  return true;
+}
+
+std::vector<Row> take() {
+  State& s = state();
+  std::lock_guard lock(s.m);
+  std::vector<Row> rows(s.names.size());
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].name = s.names[i];
+  for (const Span& sp : s.spans) {
+    if (sp.closed) {
+      const double ms = s.gpu ? double(detail::elapsed_ms(sp.start.event, sp.end.event))
+                              : std::chrono::duration<double, std::milli>(sp.end.time - sp.start.time).count();
+      rows[size_t(sp.name)].calls += 1;
+      rows[size_t(sp.name)].total_ms += ms;
+    }
+    for (void* e : {sp.start.event, sp.end.event})
+      if (e) detail::destroy_event(e);
+  }
+  s.spans.clear();
+  s.names.clear();
+  s.ids.clear();
+  std::vector<Row> seen;
+  for (Row& r : rows)
+    if (r.calls > 0) seen.push_back(std::move(r));
+  return seen;
+}
+
+std::string format_table(const std::vector<Row>& rows, int64_t steps, const std::string& title) {
+  struct Group {
+    int64_t calls = 0;
+    double total = 0, lo = 1e300, hi = 0;
+    std::string lo_name, hi_name;
+    int members = 0;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Group> groups;
+  for (const Row& r : rows) {
+    const std::string key = pattern_of(r.name);
+    auto [it, added] = groups.try_emplace(key);
+    if (added) order.push_back(key);
+    Group& g = it->second;
+    g.calls += r.calls;
+    g.total += r.total_ms;
+    g.members += 1;
+    if (r.total_ms < g.lo) g.lo = r.total_ms, g.lo_name = r.name;
+    if (r.total_ms > g.hi) g.hi = r.total_ms, g.hi_name = r.name;
+  }
+  const double n = double(std::max<int64_t>(steps, 1));
+  std::string out = title + "\n";
+  char line[320];
+  std::snprintf(line, sizeof line, "  %-34s %9s %11s %11s\n", "range", "calls", "ms/step", "ms/call");
+  out += line;
+  for (const std::string& key : order) {
+    const Group& g = groups[key];
+    std::snprintf(line, sizeof line, "  %-34s %9.1f %11.3f %11.4f", key.c_str(), double(g.calls) / n, g.total / n,
+                  g.total / double(std::max<int64_t>(g.calls, 1)));
+    out += line;
+    if (g.members > 1) {
+      std::snprintf(line, sizeof line, "   (%d names: least %s %.3f, most %s %.3f ms/step)", g.members,
+                    g.lo_name.c_str(), g.lo / n, g.hi_name.c_str(), g.hi / n);
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string to_json(const std::vector<Row>& rows, int64_t first_step, int64_t last_step, int rank, bool gpu) {
+  nlohmann::json j = {{"first_step", first_step},
+                      {"last_step", last_step},
+                      {"rank", rank},
+                      {"clock", gpu ? "cuda events (stream time)" : "steady clock"},
+                      {"ranges", nlohmann::json::array()}};
+  for (const Row& r : rows)
+    j["ranges"].push_back({{"name", r.name}, {"calls", r.calls}, {"total_ms", r.total_ms}});
+  return j.dump(1) + "\n";
+}
+
+}  // namespace biofm::range_timer
