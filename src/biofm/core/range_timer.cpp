@@ -123,8 +123,10 @@ std::vector<Row> take() {
   for (size_t i = 0; i < rows.size(); ++i) rows[i].name = s.names[i];
   for (const Span& sp : s.spans) {
     if (sp.closed) {
-      const double ms = s.gpu ? double(detail::elapsed_ms(sp.start.event, sp.end.event))
-                              : std::chrono::duration<double, std::milli>(sp.end.time - sp.start.time).count();
+      // (by the marks themselves: the timer may have been switched off or over since)
+      const double ms = sp.start.event && sp.end.event
+                            ? double(detail::elapsed_ms(sp.start.event, sp.end.event))
+                            : std::chrono::duration<double, std::milli>(sp.end.time - sp.start.time).count();
       rows[size_t(sp.name)].calls += 1;
       rows[size_t(sp.name)].total_ms += ms;
     }
