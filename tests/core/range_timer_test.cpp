@@ -1,6 +1,6 @@
 // range_timer on the clock (the CPU's marks): ranges open only while recording, nest, are summed
 // per name in first-seen order, and a window is pending only once every range in it has ended;
-// the printed table folds numbered names into one row. (CUDA events: tests/cuda/core_test.cpp.)
+// the printed table folds numbered names into one row. (CUDA events: tests/cuda/range_timer_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -20,6 +20,9 @@ TEST(RangeTimer, SumsNestedRangesPerNameWhileRecording) {
   range_timer::set_enabled(true, /*gpu=*/false);
   EXPECT_EQ(range_timer::begin("before"), -1) << "nothing is timed before the window";
   range_timer::set_recording(true);
+  EXPECT_EQ(range_timer::begin("outside"), -1) << "nor outside an open window";
+  range_timer::set_window(true);
+  range_timer::set_recording(true);
   for (int step = 0; step < 2; ++step) {
     NvtxRange outer("train_step");
     for (int l = 1; l <= 3; ++l) {
@@ -29,6 +32,8 @@ TEST(RangeTimer, SumsNestedRangesPerNameWhileRecording) {
   }
   const int open = range_timer::begin("outlives the window");
   range_timer::set_recording(false);
+  EXPECT_FALSE(range_timer::pending()) << "the window is still open";
+  range_timer::set_window(false);
   EXPECT_FALSE(range_timer::pending()) << "a range is still open";
   range_timer::end(open);
   ASSERT_TRUE(range_timer::pending());
@@ -67,10 +72,12 @@ TEST(RangeTimer, TheProfilerWindowStartsAndStopsTheRecording) {
     ProfilerWindow::step_begin();
     { NvtxRange r("step body"); }
     ProfilerWindow::step_end();
+    EXPECT_FALSE(range_timer::pending() && step < 3) << "taken only once the window has closed";
+    { NvtxRange r("validation between steps"); }
   }
   ASSERT_TRUE(range_timer::pending());
   const auto rows = range_timer::take();
-  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows.size(), 1u) << "what runs between the steps is not timed";
   EXPECT_EQ(rows[0].calls, 2) << "steps 2 and 3 only";
   // Disabled: the window captures (for nsys) but nothing is timed.
   range_timer::set_enabled(false, false);

@@ -206,7 +206,7 @@ int cmd_bench(int argc, char** argv) {
               100 * r["mfu_6n"].get<double>(), r["peak_mem_gib"].get<double>());
   if (monitor) std::printf("GPU during the timed steps: %s\n", describe(gpu).c_str());
   // profiler.range_times: the window's per-range times (steps counted from the first warm-up step).
-  range_timer::set_recording(false);
+  range_timer::set_window(false);
   if (range_timer::pending()) {
     const std::vector<range_timer::Row> rows = range_timer::take();
     const int64_t first = cfg.profiler.start_step, last = std::min(cfg.profiler.end_step, warmup + steps);

@@ -68,17 +68,19 @@ class ProfilerWindow {
     ++s.step;
     if (s.start >= 0 && s.step == s.start && !s.capturing) {
       s.capturing = true;
-      range_timer::set_recording(true);
+      range_timer::set_window(true);
 #ifdef BIOFM_WITH_CUDA
       cudaProfilerStart();
 #endif
     }
+    if (s.capturing) range_timer::set_recording(true);  // (the step only: not what runs between steps)
   }
   static void step_end() {
     State& s = state();
+    range_timer::set_recording(false);
     if (s.capturing && s.step >= s.end) {
       s.capturing = false;
-      range_timer::set_recording(false);
+      range_timer::set_window(false);
 #ifdef BIOFM_WITH_CUDA
       cudaProfilerStop();
 #endif

@@ -1,5 +1,6 @@
 #include "biofm/core/range_timer.h"
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -26,10 +27,12 @@ struct Span {
 
 struct State {
   std::mutex m;
-  bool enabled = false, gpu = false, recording = false;
+  bool enabled = false, gpu = false, window = false;
+  std::atomic<bool> recording{false};  // (read unlocked on every range's start)
   std::vector<std::string> names;
   std::map<std::string, int> ids;
   std::vector<Span> spans;
+  std::vector<void*> free_events;  // taken spans' events, recorded again by later marks
 };
 
 State& state() {
@@ -41,7 +44,13 @@ State& state() {
 Mark mark(State& s, void* stream) {
   Mark k;
   if (s.gpu) {
-    k.event = detail::record_event(stream);
+    if (s.free_events.empty()) {
+      k.event = detail::create_event();
+    } else {
+      k.event = s.free_events.back();
+      s.free_events.pop_back();
+    }
+    detail::record_event(k.event, stream);
   } else {
     k.time = Clock::now();
   }
@@ -64,25 +73,46 @@ std::string pattern_of(const std::string& name) {
   return out;
 }
 
+// (under the lock) Forgets the recorded spans, keeping their events for reuse.
+void forget(State& s) {
+  for (const Span& sp : s.spans)
+    for (void* e : {sp.start.event, sp.end.event})
+      if (e) s.free_events.push_back(e);
+  s.spans.clear();
+  s.names.clear();
+  s.ids.clear();
+}
+
 }  // namespace
 
 void set_enabled(bool on, bool gpu) {
   State& s = state();
   std::lock_guard lock(s.m);
+  forget(s);
   s.enabled = on;
   s.gpu = gpu;
-  if (!on) s.recording = false;
+  s.window = false;
+  s.recording = false;
 }
 
 bool enabled() { return state().enabled; }
 
+void set_window(bool open) {
+  State& s = state();
+  std::lock_guard lock(s.m);
+  s.window = open && s.enabled;
+  if (!s.window) s.recording = false;
+}
+
+bool window_open() { return state().window; }
+
 void set_recording(bool on) {
   State& s = state();
   std::lock_guard lock(s.m);
-  s.recording = on && s.enabled;
+  s.recording = on && s.window;
 }
 
-bool recording() { return state().recording; }
+bool recording() { return state().recording.load(std::memory_order_relaxed); }
 
 int begin(const char* name, void* stream) {
   State& s = state();
@@ -110,7 +140,7 @@ void end(int id, void* stream) {
 bool pending() {
   State& s = state();
   std::lock_guard lock(s.m);
-  if (s.recording || s.spans.empty()) return false;
+  if (s.window || s.spans.empty()) return false;
   for (const Span& sp : s.spans)
     if (!sp.closed) return false;
   return true;
@@ -130,12 +160,8 @@ std::vector<Row> take() {
       rows[size_t(sp.name)].calls += 1;
       rows[size_t(sp.name)].total_ms += ms;
     }
-    for (void* e : {sp.start.event, sp.end.event})
-      if (e) detail::destroy_event(e);
   }
-  s.spans.clear();
-  s.names.clear();
-  s.ids.clear();
+  forget(s);
   std::vector<Row> seen;
   for (Row& r : rows)
     if (r.calls > 0) seen.push_back(std::move(r));

@@ -13,9 +13,14 @@
 namespace biofm::range_timer {
 
 // On for this process (gpu: mark with CUDA events on the compute stream; else the clock).
+// Changing it forgets whatever was recorded and not taken.
 void set_enabled(bool on, bool gpu);
 bool enabled();
-// Set by ProfilerWindow while it captures; ranges open only while recording.
+// Set by ProfilerWindow: the window is open from its first step's start to its last step's end,
+// and ranges are recorded only inside its optimizer steps (validation, checkpoints and logging
+// between the steps are not the step's time).
+void set_window(bool open);
+bool window_open();
 void set_recording(bool on);
 bool recording();
 
@@ -42,11 +47,11 @@ std::string format_table(const std::vector<Row>& rows, int64_t steps, const std:
 std::string to_json(const std::vector<Row>& rows, int64_t first_step, int64_t last_step, int rank, bool gpu);
 
 namespace detail {
-// CUDA builds (range_timer_cuda.cpp): an event recorded now on `stream` (nullptr: the compute
-// stream), the milliseconds between two (waiting for the second), and their release.
-void* record_event(void* stream);
+// CUDA builds (range_timer_cuda.cpp): a timing event, recorded on `stream` (nullptr: the compute
+// stream), the milliseconds between two (waiting for the second). Events are pooled, not freed.
+void* create_event();
+void record_event(void* event, void* stream);
 float elapsed_ms(void* start, void* end);
-void destroy_event(void* event);
 }  // namespace detail
 
 }  // namespace biofm::range_timer

@@ -5,8 +5,8 @@
 
 namespace biofm::range_timer::detail {
 
-void* record_event(void*) { fail("range_timer: CUDA events in a CPU-only build"); }
+void* create_event() { fail("range_timer: CUDA events in a CPU-only build"); }
+void record_event(void*, void*) { fail("range_timer: CUDA events in a CPU-only build"); }
 float elapsed_ms(void*, void*) { fail("range_timer: CUDA events in a CPU-only build"); }
-void destroy_event(void*) {}
 
 }  // namespace biofm::range_timer::detail

@@ -5,11 +5,15 @@
 
 namespace biofm::range_timer::detail {
 
-void* record_event(void* stream) {
+void* create_event() {
   cudaEvent_t e = nullptr;
   BIOFM_CUDA_CHECK(cudaEventCreate(&e));
-  BIOFM_CUDA_CHECK(cudaEventRecord(e, stream ? static_cast<cudaStream_t>(stream) : cuda_ctx::stream()));
   return e;
+}
+
+void record_event(void* event, void* stream) {
+  BIOFM_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event),
+                                   stream ? static_cast<cudaStream_t>(stream) : cuda_ctx::stream()));
 }
 
 float elapsed_ms(void* start, void* end) {
@@ -18,7 +22,5 @@ float elapsed_ms(void* start, void* end) {
   BIOFM_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)));
   return ms;
 }
-
-void destroy_event(void* event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
 
 }  // namespace biofm::range_timer::detail

@@ -305,6 +305,7 @@ class TrainingRun {
     const std::vector<range_timer::Row> rows = range_timer::take();
     const int64_t first = ProfilerWindow::start_step();
     const int64_t last = std::min(ProfilerWindow::end_step(), ProfilerWindow::current_step());
+    make_dirs_writable(out_dir_);  // (rank 0 made it; on another node's disk it may not exist)
     const std::string path = out_dir_ + "/range_times_rank" + std::to_string(env_.rank) + ".json";
     write_file_atomic(path, range_timer::to_json(rows, first, last, env_.rank, device_ == Device::CUDA));
     if (!root_) return;
@@ -388,6 +389,12 @@ class TrainingRun {
   void open_metrics() {
     ProfilerWindow::configure(cfg_.profiler.start_step, cfg_.profiler.end_step, step_);
     range_timer::set_enabled(cfg_.profiler.range_times, device_ == Device::CUDA);
+    if (root_ && cfg_.profiler.start_step >= 0 &&
+        (cfg_.profiler.start_step <= step_ || cfg_.profiler.start_step > cfg_.num_train_steps))
+      std::printf("note: the profiler window (steps %lld-%lld) lies outside the steps this run trains (%lld-%lld): "
+                  "nothing is captured or timed\n",
+                  (long long)cfg_.profiler.start_step, (long long)cfg_.profiler.end_step, (long long)step_ + 1,
+                  (long long)cfg_.num_train_steps);
     if (root_ && !stats_note_.empty())
       std::printf("%s%s\n", stats_note_.c_str(),
                   model_->layer_quant().empty() ? " (no FP8/FP4 layers in this run: none are collected)" : "");
@@ -602,8 +609,8 @@ class TrainingRun {
   void finish() {
     summary_.end_step = step_;
     summary_.wall_seconds = seconds_since(t_start_);
-    if (range_timer::recording()) {  // the run ended inside the profiler window: what it timed
-      range_timer::set_recording(false);
+    if (range_timer::window_open()) {  // the run ended inside the profiler window: what it timed
+      range_timer::set_window(false);
       if (range_timer::pending()) write_range_times();
     }
     prefetch_.reset();  // the source is ours again (its counters are read below)
