@@ -346,7 +346,8 @@ TEST(Distributed, EachRankWritesTheRangeTimesOfTheProfilerWindow) {
     EXPECT_EQ(j["last_step"], 3);
     std::map<std::string, nlohmann::json> by_name;
     for (const auto& row : j["ranges"]) by_name[row["name"].get<std::string>()] = row;
-    for (const char* name : {"train_step", "layer 1 backward", "optimizer", "gradient_sync", "gloo reduce"})
+    for (const char* name : {"train_step", "layer 1 backward", "attention backward", "sdpa backward", "mlp forward",
+                             "optimizer", "gradient_sync", "gloo reduce"})
       ASSERT_TRUE(by_name.count(name)) << name << " missing on rank " << rank << ": " << j.dump();
     EXPECT_EQ(by_name["train_step"]["calls"], 2);
     EXPECT_GT(by_name["train_step"]["total_ms"].get<double>(), by_name["layer 1 backward"]["total_ms"].get<double>());

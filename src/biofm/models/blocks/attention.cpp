@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "biofm/core/profiling.h"
 #include "biofm/ops/attention/op.h"
 #include "biofm/ops/options.h"
 #include "biofm/ops/rope/op.h"
@@ -26,6 +27,7 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
     ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
     a.qkv = packed;
     a.lse = ctx_->f32({T, nh});
+    NvtxRange r("sdpa forward");
     ops::attention_forward_packed(a.attn, a.lse, a.qkv, ops::QkvHeads{nh, nkv, hd}, b.cu_seqlens, b.seq_lens, shape);
   } else {
     // Separate q, k, v: decoding (k and v go into the cache), or ops.attention_packed_qkv off.
@@ -47,6 +49,7 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
                             cache->length, scale);
     } else {
       a.lse = ctx_->f32({T, nh});
+      NvtxRange r("sdpa forward");
       ops::attention_forward(a.attn, a.lse, a.q, a.k, a.v, b.cu_seqlens, b.seq_lens, shape);
     }
   }
@@ -62,16 +65,22 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
   const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, b.max_seqlen, b.uniform()};
   Tensor dpacked = ctx_->act({T, (nh + 2 * nkv) * hd}), dpacked_amax;
   if (a.qkv.defined()) {
-    ops::attention_backward_packed(dpacked, dattn.view({T, nh, hd}), a.qkv, ops::QkvHeads{nh, nkv, hd}, a.attn,
-                                   a.lse, b.cu_seqlens, b.seq_lens, shape);
+    {
+      NvtxRange r("sdpa backward");
+      ops::attention_backward_packed(dpacked, dattn.view({T, nh, hd}), a.qkv, ops::QkvHeads{nh, nkv, hd}, a.attn,
+                                     a.lse, b.cu_seqlens, b.seq_lens, shape);
+    }
     dattn = Tensor();
     // FP8: the inverse rotation also gives max |dq|dk|dv| for the gradient's quantization.
     if (qkv_.fp8()) dpacked_amax = ctx_->f32({1});
     ops::rope_qk_packed(dpacked, b.positions, *inv_freq_, nh, nkv, /*inverse=*/true, dpacked_amax);
   } else {
     Tensor dq = ctx_->act({T, nh, hd}), dk = ctx_->act({T, nkv, hd}), dv = ctx_->act({T, nkv, hd});
-    ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
-                            b.seq_lens, shape);
+    {
+      NvtxRange r("sdpa backward");
+      ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
+                              b.seq_lens, shape);
+    }
     dattn = Tensor();
     ops::rope_pack_qkv_grad(dpacked, dq, dk, dv, b.positions, *inv_freq_);
   }

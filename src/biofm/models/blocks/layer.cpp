@@ -1,5 +1,6 @@
 #include "biofm/models/blocks/layer.h"
 
+#include "biofm/core/profiling.h"
 #include "biofm/ops/elementwise/op.h"
 
 namespace biofm {
@@ -18,10 +19,16 @@ void TransformerLayer::forward(int layer, const Batch& b, const Tensor& x, Layer
                                KvCache* cache) const {
   a.x_in = x;
   if (!pre_norm_) {
-    attn_.forward(a.h1, x, /*residual=*/x, b, a.attn, a.keep_fp8, Tensor(), cache, layer);
+    {
+      NvtxRange r("attention forward");
+      attn_.forward(a.h1, x, /*residual=*/x, b, a.attn, a.keep_fp8, Tensor(), cache, layer);
+    }
     norm1_.forward(a.x_mid, a.st1, a.h1);
     // (recompute: the output is not wanted, but Norm2 backward reads h2, so the MLP runs whole)
-    mlp_.forward(&a.h2, a.x_mid, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, Tensor());
+    {
+      NvtxRange r("mlp forward");
+      mlp_.forward(&a.h2, a.x_mid, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, Tensor());
+    }
     Tensor out;
     norm2_.forward(out, a.st2, a.h2);
     if (x_out) *x_out = out;
@@ -30,10 +37,16 @@ void TransformerLayer::forward(int layer, const Batch& b, const Tensor& x, Layer
   // FP8: where a projection's kept codes replace its input (ops.fp8_release_inputs), the norm's
   // output is not read again (the norms' backward reads their inputs): dropped once used.
   norm1(a);
-  attn_.forward(a.x_mid, a.xn1, /*residual=*/x, b, a.attn, a.keep_fp8, a.xn1_amax, cache, layer);
+  {
+    NvtxRange r("attention forward");  // (the projections, rope and attention; the norms are outside)
+    attn_.forward(a.x_mid, a.xn1, /*residual=*/x, b, a.attn, a.keep_fp8, a.xn1_amax, cache, layer);
+  }
   if (a.attn.fp8_qkv.replaces_x) a.xn1 = Tensor();
   norm2(a);
-  mlp_.forward(x_out, a.xn2, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, a.xn2_amax);
+  {
+    NvtxRange r("mlp forward");
+    mlp_.forward(x_out, a.xn2, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, a.xn2_amax);
+  }
   if (a.mlp.fp8_in.replaces_x) a.xn2 = Tensor();
 }
 
@@ -42,14 +55,20 @@ void TransformerLayer::backward_post_norm(int layer, const Batch& b, LayerActs& 
   Tensor dh2 = ctx_->act(dx.shape());
   norm2_.backward(dh2, dx, a.h2, a.st2);
   Tensor dmid;
-  mlp_.backward(dmid, dh2, a.x_mid, a.mlp);
+  {
+    NvtxRange r("mlp backward");
+    mlp_.backward(dmid, dh2, a.x_mid, a.mlp);
+  }
   ops::add_inplace(dmid, dh2);
   dh2 = Tensor();
   // Norm1, then attention, likewise.
   Tensor dh1 = ctx_->act(dx.shape());
   norm1_.backward(dh1, dmid, a.h1, a.st1);
   dmid = Tensor();
-  attn_.backward(dx, dh1, a.x_in, b, a.attn);
+  {
+    NvtxRange r("attention backward");
+    attn_.backward(dx, dh1, a.x_in, b, a.attn);
+  }
   ops::add_inplace(dx, dh1);
 }
 
@@ -71,14 +90,20 @@ void TransformerLayer::backward(int layer, const Batch& b, LayerActs& a, Tensor&
   // |dx| where an FP8 output projection quantizes that gradient next (this layer's attention
   // output, the layer below's MLP output).
   Tensor dxn2;
-  mlp_.backward(dxn2, dx, a.xn2, a.mlp, dout_amax);
+  {
+    NvtxRange r("mlp backward");
+    mlp_.backward(dxn2, dx, a.xn2, a.mlp, dout_amax);
+  }
   Tensor dmid = ctx_->act(dx.shape()), dmid_amax;
   if (attn_.out().fp8()) dmid_amax = ctx_->f32({1});
   norm2_.backward(dmid, dxn2, a.x_mid, a.st2, /*dres=*/dx, dmid_amax);
   dxn2 = Tensor();
   // Attention, then Norm1 likewise.
   Tensor dxn1;
-  attn_.backward(dxn1, dmid, a.xn1, b, a.attn, dmid_amax);
+  {
+    NvtxRange r("attention backward");
+    attn_.backward(dxn1, dmid, a.xn1, b, a.attn, dmid_amax);
+  }
   Tensor din_amax;
   if (dx_amax && emit_amax) din_amax = ctx_->f32({1});
   norm1_.backward(dx, dxn1, a.x_in, a.st1, /*dres=*/dmid, din_amax);
