@@ -6,6 +6,9 @@
 #include <fstream>
 #include <regex>
 
+#include "biofm/core/error.h"
+#include "biofm/core/range_timer.h"
+
 namespace fs = std::filesystem;
 using namespace biofm;
 using nlohmann::json;
@@ -115,4 +118,28 @@ TEST(Report, ReadsAForeignJsonl) {
     EXPECT_NE(std::string(e.what()).find("bad.jsonl:2"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_report_run(dir + "/nothing_here"), std::exception);
+}
+
+// A run that timed its ranges (profiler.range_times) gets a "where a step goes" table from the
+// range_times_rank0.json beside its metrics: folded rows, per step, as a share of train_step.
+TEST(Report, ShowsWhereAStepGoesWhenTheRunTimedItsRanges) {
+  const fs::path dir = fs::path(testing::TempDir()) / "biofm_report_ranges";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "metrics.jsonl") << json{{"step", 1}, {"loss", 3.0}}.dump() << "\n";
+  std::ofstream(dir / "range_times_rank0.json")
+      << range_timer::to_json({{"train_step", 2, 200.0}, {"layer 1 forward", 2, 40.0}, {"layer 2 forward", 2, 60.0}},
+                              3, 4, 0, true);
+  const ReportRun timed = load_report_run(dir.string());
+  ASSERT_TRUE(timed.range_times.is_object());
+  const std::string html = render_report({timed, ours("plain", 3.5)});
+  EXPECT_EQ(count(html, "<table class=\"ranges\">"), 1u) << "only the run that timed its ranges";
+  EXPECT_NE(html.find("(steps 3-4, rank 0, cuda events (stream time))"), std::string::npos) << html;
+  // 100 ms of layers over 2 steps: 50 ms per step, half of the 100 ms step; its least and most.
+  EXPECT_NE(html.find("<tr><td>layer * forward</td><td>2</td><td>50</td><td>50</td>"
+                      "<td>layer 1 forward 20 / layer 2 forward 30</td></tr>"),
+            std::string::npos)
+      << html;
+  std::ofstream(dir / "range_times_rank0.json") << "{not json";
+  EXPECT_THROW(load_report_run(dir.string()), Error);
 }

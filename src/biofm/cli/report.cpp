@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "biofm/core/error.h"
+#include "biofm/core/range_timer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -159,6 +160,13 @@ ReportRun load_report_run(const std::string& path) {
   run.name = fs::is_directory(path) ? fs::weakly_canonical(path).filename().string() : metrics.stem().string();
   if (run.name.empty()) run.name = path;
   if (fs::is_regular_file(dir / "config.yaml")) run.config_yaml = read_text(dir / "config.yaml");
+  if (fs::is_regular_file(dir / "range_times_rank0.json")) {
+    try {
+      run.range_times = json::parse(read_text(dir / "range_times_rank0.json"));
+    } catch (const json::exception& e) {
+      fail((dir / "range_times_rank0.json").string(), ": not JSON: ", e.what());
+    }
+  }
   std::istringstream in(read_text(metrics));
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
@@ -228,6 +236,42 @@ Curve extract_curve(const ReportRun& run, const std::vector<std::string>& ys, co
   return c;
 }
 
+namespace {
+
+// "Where a step goes" (profiler.range_times, rank 0): the folded ranges per optimizer step.
+std::string range_times_table(const ReportRun& r) {
+  if (!r.range_times.is_object() || !r.range_times.contains("ranges")) return "";
+  std::vector<range_timer::Row> rows;
+  try {
+    for (const json& x : r.range_times.at("ranges"))
+      rows.push_back({x.at("name").get<std::string>(), x.at("calls").get<int64_t>(), x.at("total_ms").get<double>()});
+  } catch (const json::exception& e) {
+    fail(r.name, ": range_times_rank0.json: ", e.what());
+  }
+  const int64_t first = r.range_times.value("first_step", int64_t(0)), last = r.range_times.value("last_step", first);
+  const double steps = double(std::max<int64_t>(last - first + 1, 1));
+  double step_ms = 0;
+  for (const range_timer::Row& row : rows)
+    if (row.name == "train_step") step_ms = row.total_ms / steps;
+  std::ostringstream o;
+  o << "<h2>Where a step goes: " << escape(r.name) << " (steps " << first << "-" << last << ", rank 0, "
+    << escape(r.range_times.value("clock", std::string("?"))) << ")</h2>\n<table class=\"ranges\"><tr><th>range</th>"
+       "<th>calls per step</th><th>ms per step</th><th>% of the step</th><th>least / most</th></tr>\n";
+  for (const range_timer::Group& g : range_timer::fold(rows)) {
+    const double ms = g.total_ms / steps;
+    o << "<tr><td>" << escape(g.name) << "</td><td>" << num(double(g.calls) / steps) << "</td><td>" << num(ms)
+      << "</td><td>" << (step_ms > 0 ? num(100.0 * ms / step_ms) : std::string()) << "</td><td>"
+      << (g.members > 1 ? escape(g.least) + " " + num(g.least_ms / steps) + " / " + escape(g.most) + " " +
+                              num(g.most_ms / steps)
+                        : std::string())
+      << "</td></tr>\n";
+  }
+  o << "</table>\n";
+  return o.str();
+}
+
+}  // namespace
+
 std::string render_report(const std::vector<ReportRun>& runs) {
   const std::vector<Chart> charts = {
       {"Training loss", "loss", {"train/loss", "loss"}, "step"},
@@ -278,7 +322,9 @@ std::string render_report(const std::vector<ReportRun>& runs) {
   }
   o << "</table>\n<div class=\"charts\">\n";
   for (size_t i = 0; i < charts.size(); ++i) o << svg_chart(charts[i], runs, int(i));
-  o << "</div>\n<h2>Configs</h2>\n";
+  o << "</div>\n";
+  for (const ReportRun& r : runs) o << range_times_table(r);
+  o << "<h2>Configs</h2>\n";
   for (const ReportRun& r : runs)
     o << "<details class=\"config\"><summary>" << escape(r.name) << "</summary><pre>"
       << (r.config_yaml.empty() ? "(no config.yaml beside the metrics file)" : escape(r.config_yaml))

@@ -1,6 +1,7 @@
 // biofm report: one self-contained HTML page (inline SVG, no scripts, no network) with a run's
 // curves — loss and validation loss vs steps and vs tokens, learning rate, grad norm,
-// throughput, MFU, memory — and its config. Several runs overlay their curves.
+// throughput, MFU, memory — its config and, when the run timed its ranges (profiler.range_times),
+// where a step's time went. Several runs overlay their curves.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,6 +14,8 @@ struct ReportRun {
   std::string source;       // the metrics file read
   std::string config_yaml;  // config.yaml beside it ("" when absent)
   std::vector<nlohmann::json> records;
+  // range_times_rank0.json beside it (profiler.range_times), null when absent.
+  nlohmann::json range_times;
 };
 
 // A run directory (metrics.jsonl and config.yaml in it) or any JSONL metrics file (ours, or

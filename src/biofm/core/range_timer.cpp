@@ -168,39 +168,41 @@ std::vector<Row> take() {
   return seen;
 }
 
-std::string format_table(const std::vector<Row>& rows, int64_t steps, const std::string& title) {
-  struct Group {
-    int64_t calls = 0;
-    double total = 0, lo = 1e300, hi = 0;
-    std::string lo_name, hi_name;
-    int members = 0;
-  };
-  std::vector<std::string> order;
-  std::map<std::string, Group> groups;
+std::vector<Group> fold(const std::vector<Row>& rows) {
+  std::vector<Group> groups;
+  std::map<std::string, size_t> at;
   for (const Row& r : rows) {
     const std::string key = pattern_of(r.name);
-    auto [it, added] = groups.try_emplace(key);
-    if (added) order.push_back(key);
-    Group& g = it->second;
+    auto [it, added] = at.try_emplace(key, groups.size());
+    if (added) {
+      Group g;
+      g.name = key;
+      g.least_ms = 1e300;
+      groups.push_back(g);
+    }
+    Group& g = groups[it->second];
     g.calls += r.calls;
-    g.total += r.total_ms;
+    g.total_ms += r.total_ms;
     g.members += 1;
-    if (r.total_ms < g.lo) g.lo = r.total_ms, g.lo_name = r.name;
-    if (r.total_ms > g.hi) g.hi = r.total_ms, g.hi_name = r.name;
+    if (r.total_ms < g.least_ms) g.least_ms = r.total_ms, g.least = r.name;
+    if (r.total_ms > g.most_ms) g.most_ms = r.total_ms, g.most = r.name;
   }
+  return groups;
+}
+
+std::string format_table(const std::vector<Row>& rows, int64_t steps, const std::string& title) {
   const double n = double(std::max<int64_t>(steps, 1));
   std::string out = title + "\n";
   char line[320];
   std::snprintf(line, sizeof line, "  %-34s %9s %11s %11s\n", "range", "calls", "ms/step", "ms/call");
   out += line;
-  for (const std::string& key : order) {
-    const Group& g = groups[key];
-    std::snprintf(line, sizeof line, "  %-34s %9.1f %11.3f %11.4f", key.c_str(), double(g.calls) / n, g.total / n,
-                  g.total / double(std::max<int64_t>(g.calls, 1)));
+  for (const Group& g : fold(rows)) {
+    std::snprintf(line, sizeof line, "  %-34s %9.1f %11.3f %11.4f", g.name.c_str(), double(g.calls) / n,
+                  g.total_ms / n, g.total_ms / double(std::max<int64_t>(g.calls, 1)));
     out += line;
     if (g.members > 1) {
       std::snprintf(line, sizeof line, "   (%d names: least %s %.3f, most %s %.3f ms/step)", g.members,
-                    g.lo_name.c_str(), g.lo / n, g.hi_name.c_str(), g.hi / n);
+                    g.least.c_str(), g.least_ms / n, g.most.c_str(), g.most_ms / n);
       out += line;
     }
     out += "\n";

@@ -40,8 +40,19 @@ bool pending();
 // appeared) and forgets them.
 std::vector<Row> take();
 
-// The table printed at the end of a window: per optimizer step (`steps` steps recorded); names
-// that differ only in a number ("layer 7 forward") share a row ("layer * forward").
+// Rows whose names differ only in a number ("layer 7 forward") folded into one ("layer * forward"),
+// in first-seen order, with the least and most of its members.
+struct Group {
+  std::string name;
+  int64_t calls = 0;
+  double total_ms = 0;
+  int members = 0;
+  std::string least, most;
+  double least_ms = 0, most_ms = 0;
+};
+std::vector<Group> fold(const std::vector<Row>& rows);
+
+// The table printed at the end of a window: per optimizer step (`steps` steps recorded), folded.
 std::string format_table(const std::vector<Row>& rows, int64_t steps, const std::string& title);
 // The rows as JSON (every name on its own), with the window's steps.
 std::string to_json(const std::vector<Row>& rows, int64_t first_step, int64_t last_step, int rank, bool gpu);
