@@ -14,6 +14,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Spans kept per window at most (two events each on the GPU): a window of a few steps holds a few
+// thousand; one left open for a whole run stops growing here, with a warning.
+constexpr size_t kMaxSpans = size_t(1) << 20;
+
 struct Mark {
   void* event = nullptr;  // GPU marks
   Clock::time_point time;
@@ -27,7 +31,7 @@ struct Span {
 
 struct State {
   std::mutex m;
-  bool enabled = false, gpu = false, window = false;
+  bool enabled = false, gpu = false, window = false, overflow_warned = false;
   std::atomic<bool> recording{false};  // (read unlocked on every range's start)
   std::vector<std::string> names;
   std::map<std::string, int> ids;
@@ -119,6 +123,13 @@ int begin(const char* name, void* stream) {
   if (!s.recording) return -1;
   std::lock_guard lock(s.m);
   if (!s.recording) return -1;
+  if (s.spans.size() >= kMaxSpans) {
+    if (!s.overflow_warned)
+      std::fprintf(stderr, "warning: profiler.range_times: %zu ranges in this window; later ones are not timed "
+                           "(shorten profiler.start_step..end_step)\n", kMaxSpans);
+    s.overflow_warned = true;
+    return -1;
+  }
   auto [it, added] = s.ids.try_emplace(name, int(s.names.size()));
   if (added) s.names.emplace_back(name);
   Span sp;
