@@ -76,7 +76,12 @@ TEST(RangeTimer, TheProfilerWindowStartsAndStopsTheRecording) {
     { NvtxRange r("validation between steps"); }
   }
   ASSERT_TRUE(range_timer::pending());
-  const auto rows = range_timer::take();
+  const std::optional<ProfilerWindow::Timed> timed = ProfilerWindow::take_timed();
+  ASSERT_TRUE(timed.has_value());
+  EXPECT_EQ(timed->first, 2);
+  EXPECT_EQ(timed->last, 3);
+  EXPECT_FALSE(ProfilerWindow::take_timed().has_value()) << "taken once";
+  const auto& rows = timed->rows;
   ASSERT_EQ(rows.size(), 1u) << "what runs between the steps is not timed";
   EXPECT_EQ(rows[0].calls, 2) << "steps 2 and 3 only";
   // Disabled: the window captures (for nsys) but nothing is timed.

@@ -206,15 +206,12 @@ int cmd_bench(int argc, char** argv) {
               100 * r["mfu_6n"].get<double>(), r["peak_mem_gib"].get<double>());
   if (monitor) std::printf("GPU during the timed steps: %s\n", describe(gpu).c_str());
   // profiler.range_times: the window's per-range times (steps counted from the first warm-up step).
-  range_timer::set_window(false);
-  if (range_timer::pending()) {
-    const std::vector<range_timer::Row> rows = range_timer::take();
-    const int64_t first = cfg.profiler.start_step, last = std::min(cfg.profiler.end_step, warmup + steps);
-    std::printf("%s", range_timer::format_table(rows, last - first + 1,
-                                                "range times of steps " + std::to_string(first) + "-" + std::to_string(last) +
-                                                    " (warm-up steps included in the count), per step")
+  if (auto t = ProfilerWindow::take_timed(/*close=*/true)) {
+    std::printf("%s", range_timer::format_table(t->rows, t->last - t->first + 1,
+                                                "range times of steps " + std::to_string(t->first) + "-" +
+                                                    std::to_string(t->last) + " (warm-up steps included in the count), per step")
                           .c_str());
-    r["range_times"] = nlohmann::json::parse(range_timer::to_json(rows, first, last, 0, device == Device::CUDA));
+    r["range_times"] = nlohmann::json::parse(range_timer::to_json(t->rows, t->first, t->last, 0, device == Device::CUDA));
   }
   if (a.has("--json")) write_file_atomic(a.get("--json"), r.dump(2) + "\n");
   return 0;

@@ -4,8 +4,11 @@
 // only keeps its count (so it is testable on the CPU). With profiler.range_times the ranges
 // opened inside the window are also timed (core/range_timer.h), on any device.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
+#include <vector>
 
 #include "biofm/core/range_timer.h"
 
@@ -26,7 +29,7 @@ class NvtxRange {
     if (range_timer::recording()) timer_ = range_timer::begin(name);
   }
   // NvtxRange r("layer %d backward", l); — a numbered range (NVTX copies the name). Formats
-  // only when built with CUDA: without it the ranges are no-ops.
+  // only when there is a use for the name: NVTX (CUDA builds) or the range timer.
   NvtxRange(const char* format, int n) {
     const bool timed = range_timer::recording();
 #ifdef BIOFM_WITH_CUDA
@@ -87,9 +90,21 @@ class ProfilerWindow {
     }
   }
   static bool capturing() { return state().capturing; }
-  static int64_t start_step() { return state().start; }
-  static int64_t end_step() { return state().end; }
   static int64_t current_step() { return state().step; }
+
+  // profiler.range_times: the ranges timed over the window and its first and last step, once the
+  // window has closed and every range in it has ended; nothing before (or when nothing was
+  // timed). close: end the window here (a run that stops inside it).
+  struct Timed {
+    std::vector<range_timer::Row> rows;
+    int64_t first = 0, last = 0;
+  };
+  static std::optional<Timed> take_timed(bool close = false) {
+    if (close) range_timer::set_window(false);
+    if (!range_timer::pending()) return std::nullopt;
+    const State& s = state();
+    return Timed{range_timer::take(), s.start, std::min(s.end, s.step)};
+  }
 
  private:
   struct State {

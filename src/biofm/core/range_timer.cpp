@@ -99,16 +99,12 @@ void set_enabled(bool on, bool gpu) {
   s.recording = false;
 }
 
-bool enabled() { return state().enabled; }
-
 void set_window(bool open) {
   State& s = state();
   std::lock_guard lock(s.m);
   s.window = open && s.enabled;
   if (!s.window) s.recording = false;
 }
-
-bool window_open() { return state().window; }
 
 void set_recording(bool on) {
   State& s = state();

@@ -15,12 +15,10 @@ namespace biofm::range_timer {
 // On for this process (gpu: mark with CUDA events on the compute stream; else the clock).
 // Changing it forgets whatever was recorded and not taken.
 void set_enabled(bool on, bool gpu);
-bool enabled();
 // Set by ProfilerWindow: the window is open from its first step's start to its last step's end,
 // and ranges are recorded only inside its optimizer steps (validation, checkpoints and logging
 // between the steps are not the step's time).
 void set_window(bool open);
-bool window_open();
 void set_recording(bool on);
 bool recording();
 

@@ -301,10 +301,9 @@ class TrainingRun {
 
   // profiler.range_times: the window's per-range times, this rank's in its own file, rank 0's
   // printed.
-  void write_range_times() {
-    const std::vector<range_timer::Row> rows = range_timer::take();
-    const int64_t first = ProfilerWindow::start_step();
-    const int64_t last = std::min(ProfilerWindow::end_step(), ProfilerWindow::current_step());
+  void write_range_times(const ProfilerWindow::Timed& t) {
+    const std::vector<range_timer::Row>& rows = t.rows;
+    const int64_t first = t.first, last = t.last;
     make_dirs_writable(out_dir_);  // (rank 0 made it; on another node's disk it may not exist)
     const std::string path = out_dir_ + "/range_times_rank" + std::to_string(env_.rank) + ".json";
     write_file_atomic(path, range_timer::to_json(rows, first, last, env_.rank, device_ == Device::CUDA));
@@ -469,7 +468,7 @@ class TrainingRun {
       train_step.run(micro, lr);
       model_->set_quant_stats(nullptr);
       window.add_step();
-      if (range_timer::pending()) write_range_times();
+      if (auto timed = ProfilerWindow::take_timed()) write_range_times(*timed);
 
       json rec = check_and_log(done, lr, train_step, window);
       if (stats_now) {
@@ -609,10 +608,8 @@ class TrainingRun {
   void finish() {
     summary_.end_step = step_;
     summary_.wall_seconds = seconds_since(t_start_);
-    if (range_timer::window_open()) {  // the run ended inside the profiler window: what it timed
-      range_timer::set_window(false);
-      if (range_timer::pending()) write_range_times();
-    }
+    // (a run that ended inside the profiler window: what it timed)
+    if (auto timed = ProfilerWindow::take_timed(/*close=*/true)) write_range_times(*timed);
     prefetch_.reset();  // the source is ours again (its counters are read below)
     if (coord_) coord_->set_step(step_, Coordinator::Phase::Io);
     if (cfg_.checkpoint.save_final_model && !stopped_) {
