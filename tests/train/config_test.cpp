@@ -488,3 +488,8 @@ TEST(ConfigTrain, NcclSymmetricMemoryIsRefusedWhereNoWholeGradientIsReduced) {
   for (const char* s : {"ddp", "zero1"})
     EXPECT_NO_THROW(minimal({std::string("distributed.strategy=") + s, "distributed.nccl_symmetric=true"}));
 }
+
+TEST(ConfigTrain, RangeTimesNeedTheProfilerWindow) {
+  EXPECT_HAS(error_of([] { minimal({"profiler.range_times=true"}); }), "profiler.range_times=true times the steps");
+  EXPECT_NO_THROW(minimal({"profiler.range_times=true", "profiler.start_step=2", "profiler.end_step=3"}));
+}
