@@ -236,6 +236,15 @@ void add_gemm(std::vector<Case>& t) {
   }
 }
 
+// FP8 codes as the values they decode to (F32, on the CPU), for comparing codes.
+Tensor decoded(Env& e, const Tensor& q, ops::Fp8Type ft) {
+  if (e.gpu()) cuda_ctx::synchronize();
+  const Tensor h = q.to(Device::CPU);
+  Tensor d = Tensor::empty(h.shape(), F32);
+  for (int64_t i = 0; i < h.numel(); ++i) d.f32()[i] = ops::fp8_decode(static_cast<const uint8_t*>(h.raw())[i], ft);
+  return d;
+}
+
 void add_fp8_quantize_at(std::vector<Case>& t, int64_t R, int64_t C, const std::string& tag = "") {
   for (ops::Fp8Type ft : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2}) {
     const int64_t Rp = (R + 15) / 16 * 16;
@@ -244,17 +253,38 @@ void add_fp8_quantize_at(std::vector<Case>& t, int64_t R, int64_t C, const std::
                    Tensor q = e.out_exact({R, C}, DType::U8), qt = e.out_exact({C, Rp}, DType::U8);
                    Tensor s = e.out_as({1}, F32);
                    ops::fp8_quantize(q, qt, s, x, ft);
-                   // Codes are compared as the values they decode to.
-                   if (e.gpu()) cuda_ctx::synchronize();
-                   Tensor qh = q.to(Device::CPU), qth = qt.to(Device::CPU);
-                   Tensor dq = Tensor::empty({R, C}, F32), dqt = Tensor::empty({C, Rp}, F32);
-                   for (int64_t i = 0; i < R * C; ++i) dq.f32()[i] = ops::fp8_decode(static_cast<const uint8_t*>(qh.raw())[i], ft);
-                   for (int64_t i = 0; i < C * Rp; ++i) dqt.f32()[i] = ops::fp8_decode(static_cast<const uint8_t*>(qth.raw())[i], ft);
-                   e.check("codes", dq);
-                   e.check("codes_t", dqt);
+                   e.check("codes", decoded(e, q, ft));  // (compared as the values they decode to)
+                   e.check("codes_t", decoded(e, qt, ft));
                    e.check("scale_inv", s);
                  }});
   }
+}
+
+// The ESM-2 MLP's GELU (or its gradient) computed inside the quantization, with a given
+// (DelayedScaling) scale: codes, scale, the amax it saw, the column sums.
+void add_fp8_quantize_gelu(std::vector<Case>& t) {
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {130, 144}})
+    for (ops::Fp8Type ft : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2})
+      for (bool grad : {false, true}) {
+        const std::string name = dims({R, C}) + " " + ops::fp8_type_name(ft) + (grad ? " gradient" : "");
+        t.push_back({"fp8_quantize_gelu", name, {F32, BF16}, [=](Env& e) {
+                       const int64_t Rp = (R + 15) / 16 * 16;
+                       Tensor pre = e.in({R, C}, 2.0f), dact = grad ? e.in({R, C}, 0.01f) : Tensor();
+                       Tensor scale_amax = grad ? e.uniform({1}, 0.005f, 0.01f) : e.uniform({1}, 1.0f, 2.0f);
+                       Tensor q = e.out_exact({R, C}, DType::U8), qt = e.out_exact({C, Rp}, DType::U8);
+                       Tensor s = e.out_as({1}, F32), seen = e.out_as({1}, F32);
+                       Tensor sums = e.accum("col_sums", {C});
+                       ops::fp8_quantize_gelu(q, qt, s, pre, dact, ft, scale_amax, seen, sums);
+                       e.check("codes", decoded(e, q, ft));
+                       e.check("codes_t", decoded(e, qt, ft));
+                       e.check("scale_inv", s);
+                       e.check("seen_amax", seen);
+                     },
+                     // The GELU's last bit differs between the CPU's and CUDA's erf, which may
+                     // flip a bf16 rounding and then one FP8 code: a step of E5M2 (2 mantissa
+                     // bits) is up to 1/7 of the largest value, of E4M3 1/15.
+                     ft == ops::Fp8Type::E5M2 ? 5e-2 : 2e-2});
+      }
 }
 
 void add_fp8(std::vector<Case>& t) {
@@ -763,6 +793,7 @@ const std::vector<Case>& table() {
     std::vector<Case> v;
     add_gemm(v);
     add_fp8(v);
+    add_fp8_quantize_gelu(v);
     add_embedding(v);
     add_norm(v);
     add_rope(v);

@@ -1,18 +1,23 @@
 // FP8 delayed scaling on the GPU: the history/scale update kernel and the amax recording bit for
 // bit against the CPU reference (ops/fp8/delayed.h); a model's delayed-scaling state after a few
 // steps against the CPU's; DelayedScaling training (all layers, and layer-wise) against bf16
-// within the recipes' tolerance (rtol 0.05 per 20-step window).
+// within the recipes' tolerance (rtol 0.05 per 20-step window); the MLP's GELU inside the
+// quantization (fp8_quantize_gelu) against the GELU kernel then the quantization.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "biofm/data/causal.h"
 #include "biofm/data/dataset.h"
 #include "biofm/models/llama/model.h"
+#include "biofm/ops/activation/op.h"
 #include "biofm/ops/fp8/delayed.h"
+#include "biofm/ops/fp8/op.h"
+#include "biofm/ops/options.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
 #include "cuda_test_util.h"
@@ -182,4 +187,71 @@ TEST(CudaFp8Delayed, TrainingTracksBf16) {
     expect_tracks(family + " layer-wise",
                   recipe_curve(family, {ops::LayerQuant{}, current, delayed(1024), ops::LayerQuant{}}), bf16);
   }
+}
+
+// fp8_quantize_gelu (the ESM-2 MLP's GELU, or its gradient, computed inside the quantization of
+// the next GEMM's operand) writes exactly what the GELU kernel followed by fp8_quantize writes:
+// the same codes in both forms, scale, amax and column sums, bit for bit. Shapes with partial
+// 64-row / 64-column tiles; a delayed scale small enough that some values saturate.
+TEST(CudaFp8Delayed, GeluCodesEqualTheGeluKernelThenTheQuantization) {
+  BIOFM_REQUIRE_GPU();
+  auto bytes = [](const Tensor& t) {
+    cuda_ctx::synchronize();
+    Tensor h = t.to(Device::CPU);
+    const uint8_t* p = static_cast<const uint8_t*>(h.raw());
+    return std::vector<uint8_t>(p, p + h.numel() * int64_t(dtype_size(h.dtype())));
+  };
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {130, 512}, {1000, 80}})
+    for (ops::Fp8Type t : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2})
+      for (bool grad : {false, true}) {
+        const std::string what = std::to_string(R) + "x" + std::to_string(C) + " " + ops::fp8_type_name(t) +
+                                 (grad ? " backward" : " forward");
+        const Tensor pre = to_device(randn({R, C}, uint64_t(R + C), 2.0f), DType::BF16);
+        const Tensor dact = grad ? to_device(randn({R, C}, 7, 0.01f), DType::BF16) : Tensor();
+        const Tensor scale_amax = Tensor::from_f32({1}, {grad ? 0.004f : 1.5f}).to(Device::CUDA);
+        const int64_t Rp = (R + 15) / 16 * 16;
+        auto codes = [&] {
+          return std::tuple{Tensor::empty({R, C}, DType::U8, Device::CUDA), Tensor::empty({C, Rp}, DType::U8, Device::CUDA),
+                            Tensor::empty({1}, DType::F32, Device::CUDA), Tensor::zeros({1}, DType::F32, Device::CUDA),
+                            Tensor::zeros({C}, DType::F32, Device::CUDA)};
+        };
+        auto [q, qt, s, amax, sums] = codes();  // the two kernels
+        Tensor src = Tensor::empty({R, C}, DType::BF16, Device::CUDA);
+        if (grad)
+          ops::gelu_backward(src, dact, pre, ops::GeluKind::Erf, amax);
+        else
+          ops::gelu_forward(src, pre, ops::GeluKind::Erf, amax);
+        ops::fp8_quantize(q, qt, s, src, t, scale_amax, sums);
+        auto [fq, fqt, fs, seen, fsums] = codes();  // one
+        const int64_t calls = ops::cuda::fp8_quantize_gelu_calls();
+        ops::fp8_quantize_gelu(fq, fqt, fs, pre, dact, t, scale_amax, seen, fsums);
+        EXPECT_EQ(ops::cuda::fp8_quantize_gelu_calls(), calls + 1);
+        EXPECT_EQ(bytes(fq), bytes(q)) << what;
+        EXPECT_EQ(bytes(fqt), bytes(qt)) << what;
+        EXPECT_EQ(bytes(fs), bytes(s)) << what;
+        EXPECT_EQ(bytes(seen), bytes(amax)) << what;
+        EXPECT_EQ(bytes(fsums), bytes(sums)) << what;
+        EXPECT_GT(amax.to(Device::CPU).f32()[0], 0.0f) << what;
+      }
+}
+
+// The ESM-2 MLP under DelayedScaling takes that path in training (ops.fp8_gelu_codes, on by
+// default) and trains as with the GELU kernels: the 200-step curves agree to 1e-3 relative per
+// window (not bit for bit only because cuDNN's attention backward sums in a varying order).
+TEST(CudaFp8Delayed, GeluCodesTrainAsTheGeluKernels) {
+  BIOFM_REQUIRE_GPU();
+  const std::vector<ops::LayerQuant> layers(testkit::kRecipeCurveLayers, delayed(1024));
+  std::vector<double> curve[2];
+  for (int on = 0; on < 2; ++on) {
+    testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.fp8_gelu_codes = on == 1; });
+    const int64_t calls = ops::cuda::fp8_quantize_gelu_calls();
+    curve[on] = testkit::recipe_curve("esm2", layers);
+    if (on)
+      EXPECT_GT(ops::cuda::fp8_quantize_gelu_calls(), calls);
+    else
+      EXPECT_EQ(ops::cuda::fp8_quantize_gelu_calls(), calls);
+  }
+  ASSERT_EQ(curve[0].size(), curve[1].size());
+  for (size_t i = 0; i < curve[0].size(); ++i)
+    EXPECT_NEAR(curve[1][i], curve[0][i], 1e-3 * std::fabs(curve[0][i])) << "window " << i;
 }

@@ -1,5 +1,6 @@
 // FP8 delayed scaling (ops/fp8/delayed.h): the CPU reference against Transformer Engine's
-// DelayedScaling definition, written here independently as a window over the step amaxes:
+// DelayedScaling definition, written here independently as a window over the step amaxes
+// (and fp8_quantize_gelu against the GELU written out):
 //   the scale used at step t+1 = fp8_max · 2^-margin / A_t, where A_t is the max of the last
 //   amax_history_len step amaxes (NaNs ignored) or, for most_recent, the amax of step t; a
 //   non-finite or zero A_t keeps the previous scale; the first step's scale is 1.
@@ -107,4 +108,49 @@ TEST(OpsFp8Delayed, RecordFoldsTheStepsMaxIntoSlotZero) {
   EXPECT_THROW(fp8_delayed_update(h, s, -1, true), Error);
   Tensor bad = Tensor::zeros({3}, DType::F32);
   EXPECT_THROW(fp8_delayed_update(h, bad, 0, true), Error);
+}
+
+// fp8_quantize_gelu (the ESM-2 MLP's GELU inside the quantization, for DelayedScaling) against
+// the GELU written out here: x·Φ(x) forward, dact·(Φ(x) + x·φ(x)) backward, each value
+// quantized with the given scale; the amax it reports and the column sums of what it quantized.
+TEST(OpsFp8Delayed, GeluCodesQuantizeTheGeluWithTheGivenScale) {
+  const int64_t R = 5, C = 16;
+  std::vector<float> pre(size_t(R * C)), dact(size_t(R * C));
+  for (size_t i = 0; i < pre.size(); ++i) {
+    pre[i] = -4.0f + 8.0f * float(i) / float(pre.size());
+    dact[i] = 0.01f * float(int(i % 7) - 3);
+  }
+  const Tensor P = Tensor::from_f32({R, C}, pre), D = Tensor::from_f32({R, C}, dact);
+  for (bool grad : {false, true}) {
+    const Fp8Type t = grad ? Fp8Type::E5M2 : Fp8Type::E4M3;
+    const float scale_amax = grad ? 0.02f : 2.0f;  // (some values saturate)
+    Tensor q = Tensor::empty({R, C}, DType::U8), qt = Tensor::empty({C, 16}, DType::U8);
+    Tensor s = Tensor::empty({1}, DType::F32), seen = Tensor::empty({1}, DType::F32);
+    Tensor sums = Tensor::zeros({C}, DType::F32);
+    fp8_quantize_gelu(q, qt, s, P, grad ? D : Tensor(), t, Tensor::from_f32({1}, {scale_amax}), seen, sums);
+    const float scale = fp8_max(t) / scale_amax;
+    EXPECT_FLOAT_EQ(s.f32()[0], 1.0f / scale);
+    float amax = 0.0f;
+    std::vector<double> col(size_t(C), 0.0);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t c = 0; c < C; ++c) {
+        const double x = pre[size_t(r * C + c)], cdf = 0.5 * (1.0 + std::erf(x / std::sqrt(2.0)));
+        const double pdf = std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+        const float v = float(grad ? dact[size_t(r * C + c)] * (cdf + x * pdf) : x * cdf);
+        amax = std::fmax(amax, std::fabs(v));
+        col[size_t(c)] += v;
+        const uint8_t code = static_cast<const uint8_t*>(q.raw())[r * C + c];
+        // (within half a code step of v·scale, saturated: the GELU here is computed in double)
+        const float want = std::fmin(std::fmax(v * scale, -fp8_max(t)), fp8_max(t));
+        const float half_step = (t == Fp8Type::E4M3 ? 0.0625f : 0.125f) * std::fabs(want) + 0.002f;
+        EXPECT_NEAR(fp8_decode(code, t), want, half_step) << (grad ? "backward " : "forward ") << r << "," << c;
+        EXPECT_EQ(static_cast<const uint8_t*>(qt.raw())[c * 16 + r], code);
+      }
+    EXPECT_NEAR(seen.f32()[0], amax, 1e-6f * amax);
+    for (int64_t c = 0; c < C; ++c) EXPECT_NEAR(sums.f32()[c], col[size_t(c)], 1e-5) << c;
+  }
+  // The delayed scale and the amax output are required.
+  Tensor q = Tensor::empty({R, C}, DType::U8), none, s = Tensor::empty({1}, DType::F32);
+  EXPECT_THROW(fp8_quantize_gelu(q, none, s, P, Tensor(), Fp8Type::E4M3, Tensor(), Tensor::empty({1}, DType::F32)),
+               std::exception);
 }

@@ -32,13 +32,14 @@ void linear_dgelu_backward(Tensor& dpre, const Tensor& dout, const Tensor& w, co
 }
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                         const Tensor& residual, const Fp8Recipe& recipe, Fp8SavedInput* save,
-                        const Tensor& x_amax, Fp8WeightCodes* w_codes) {
-  BIOFM_DISPATCH(x.device(), linear_forward_fp8, out, x, w, bias, residual, recipe, save, x_amax, w_codes);
+                        const Tensor& x_amax, Fp8WeightCodes* w_codes, const Fp8Codes* x_codes) {
+  BIOFM_DISPATCH(w.device(), linear_forward_fp8, out, x, w, bias, residual, recipe, save, x_amax, w_codes, x_codes);
 }
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
                          const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved,
-                         const Tensor& dout_amax, const Fp8WeightCodes* w_codes) {
-  BIOFM_DISPATCH(dout.device(), linear_backward_fp8, dx, dw, dbias, dout, x, w, recipe, saved, dout_amax, w_codes);
+                         const Tensor& dout_amax, const Fp8WeightCodes* w_codes, const Fp8Codes* dout_codes) {
+  BIOFM_DISPATCH(w.device(), linear_backward_fp8, dx, dw, dbias, dout, x, w, recipe, saved, dout_amax, w_codes,
+                 dout_codes);
 }
 void linear_forward_fp8_block(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias,
                               const Tensor& residual, const Fp8BlockRecipe& recipe, Fp8SavedInput* save,

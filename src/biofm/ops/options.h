@@ -51,6 +51,11 @@ struct OpOptions {
   // (Fp8SavedInput::replaces_x) drops the bf16 input itself (the norms' outputs, the MLP's
   // activation), as Transformer Engine keeps only FP8 copies; false keeps them too.
   bool fp8_release_inputs = true;
+  // ops.fp8_gelu_codes: under FP8 DelayedScaling (CUDA), the ESM-2 MLP's GELU and its gradient
+  // are computed inside the quantization of the next GEMM's operand (ops::fp8_quantize_gelu), so
+  // that neither is stored in bf16; false runs the GELU kernels and then the quantization. The
+  // results are the same bit for bit.
+  bool fp8_gelu_codes = true;
   // Chunks of 8 features each thread of the norm kernels caches (1, 2, 4 or 8; backward at most
   // 4; 0 = the measured automatic choice). No config key: for bench/norm_bench.cpp.
   int norm_chunks = 0;

@@ -220,6 +220,8 @@ Registry build_registry() {
                                   "the fastest (one host sync per shape bucket; the choices are kept in checkpoints)");
   BIND(ops.fp8_release_inputs, .help = "FP8 layers keep only their inputs' FP8 codes for backward, not the bf16 inputs "
                                        "(the norms' outputs, the MLP activation)");
+  BIND(ops.fp8_gelu_codes, .help = "FP8 DelayedScaling: the ESM-2 MLP's GELU and its gradient write the next GEMM's "
+                                   "FP8 codes directly (no bf16 copy; same results)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");

@@ -191,6 +191,7 @@ struct TrainConfig {
     bool gemm_fused_gelu = true;
     bool gemm_autotune = false;
     bool fp8_release_inputs = true;
+    bool fp8_gelu_codes = true;
     bool operator==(const Ops&) const = default;
   };
 

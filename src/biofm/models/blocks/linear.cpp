@@ -40,6 +40,12 @@ ops::Fp8WeightCodes* Linear::codes(const Tensor& w) const {
   return &codes_;
 }
 
+const ops::LayerQuant* Linear::producer_quant() const {
+  const ops::LayerQuant* q = ctx_ ? ctx_->quant_of(layer_) : nullptr;
+  if (!q || q->format != LayerFormat::Fp8 || q->scaling != Fp8Scaling::Delayed || ctx_->stats) return nullptr;
+  return weight().device() == Device::CUDA ? q : nullptr;
+}
+
 Tensor Linear::history_row(int role) const {
   const int64_t L = ctx_->delayed_history.size(1);
   return ctx_->delayed_history.flat_slice((int64_t(layer_ * 4 + proj_) * 3 + role) * L, {L});
@@ -50,9 +56,13 @@ Tensor Linear::scale_amax(int role) const {
 }
 
 void Linear::forward(Tensor& out, const Tensor& x, const Tensor& residual, ops::Fp8SavedInput* save,
-                     const Tensor& x_amax) const {
+                     const Tensor& x_amax, const ops::Fp8Codes* x_codes) const {
   const Tensor w = weight(), b = b_.weight(*ctx_->params);
   const ops::LayerQuant* q = ctx_->quant_of(layer_);
+  if (x_codes) {  // (checked: the codes were made with this layer's delayed scale)
+    if (!producer_quant()) fail("Linear::forward: input codes from a producer need DelayedScaling on CUDA");
+    return forward_delayed(out, x, w, b, residual, *q, save, x_amax, x_codes);
+  }
   if (!q) return ops::linear_forward(out, x, w, b, residual);
   if (ctx_->stats) {
     collect_stats(0, x, *q);
@@ -61,24 +71,29 @@ void Linear::forward(Tensor& out, const Tensor& x, const Tensor& residual, ops::
   if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Current)
     return ops::linear_forward_fp8(out, x, w, b, residual, {q->fwd, q->bwd}, save, x_amax, codes(w));
   if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Delayed)
-    return forward_delayed(out, x, w, b, residual, *q, save, x_amax);
+    return forward_delayed(out, x, w, b, residual, *q, save, x_amax, nullptr);
   if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Block)
     return ops::linear_forward_fp8_block(out, x, w, b, residual, block_recipe(*q), save, codes(w));
   forward_emulated(out, x, w, b, residual, *q);
 }
 
 void Linear::backward(Tensor& dx, const Tensor& dout, const Tensor& x, const ops::Fp8SavedInput* saved,
-                      const Tensor& dout_amax) const {
+                      const Tensor& dout_amax, const ops::Fp8Codes* dout_codes) const {
   const ParamStore& p = *ctx_->params;
   const Tensor w = weight();
   Tensor dw = w_.grad(p), db = b_.grad(p);
   const ops::LayerQuant* q = ctx_->quant_of(layer_);
+  if (dout_codes) {  // (the producer added Σ dout to the bias gradient)
+    if (!producer_quant()) fail("Linear::backward: gradient codes from a producer need DelayedScaling on CUDA");
+    Tensor no_db;
+    return backward_delayed(dx, dw, no_db, dout, x, w, *q, saved, dout_amax, dout_codes);
+  }
   if (!q) return ops::linear_backward(dx, dw, db, dout, x, w);
   if (ctx_->stats) collect_stats(2, dout, *q);
   if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Current)
     return ops::linear_backward_fp8(dx, dw, db, dout, x, w, {q->fwd, q->bwd}, saved, dout_amax, codes(w));
   if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Delayed)
-    return backward_delayed(dx, dw, db, dout, x, w, *q, saved, dout_amax);
+    return backward_delayed(dx, dw, db, dout, x, w, *q, saved, dout_amax, nullptr);
   if (q->format == LayerFormat::Fp8 && q->scaling == Fp8Scaling::Block)
     return ops::linear_backward_fp8_block(dx, dw, db, dout, x, w, block_recipe(*q), saved, codes(w));
   backward_emulated(dx, dw, db, dout, x, w, *q);
@@ -96,10 +111,11 @@ Tensor fake_quantized(const Tensor& t, ops::Fp8Type type, const Tensor& amax) {
 }  // namespace
 
 void Linear::forward_delayed(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& residual,
-                             const ops::LayerQuant& q, ops::Fp8SavedInput* save, const Tensor& x_amax) const {
+                             const ops::LayerQuant& q, ops::Fp8SavedInput* save, const Tensor& x_amax,
+                             const ops::Fp8Codes* x_codes) const {
   Tensor hx = history_row(0), hw = history_row(1);
-  ops::fp8_amax_record(hx, x, x_amax);
-  if (x.device() == Device::CPU) {
+  ops::fp8_amax_record(hx, x, x_amax);  // (with x_codes, x_amax is the amax their producer saw)
+  if (w.device() == Device::CPU) {
     ops::fp8_amax_record(hw, w);
     return ops::linear_forward(out, fake_quantized(x, q.fwd, scale_amax(0)), fake_quantized(w, q.fwd, scale_amax(1)),
                                b, residual);
@@ -115,15 +131,15 @@ void Linear::forward_delayed(Tensor& out, const Tensor& x, const Tensor& w, cons
     wc->scale_inv = Tensor::empty({1}, DType::F32, Device::CUDA);
     ops::fp8_quantize(wc->codes, wc->codes_t, wc->scale_inv, w, q.fwd, scale_amax(1));
   }
-  ops::linear_forward_fp8(out, x, w, b, residual, {q.fwd, q.bwd}, save, scale_amax(0), wc);
+  ops::linear_forward_fp8(out, x, w, b, residual, {q.fwd, q.bwd}, save, scale_amax(0), wc, x_codes);
 }
 
 void Linear::backward_delayed(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
                               const Tensor& w, const ops::LayerQuant& q, const ops::Fp8SavedInput* saved,
-                              const Tensor& dout_amax) const {
+                              const Tensor& dout_amax, const ops::Fp8Codes* dout_codes) const {
   Tensor hd = history_row(2);
-  ops::fp8_amax_record(hd, dout, dout_amax);
-  if (dout.device() == Device::CPU) {
+  ops::fp8_amax_record(hd, dout, dout_amax);  // (with dout_codes, dout_amax is the amax their producer saw)
+  if (w.device() == Device::CPU) {
     Tensor none;
     if (dx.defined() || dw.defined())
       ops::linear_backward(dx, dw, none, fake_quantized(dout, q.bwd, scale_amax(2)),
@@ -134,7 +150,8 @@ void Linear::backward_delayed(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& 
   // x's transposed codes with its delayed scale when forward did not keep them (recompute).
   // (x is undefined only when saved->replaces_x: forward kept these codes.)
   ops::Fp8SavedInput own;
-  const int64_t I = w.size(1), N = dout.numel() / std::max<int64_t>(w.size(0), 1);
+  const int64_t I = w.size(1);
+  const int64_t N = dout_codes ? dout_codes->codes.size(0) : dout.numel() / std::max<int64_t>(w.size(0), 1);
   if (dw.defined() && (!saved || !saved->codes_t.defined()) && I % 16 == 0) {
     own.codes_t = Tensor::empty({I, (N + 15) / 16 * 16}, DType::U8, Device::CUDA);
     own.scale_inv = Tensor::empty({1}, DType::F32, Device::CUDA);
@@ -142,8 +159,7 @@ void Linear::backward_delayed(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& 
     ops::fp8_quantize(no_rows, own.codes_t, own.scale_inv, x, q.fwd, scale_amax(0));
     saved = &own;
   }
-  ops::linear_backward_fp8(dx, dw, db, dout, x, w, {q.fwd, q.bwd}, saved, scale_amax(2),
-                           codes(w));
+  ops::linear_backward_fp8(dx, dw, db, dout, x, w, {q.fwd, q.bwd}, saved, scale_amax(2), codes(w), dout_codes);
 }
 
 // ---- MXFP8 and NVFP4, emulated (no Hopper tensor-core path): each GEMM operand quantized and

@@ -36,13 +36,23 @@ class Linear {
 
   // residual: added as the GEMM's C operand (undefined: none). FP8 only: save keeps x's
   // transposed codes for backward (null: backward quantizes x again); x_amax is max |x| from
-  // the kernel that wrote x (undefined: computed here).
+  // the kernel that wrote x (undefined: computed here); x_codes: x exists only as the codes its
+  // producer made with producer_scale_amax(0) (pass an undefined x; producer_quant() only).
   void forward(Tensor& out, const Tensor& x, const Tensor& residual = Tensor(), ops::Fp8SavedInput* save = nullptr,
-               const Tensor& x_amax = Tensor()) const;
+               const Tensor& x_amax = Tensor(), const ops::Fp8Codes* x_codes = nullptr) const;
   // dx = dout·W (overwritten); dW += doutᵀ·x, dbias += Σ dout. FP8 only: saved from forward,
-  // dout_amax max |dout| from its producer.
+  // dout_amax max |dout| from its producer; dout_codes: dout exists only as its producer's codes
+  // (made with producer_scale_amax(2); the producer also added Σ dout to bias_grad()).
   void backward(Tensor& dx, const Tensor& dout, const Tensor& x, const ops::Fp8SavedInput* saved = nullptr,
-                const Tensor& dout_amax = Tensor()) const;
+                const Tensor& dout_amax = Tensor(), const ops::Fp8Codes* dout_codes = nullptr) const;
+
+  // DelayedScaling on CUDA (and no FP8 statistics this step): the layer's recipe, whose scales
+  // are known before a tensor is made, so that a producer can quantize this linear's input or
+  // output gradient for it (ops::fp8_quantize_gelu, then x_codes / dout_codes). Null elsewhere.
+  const ops::LayerQuant* producer_quant() const;
+  // The delayed scale (as an amax) of role 0 (input) or 2 (output gradient).
+  Tensor producer_scale_amax(int role) const { return scale_amax(role); }
+  Tensor bias_grad() const { return b_.grad(*ctx_->params); }
 
  private:
   // The weight-code cache, emptied when the parameters changed; null where it cannot serve.
@@ -51,9 +61,11 @@ class Linear {
   Tensor history_row(int role) const;
   Tensor scale_amax(int role) const;
   void forward_delayed(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& residual,
-                       const ops::LayerQuant& q, ops::Fp8SavedInput* save, const Tensor& x_amax) const;
+                       const ops::LayerQuant& q, ops::Fp8SavedInput* save, const Tensor& x_amax,
+                       const ops::Fp8Codes* x_codes) const;
   void backward_delayed(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x, const Tensor& w,
-                        const ops::LayerQuant& q, const ops::Fp8SavedInput* saved, const Tensor& dout_amax) const;
+                        const ops::LayerQuant& q, const ops::Fp8SavedInput* saved, const Tensor& dout_amax,
+                        const ops::Fp8Codes* dout_codes) const;
   void forward_emulated(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& residual,
                         const ops::LayerQuant& q) const;
   void backward_emulated(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x, const Tensor& w,

@@ -1,6 +1,8 @@
 #include "biofm/models/blocks/mlp.h"
 
 #include "biofm/ops/activation/op.h"
+#include "biofm/ops/fp8/op.h"
+#include "biofm/ops/options.h"
 #include "biofm/ops/gemm/op.h"
 
 namespace biofm {
@@ -18,10 +20,39 @@ void Mlp::activate(MlpActs& a) const {
   }
 }
 
+namespace {
+// Both forms of the codes a producer writes for an FP8 GEMM operand of [T, C].
+ops::Fp8Codes codes_for(int64_t T, int64_t C) {
+  return {Tensor::empty({T, C}, DType::U8, Device::CUDA), Tensor::empty({C, (T + 15) / 16 * 16}, DType::U8, Device::CUDA),
+          Tensor::empty({1}, DType::F32, Device::CUDA)};
+}
+}  // namespace
+
+bool Mlp::gelu_writes_codes() const {
+  if (kind_ != MlpKind::Gelu || !ops::op_options().fp8_gelu_codes || !in_.producer_quant() || !out_.producer_quant())
+    return false;
+  const int64_t F = in_.weight().size(0), H = in_.weight().size(1);
+  return F % 16 == 0 && H % 16 == 0;  // (FP8 GEMM shapes: else the linears run in bf16)
+}
+
 void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs& a, bool keep_fp8,
                   const Tensor& xn_amax) const {
   const int64_t T = xn.size(0);
   const int64_t F = in_.weight().size(0);
+  if (out && keep_fp8 && gelu_writes_codes()) {
+    // DelayedScaling: W_out's input codes come straight from pre (the GELU computed inside the
+    // quantization with W_out's delayed scale); the bf16 act is never stored, backward reads the
+    // codes (fp8_out.replaces_x).
+    a.pre = ctx_->act({T, F});
+    in_.forward(a.pre, xn, Tensor(), &a.fp8_in, xn_amax);
+    ops::Fp8Codes codes = codes_for(T, F);
+    Tensor seen = ctx_->f32({1});
+    ops::fp8_quantize_gelu(codes.codes, codes.codes_t, codes.scale_inv, a.pre, Tensor(), out_.producer_quant()->fwd,
+                           out_.producer_scale_amax(0), seen);
+    *out = ctx_->act({T, residual.size(1)});
+    out_.forward(*out, Tensor(), residual, &a.fp8_out, seen, &codes);
+    return;
+  }
   if (fused_gelu()) {
     a.act = ctx_->act({T, F});
     if (a.keep_pre) a.pre = ctx_->act({T, F});
@@ -51,6 +82,18 @@ void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a
   }
   Tensor dact = ctx_->act({T, out_.weight().size(1)});  // (act may have been dropped after forward)
   out_.backward(dact, dout, a.act, &a.fp8_out, dout_amax);
+  if (gelu_writes_codes()) {
+    // DelayedScaling: W_in's output-gradient codes (and its bias gradient) come straight from
+    // dact and pre; the bf16 dpre is never stored.
+    ops::Fp8Codes codes = codes_for(T, a.pre.size(1));
+    Tensor seen = ctx_->f32({1});
+    ops::fp8_quantize_gelu(codes.codes, codes.codes_t, codes.scale_inv, a.pre, dact, in_.producer_quant()->bwd,
+                           in_.producer_scale_amax(2), seen, in_.bias_grad());
+    dact = Tensor();
+    dxn = ctx_->act({T, in_.weight().size(1)});
+    in_.backward(dxn, Tensor(), xn, &a.fp8_in, seen, &codes);
+    return;
+  }
   Tensor dpre, dpre_amax;
   if (in_.fp8()) dpre_amax = ctx_->f32({1});  // the W_in gradient quantization reuses it
   if (kind_ == MlpKind::Gelu) {

@@ -1,6 +1,7 @@
 // Mlp: out = residual + W_out·act(W_in·xn) (+ biases), act = exact GELU on [T, F] (ESM-2) or
 // SwiGLU on the packed gate|up rows [T, 2F] of one GEMM (Llama). In the compute precision the
-// GELU runs inside the GEMMs (ops::linear_gelu_forward / linear_dgelu_backward).
+// GELU runs inside the GEMMs (ops::linear_gelu_forward / linear_dgelu_backward); under FP8
+// DelayedScaling it runs inside the quantization of the next GEMM's operand instead.
 #pragma once
 #include "biofm/models/blocks/linear.h"
 
@@ -39,6 +40,9 @@ class Mlp {
  private:
   // GELU with both linears in the compute precision and W_in's bias present: the fused ops.
   bool fused_gelu() const { return kind_ == MlpKind::Gelu && in_.plain() && out_.plain() && in_.bias().defined(); }
+  // GELU with both linears under DelayedScaling on CUDA: the GELU (forward) and its gradient
+  // (backward) write the next GEMM's FP8 codes themselves (ops::fp8_quantize_gelu).
+  bool gelu_writes_codes() const;
   const BlockContext* ctx_ = nullptr;
   MlpKind kind_ = MlpKind::Gelu;
   Linear in_, out_;

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "biofm/ops/activation/op.h"
 #include "biofm/ops/cpu_util.h"
 #include "biofm/ops/fp8/op.h"
 
@@ -141,6 +142,23 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
       s[c] += float(acc);
     }
   }
+}
+
+// The reference: the GELU op (which rounds src to pre's dtype and reduces its amax), then
+// fp8_quantize of what it stored.
+void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& pre, const Tensor& dact, Fp8Type t,
+                       const Tensor& amax, const Tensor& seen_amax, const Tensor& col_sums) {
+  const char* op = "fp8_quantize_gelu";
+  if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
+  require_f32_shape(seen_amax, {1}, op, "seen_amax");
+  if (dact.defined() && dact.shape() != pre.shape())
+    fail(op, ": dact ", dact.describe(), " must match pre ", pre.describe());
+  Tensor src = Tensor::empty(pre.shape(), pre.dtype(), Device::CPU);
+  if (dact.defined())
+    cpu::gelu_backward(src, dact, pre, GeluKind::Erf, seen_amax);
+  else
+    cpu::gelu_forward(src, pre, GeluKind::Erf, seen_amax);
+  cpu::fp8_quantize(q, q_t, scale_inv, src, t, amax, col_sums);
 }
 
 void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale_inv, Fp8Type t) {

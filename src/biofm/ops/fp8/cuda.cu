@@ -5,9 +5,12 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
+#include <utility>
 #include <type_traits>
 
+#include "biofm/ops/activation/gelu_math.cuh"
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/cublaslt_plans_cuda.h"
@@ -57,12 +60,18 @@ __device__ __forceinline__ uint8_t encode(float v) {
   return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, kType == Fp8Type::E4M3 ? __NV_E4M3 : __NV_E5M2);
 }
 
+// What the quantize kernel quantizes: x as read, or the MLP's GELU computed from pre (and x =
+// dact for its gradient), rounded to T as the GELU kernels store it (fp8_quantize_gelu).
+enum class Src { X, Gelu, GeluGrad };
+
 // x[R, C] (C a multiple of 16) -> q[R, C] and/or q_t[C, Rp] (Rp a multiple of 16, rows >= R
-// of x read as zero). Grid: (C / 64 rounded up, max(R, Rp) / 64 rounded up).
-template <class T, Fp8Type kType, bool kColSums>
+// of x read as zero). Grid: (C / 64 rounded up, max(R, Rp) / 64 rounded up). kSrc other than X:
+// the values come from pre (and x), and their max |.| goes to seen_bits.
+template <class T, Fp8Type kType, bool kColSums, Src kSrc = Src::X>
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, const unsigned* amax_bits, float fmax,
-                    uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial) {
+                    uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial, const T* pre = nullptr,
+                    unsigned* seen_bits = nullptr) {
   // 16-byte rows of codes; 80 bytes per tile row keeps every row 16-byte aligned.
   __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
   // x itself when column sums are wanted (kColSums: col_partial set); rows padded by 16 bytes
@@ -78,6 +87,7 @@ __global__ void __launch_bounds__(kThreads)
   if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;
 
   const int64_t row0 = int64_t(blockIdx.y) * kTile, col0 = int64_t(blockIdx.x) * kTile;
+  float seen = 0.0f;  // kSrc: max |src| of this thread's values
   {
     const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
     const int64_t gr = row0 + r, gc = col0 + c;
@@ -87,7 +97,19 @@ __global__ void __launch_bounds__(kThreads)
     if (gc < C) {  // C % 16 == 0: the 16 columns are all in range
       Pack<uint8_t, 16> codes;
       if (gr < R) {
-        load_vec<16>(v, x + gr * C + gc);
+        if constexpr (kSrc == Src::X) {
+          load_vec<16>(v, x + gr * C + gc);
+        } else {
+          float p[16];
+          load_vec<16>(p, pre + gr * C + gc);
+          if constexpr (kSrc == Src::GeluGrad) load_vec<16>(v, x + gr * C + gc);
+#pragma unroll
+          for (int i = 0; i < 16; ++i) {
+            const float s = kSrc == Src::Gelu ? gelu_math::gelu_erf(p[i]) : v[i] * gelu_math::gelu_erf_grad(p[i]);
+            v[i] = to_f32(from_f32<T>(s));  // as the GELU kernel would store it
+            seen = fmaxf(seen, fabsf(v[i]));
+          }
+        }
 #pragma unroll
         for (int i = 0; i < 16; ++i) codes.v[i] = encode<kType>(v[i] * scale);
         if (q) *reinterpret_cast<Pack<uint8_t, 16>*>(q + gr * C + gc) = codes;
@@ -100,6 +122,7 @@ __global__ void __launch_bounds__(kThreads)
     // x as read, for the column sums below (zeros past R and C).
     if constexpr (kColSums) store_vec<16>(&vals[r][c], v);
   }
+  if constexpr (kSrc != Src::X) amax_reduce_into(seen_bits, seen);  // (every lane: a warp reduction)
   if (!q_t && !kColSums) return;  // uniform over the grid
   __syncthreads();
   const int j = threadIdx.x >> 2, r = (threadIdx.x & 3) * 16;
@@ -126,7 +149,8 @@ __global__ void __launch_bounds__(kThreads)
 
 template <class T>
 void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, int64_t R, int64_t C,
-            const Tensor& given_amax, const Tensor& col_sums) {
+            const Tensor& given_amax, const Tensor& col_sums, Src src = Src::X, const Tensor& pre = Tensor(),
+            const Tensor& seen_amax = Tensor()) {
   cudaStream_t st = cuda_ctx::stream();
   const T* xp = static_cast<const T*>(x.raw());
   Tensor own_amax;
@@ -149,9 +173,16 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   std::optional<Scratch> partial;
   if (col_sums.defined()) partial.emplace(size_t(grid.y) * size_t(C) * sizeof(float));
   float* pp = partial ? partial->as<float>() : nullptr;
+  const T* prep = pre.defined() ? static_cast<const T*>(pre.raw()) : nullptr;
+  unsigned* seen = src == Src::X ? nullptr : amax_accumulator(seen_amax, "fp8_quantize_gelu");
   auto go = [&](auto type_c, auto sums_c) {
-    quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value>
-        <<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp, scale_inv.f32(), pp);
+    auto run = [&](auto src_c) {
+      quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value, decltype(src_c)::value>
+          <<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp, scale_inv.f32(), pp, prep, seen);
+    };
+    if (src == Src::X) run(std::integral_constant<Src, Src::X>{});
+    if (src == Src::Gelu) run(std::integral_constant<Src, Src::Gelu>{});
+    if (src == Src::GeluGrad) run(std::integral_constant<Src, Src::GeluGrad>{});
   };
   using E4 = std::integral_constant<Fp8Type, Fp8Type::E4M3>;
   using E5 = std::integral_constant<Fp8Type, Fp8Type::E5M2>;
@@ -165,9 +196,11 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
 
 }  // namespace
 
-void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax,
-                  const Tensor& col_sums) {
-  const char* op = "fp8_quantize";
+namespace {
+// The checks fp8_quantize and fp8_quantize_gelu share, with x the tensor whose values (or whose
+// GELU) are quantized; they return x's rows and columns.
+std::pair<int64_t, int64_t> check_quantize(const char* op, const Tensor& q, const Tensor& q_t, const Tensor& scale_inv,
+                                           const Tensor& x, const Tensor& amax, const Tensor& col_sums) {
   require_float(x, op, "x");
   const int64_t C = x.dim() ? x.size(-1) : 1;
   const int64_t R = rows_of(x, C, op, "x");
@@ -195,9 +228,40 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
     if (col_sums.device() != Device::CUDA || col_sums.numel() != C)
       fail(op, ": col_sums must be a CUDA F32 tensor of ", C, " elements, got ", col_sums.describe());
   }
+  return {R, C};
+}
+}  // namespace
+
+void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax,
+                  const Tensor& col_sums) {
+  const auto [R, C] = check_quantize("fp8_quantize", q, q_t, scale_inv, x, amax, col_sums);
   if (C == 0) return;
-  dispatch_float(x.dtype(), op, [&](auto tag) {
+  dispatch_float(x.dtype(), "fp8_quantize", [&](auto tag) {
     launch<typename decltype(tag)::type>(q, q_t, scale_inv, x, t, R, C, amax, col_sums);
+  });
+}
+
+namespace {
+std::atomic<int64_t> g_gelu_calls{0};
+}  // namespace
+
+int64_t fp8_quantize_gelu_calls() { return g_gelu_calls.load(); }
+
+void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& pre, const Tensor& dact, Fp8Type t,
+                       const Tensor& amax, const Tensor& seen_amax, const Tensor& col_sums) {
+  const char* op = "fp8_quantize_gelu";
+  ++g_gelu_calls;
+  if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
+  require_cuda(seen_amax, op, "seen_amax");
+  if (dact.defined()) {
+    require_like(dact, pre, op, "dact", "pre");
+    if (!aligned(dact.raw(), 16)) fail(op, ": dact must start 16-byte aligned, got ", dact.describe());
+  }
+  const auto [R, C] = check_quantize(op, q, q_t, scale_inv, pre, amax, col_sums);
+  if (C == 0) return;
+  dispatch_float(pre.dtype(), op, [&](auto tag) {
+    launch<typename decltype(tag)::type>(q, q_t, scale_inv, dact.defined() ? dact : pre, t, R, C, amax, col_sums,
+                                         dact.defined() ? Src::GeluGrad : Src::Gelu, pre, seen_amax);
   });
 }
 

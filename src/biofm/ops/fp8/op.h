@@ -39,13 +39,30 @@ float fp8_scale_for(float amax, Fp8Type t);  // fp8_max / amax, or 1
 void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
                   const Tensor& amax = Tensor(), const Tensor& col_sums = Tensor());
 
+// fp8_quantize of the ESM-2 MLP's exact GELU, computed on the way, so that the bf16 tensor is
+// never written: DelayedScaling's scale is known before the tensor exists, so the GELU's producer
+// pass can write the next GEMM's codes itself.
+//   dact undefined: src = gelu(pre)            (the second linear's input, forward)
+//   dact defined:   src = dact ⊙ gelu'(pre)    (the first linear's output gradient, backward)
+// src is first rounded to pre's dtype, as gelu_forward / gelu_backward would store it, then
+// quantized exactly as fp8_quantize(src) with the scale of `amax` (required: delayed scaling's
+// scale_amax). seen_amax (F32 [1], required) is set to max |src| (the amax history's entry;
+// NaN dropped as the producers' amax drops it); col_sums as fp8_quantize's, of src.
+void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& pre, const Tensor& dact, Fp8Type t,
+                       const Tensor& amax, const Tensor& seen_amax, const Tensor& col_sums = Tensor());
+
 // The way back from fp8_quantize's transposed codes: x[r, c] = decode(q_t[c, r]) · scale_inv for
 // the R rows of x (F32 or BF16; q_t [C, Rp], Rp >= R). What an FP8 layer that kept only its
 // input's codes (Fp8SavedInput::replaces_x) computes its weight gradient from in bf16 when
 // cuBLASLt refuses the FP8 GEMM.
 void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale_inv, Fp8Type t);
 
-BIOFM_BACKENDS(fp8_quantize, fp8_dequantize_transposed)
+BIOFM_BACKENDS(fp8_quantize, fp8_dequantize_transposed, fp8_quantize_gelu)
+
+namespace cuda {
+// How many fp8_quantize_gelu calls have run on the GPU in this process (tests).
+int64_t fp8_quantize_gelu_calls();
+}  // namespace cuda
 
 namespace cpu {
 // out = x quantized and dequantized (F32; x F32 or BF16): what an FP8 GEMM sees of x. amax

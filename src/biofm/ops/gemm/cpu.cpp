@@ -119,13 +119,16 @@ Tensor fake_quantized(const Tensor& t, Fp8Type type) {
 
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
                         const Fp8Recipe& recipe, Fp8SavedInput* /*save: the CPU quantizes again*/,
-                        const Tensor& /*x_amax: the same value as the CPU computes*/, Fp8WeightCodes* /*w_codes*/) {
+                        const Tensor& /*x_amax: the same value as the CPU computes*/, Fp8WeightCodes* /*w_codes*/,
+                        const Fp8Codes* x_codes) {
+  if (x_codes) fail("linear_forward_fp8: inputs quantized by their producer are a CUDA path");
   linear_forward(out, fake_quantized(x, recipe.fwd), fake_quantized(w, recipe.fwd), bias, residual);
 }
 
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
                          const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* /*saved*/,
-                         const Tensor& /*dout_amax*/, const Fp8WeightCodes* /*w_codes*/) {
+                         const Tensor& /*dout_amax*/, const Fp8WeightCodes* /*w_codes*/, const Fp8Codes* dout_codes) {
+  if (dout_codes) fail("linear_backward_fp8: gradients quantized by their producer are a CUDA path");
   Tensor none;
   if (dx.defined() || dw.defined())
     linear_backward(dx, dw, none, fake_quantized(dout, recipe.bwd), fake_quantized(x, recipe.fwd),

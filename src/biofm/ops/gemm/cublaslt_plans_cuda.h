@@ -62,6 +62,7 @@ Tensor aligned_in_dtype(const Tensor& t, DType dt);
 struct LinearDims {
   int64_t N, I, O;
 };
+void check_weight(const Tensor& w, const char* op);  // a float [out, in] matrix
 LinearDims check_linear_forward(const char* op, const Tensor& out, const Tensor& x, const Tensor& w,
                                 const Tensor& bias, const Tensor& residual);
 LinearDims check_linear_backward(const char* op, const Tensor& dx, const Tensor& dw, const Tensor& dbias,

@@ -273,14 +273,14 @@ Tensor in_dtype(const Tensor& t, DType dt) {
   return c;
 }
 
+}  // namespace
+
+namespace gemm_detail {
+
 void check_weight(const Tensor& w, const char* op) {
   require_float(w, op, "w");
   if (w.dim() != 2) fail(op, ": w must be [out, in], got ", w.describe());
 }
-
-}  // namespace
-
-namespace gemm_detail {
 
 void column_sums_into(Tensor& dbias, const Tensor& g) {
   const int64_t O = dbias.numel(), N = O ? g.numel() / O : 0;

@@ -5,7 +5,7 @@
 //   dw       dwᵀ  (I x O) += op_T(xᵀ codes [I, Np]) · (doutᵀ codes [O, Np]),   k = Np,
 // where Np is N rounded up to 16 (the padding columns are zeros). Every operand gets its own
 // per-tensor scale; the GEMM multiplies by both scale_inv values (A/B scale pointers, on the
-// device). The forward GEMM uses fast accumulation, the two gradient GEMMs do not (as
+// device). An operand may come already quantized by its producer (Fp8Codes). The forward GEMM uses fast accumulation, the two gradient GEMMs do not (as
 // Transformer Engine's defaults). Where cuBLASLt has no FP8 algorithm for a call, it runs the
 // bf16 path instead (noted once on stderr).
 #include <cuda_bf16.h>
@@ -88,20 +88,61 @@ bool weight_gradient_runs_fp8(int64_t I, int64_t O, int64_t Np, DType dt, const 
   return plan_exists(key);
 }
 
+// Checks an operand its producer quantized (Fp8Codes) as [N, C]; returns N.
+int64_t check_codes(const char* op, const char* name, const Fp8Codes& c, int64_t C) {
+  if (!c.codes.defined() || !c.codes_t.defined() || !c.scale_inv.defined())
+    fail(op, ": ", name, " codes need both forms and their scale_inv");
+  require_dtype(c.codes, DType::U8, op, name);
+  require_dtype(c.codes_t, DType::U8, op, name);
+  const int64_t N = c.codes.dim() == 2 ? c.codes.size(0) : -1;
+  if (N < 0 || c.codes.size(1) != C || c.codes_t.shape() != Shape{C, padded_rows(N)})
+    fail(op, ": ", name, " codes ", c.codes.describe(), " / ", c.codes_t.describe(), " do not match [N, ", C, "]");
+  return N;
+}
+
+// The values of codes made by a producer (their transposed form), in dt: for the bf16 GEMM where
+// cuBLASLt has no FP8 algorithm.
+Tensor decoded(const Fp8Codes& c, int64_t N, int64_t C, DType dt, Fp8Type t) {
+  Tensor v = Tensor::empty({N, C}, dt, Device::CUDA);
+  cuda::fp8_dequantize_transposed(v, c.codes_t, c.scale_inv, t);
+  return v;
+}
+
 }  // namespace
 
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias_in, const Tensor& residual,
                         const Fp8Recipe& recipe, Fp8SavedInput* save, const Tensor& x_amax,
-                        Fp8WeightCodes* w_codes) {
-  const auto [N, I, O] = check_linear_forward("linear_forward_fp8", out, x, w, bias_in, residual);
+                        Fp8WeightCodes* w_codes, const Fp8Codes* x_codes) {
+  const char* op = "linear_forward_fp8";
   if (save) *save = Fp8SavedInput{};
-  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16) || !aligned(w.raw(), 16)) {
-    linear_forward(out, x, w, bias_in, residual);
-    return;
+  int64_t N, I, O;
+  if (x_codes) {  // x exists only as its producer's codes: out [N, O] in the compute dtype
+    if (x.defined()) fail(op, ": x and its producer's codes both given");
+    check_weight(w, op);
+    O = w.size(0), I = w.size(1);
+    N = check_codes(op, "x", *x_codes, I);
+    require_float(out, op, "out");
+    if (rows_of(out, O, op, "out") != N) fail(op, ": out ", out.describe(), " does not match the codes of x");
+    if (residual.defined() && (residual.numel() != out.numel() || residual.dtype() != out.dtype()))
+      fail(op, ": residual ", residual.describe(), " does not match out ", out.describe());
+    if (!fp8_shape_ok(O, I) || N == 0 || !aligned(w.raw(), 16))
+      fail(op, ": no FP8 GEMM for w ", w.describe(), ", whose input exists only as FP8 codes");
+  } else {
+    const LinearDims d = check_linear_forward(op, out, x, w, bias_in, residual);
+    N = d.N, I = d.I, O = d.O;
+    if (!fp8_shape_ok(O, I) || N == 0 || !aligned(x.raw(), 16) || !aligned(w.raw(), 16)) {
+      linear_forward(out, x, w, bias_in, residual);
+      return;
+    }
   }
-  const DType dt = x.dtype();
+  const DType dt = out.dtype();
   Quantized xq, xt, wq, wt;  // one pass each for both forms when they are kept for backward
-  quantize(x, N, I, true, save ? padded_rows(N) : 0, recipe.fwd, &xq, &xt, x_amax);
+  if (x_codes) {
+    xq = {x_codes->codes, x_codes->scale_inv};
+    xt = {x_codes->codes_t, x_codes->scale_inv};
+  } else {
+    quantize(x, N, I, true, save ? padded_rows(N) : 0, recipe.fwd, &xq, &xt, x_amax);
+  }
   if (w_codes && w_codes->codes.defined() && w_codes->codes.shape() == Shape{O, I}) {
     wq = {w_codes->codes, w_codes->scale_inv};  // unchanged since it was quantized
     wt = {w_codes->codes_t, w_codes->scale_inv};
@@ -123,37 +164,64 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
                bias.defined() ? bias.raw() : nullptr, /*optional=*/true, residual_as_c ? residual.raw() : nullptr,
                wq.scale_inv.f32(), xq.scale_inv.f32())) {
     if (residual.defined() && !residual_as_c) add_inplace(out, residual);
-    if (save)
+    if (save)  // (codes from a producer: there is no x to keep, so they replace it)
       *save = Fp8SavedInput{xt.codes, xt.scale_inv,
-                            op_options().fp8_release_inputs &&
-                                weight_gradient_runs_fp8(I, O, padded_rows(N), dt, recipe, xt.codes.raw())};
+                            x_codes || (op_options().fp8_release_inputs &&
+                                        weight_gradient_runs_fp8(I, O, padded_rows(N), dt, recipe, xt.codes.raw()))};
     return;
   }
   note_fallback("forward", key);
-  linear_forward(out, x, w, bias_in, residual);
+  if (x_codes) {
+    linear_forward(out, decoded(*x_codes, N, I, dt, recipe.fwd), w, bias_in, residual);
+    if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv, true};
+  } else {
+    linear_forward(out, x, w, bias_in, residual);
+  }
 }
 
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x, const Tensor& w,
                          const Fp8Recipe& recipe, const Fp8SavedInput* saved, const Tensor& dout_amax,
-                         const Fp8WeightCodes* w_codes) {
+                         const Fp8WeightCodes* w_codes, const Fp8Codes* dout_codes) {
   const char* op = "linear_backward_fp8";
   // Without x (dropped after forward: saved->replaces_x), dx stands in for its shape and dtype:
   // nothing below reads x's values when its saved codes serve the weight gradient.
   if (!x.defined() && !(saved && saved->replaces_x && dx.defined()))
     fail(op, ": x may be left out only when its saved FP8 codes replace it and dx is wanted");
   const Tensor& xs = x.defined() ? x : dx;
-  const auto [N, I, O] = check_linear_backward(op, dx, dw, dbias, dout, xs, w);
-  if (!fp8_shape_ok(O, I) || N == 0 || !aligned(xs.raw(), 16) || !aligned(dout.raw(), 16) ||
-      !aligned(w.raw(), 16)) {
-    if (!x.defined()) fail(op, ": no FP8 path for this shape, and x was not kept");
-    linear_backward(dx, dw, dbias, dout, x, w);
-    return;
+  int64_t N, I, O;
+  if (dout_codes) {  // dout exists only as its producer's codes, which also summed its columns
+    if (dout.defined() || dbias.defined())
+      fail(op, ": with dout's producer codes, pass neither dout nor dbias (the producer sums dout's columns)");
+    check_weight(w, op);
+    O = w.size(0), I = w.size(1);
+    N = check_codes(op, "dout", *dout_codes, O);
+    require_float(xs, op, "x");
+    if (rows_of(xs, I, op, "x") != N || (dx.defined() && rows_of(dx, I, op, "dx") != N) ||
+        (dw.defined() && dw.shape() != w.shape()))
+      fail(op, ": x ", xs.describe(), ", dx and dw do not match the codes of dout and w ", w.describe());
+    if (!fp8_shape_ok(O, I) || N == 0 || !aligned(xs.raw(), 16) || !aligned(w.raw(), 16))
+      fail(op, ": no FP8 GEMM for w ", w.describe(), ", whose output gradient exists only as FP8 codes");
+  } else {
+    const LinearDims d = check_linear_backward(op, dx, dw, dbias, dout, xs, w);
+    N = d.N, I = d.I, O = d.O;
+    if (!fp8_shape_ok(O, I) || N == 0 || !aligned(xs.raw(), 16) || !aligned(dout.raw(), 16) ||
+        !aligned(w.raw(), 16)) {
+      if (!x.defined()) fail(op, ": no FP8 path for this shape, and x was not kept");
+      linear_backward(dx, dw, dbias, dout, x, w);
+      return;
+    }
   }
   const DType dt = xs.dtype();
   const int64_t Np = padded_rows(N);
   Quantized dq, dqt;
-  // dbias from the same pass over dout (the quantization's column sums)
-  quantize(dout, N, O, dx.defined(), dw.defined() ? Np : 0, recipe.bwd, &dq, &dqt, dout_amax, dbias);
+  if (dout_codes) {
+    dq = {dout_codes->codes, dout_codes->scale_inv};
+    dqt = {dout_codes->codes_t, dout_codes->scale_inv};
+  } else {  // dbias from the same pass over dout (the quantization's column sums)
+    quantize(dout, N, O, dx.defined(), dw.defined() ? Np : 0, recipe.bwd, &dq, &dqt, dout_amax, dbias);
+  }
+  // dout's values for a bf16 fallback GEMM (decoded when only its codes exist)
+  auto dout_values = [&] { return dout_codes ? decoded(*dout_codes, N, O, dt, recipe.bwd) : dout; };
   Tensor none;
   if (dx.defined()) {
     Quantized wt;
@@ -167,7 +235,7 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
     if (!run_plan(key, wt.codes.raw(), dq.codes.raw(), dx.raw(), 1.0f, 0.0f, nullptr, /*optional=*/true, nullptr,
                   wt.scale_inv.f32(), dq.scale_inv.f32())) {
       note_fallback("input gradient", key);
-      linear_backward(dx, none, none, dout, xs, w);  // (reads w and dout; xs only for its shape)
+      linear_backward(dx, none, none, dout_values(), xs, w);  // (reads w and dout; xs only for its shape)
     }
   }
   if (dw.defined()) {
@@ -183,11 +251,11 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
                   xt.scale_inv.f32(), dqt.scale_inv.f32())) {
       note_fallback("weight gradient", key);
       if (x.defined()) {
-        linear_backward(none, dw, none, dout, x, w);
+        linear_backward(none, dw, none, dout_values(), x, w);
       } else {  // x was released: its codes, decoded, are the x this gradient would have used
         Tensor xd = Tensor::empty({N, I}, dt, Device::CUDA);
         cuda::fp8_dequantize_transposed(xd, xt.codes, xt.scale_inv, recipe.fwd);
-        linear_backward(none, dw, none, dout, xd, w);
+        linear_backward(none, dw, none, dout_values(), xd, w);
       }
     }
   }

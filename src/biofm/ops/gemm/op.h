@@ -52,13 +52,24 @@ struct Fp8WeightCodes {
   // another byte per parameter that nothing reads).
   bool forward_only = false;
 };
+// A GEMM operand that its producer already quantized for this layer (ops::fp8_quantize_gelu,
+// under DelayedScaling), so that its bf16 values were never stored: row-major codes [N, C], the
+// transposed codes [C, Np] (Np = N rounded up to 16) and their scale_inv. CUDA only.
+//   linear_forward_fp8 x_codes: x itself (pass an undefined x); `save` then always replaces x.
+//   linear_backward_fp8 dout_codes: dout (pass an undefined dout, and no dbias: the producer
+//   summed dout's columns itself).
+// Should cuBLASLt have no FP8 algorithm, the bf16 GEMM runs on the codes decoded.
+struct Fp8Codes {
+  Tensor codes, codes_t, scale_inv;
+};
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
                         const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),
-                        Fp8WeightCodes* w_codes = nullptr);
+                        Fp8WeightCodes* w_codes = nullptr, const Fp8Codes* x_codes = nullptr);
 // x undefined: only with saved->replaces_x and dx defined (see Fp8SavedInput).
 void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
                          const Tensor& w, const Fp8Recipe& recipe, const Fp8SavedInput* saved = nullptr,
-                         const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr);
+                         const Tensor& dout_amax = Tensor(), const Fp8WeightCodes* w_codes = nullptr,
+                         const Fp8Codes* dout_codes = nullptr);
 
 // Float8BlockScaling linear layers (Transformer Engine's DeepSeek-style recipe): x and dout in
 // 1×128 tiles along each GEMM's contraction dimension, w in 128×128 blocks, one fp32 scale per
