@@ -49,12 +49,14 @@ struct OpOptions {
   bool gemm_autotune = false;
   // ops.fp8_release_inputs: an FP8 layer whose forward kept its input's codes for backward
   // (Fp8SavedInput::replaces_x) drops the bf16 input itself (the norms' outputs, the MLP's
-  // activation), as Transformer Engine keeps only FP8 copies; false keeps them too.
+  // activation), as Transformer Engine keeps only FP8 copies; false keeps them too (except the
+  // ESM-2 GELU activation under DelayedScaling, never stored: fp8_gelu_codes).
   bool fp8_release_inputs = true;
   // ops.fp8_gelu_codes: under FP8 DelayedScaling (CUDA), the ESM-2 MLP's GELU and its gradient
   // are computed inside the quantization of the next GEMM's operand (ops::fp8_quantize_gelu), so
   // that neither is stored in bf16; false runs the GELU kernels and then the quantization. The
-  // results are the same bit for bit.
+  // results are the same bit for bit wherever cuBLASLt has the FP8 GEMMs (should it refuse one,
+  // its bf16 fallback reads the decoded codes instead of the bf16 tensor).
   bool fp8_gelu_codes = true;
   // Chunks of 8 features each thread of the norm kernels caches (1, 2, 4 or 8; backward at most
   // 4; 0 = the measured automatic choice). No config key: for bench/norm_bench.cpp.

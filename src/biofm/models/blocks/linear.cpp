@@ -59,7 +59,7 @@ void Linear::forward(Tensor& out, const Tensor& x, const Tensor& residual, ops::
                      const Tensor& x_amax, const ops::Fp8Codes* x_codes) const {
   const Tensor w = weight(), b = b_.weight(*ctx_->params);
   const ops::LayerQuant* q = ctx_->quant_of(layer_);
-  if (x_codes) {  // (checked: the codes were made with this layer's delayed scale)
+  if (x_codes) {  // (the GEMM reads the codes' own scale_inv; producers use producer_scale_amax(0))
     if (!producer_quant()) fail("Linear::forward: input codes from a producer need DelayedScaling on CUDA");
     return forward_delayed(out, x, w, b, residual, *q, save, x_amax, x_codes);
   }

@@ -1,5 +1,7 @@
 #include "biofm/models/blocks/mlp.h"
 
+#include <cstdint>
+
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/options.h"
@@ -31,15 +33,18 @@ ops::Fp8Codes codes_for(int64_t T, int64_t C) {
 bool Mlp::gelu_writes_codes() const {
   if (kind_ != MlpKind::Gelu || !ops::op_options().fp8_gelu_codes || !in_.producer_quant() || !out_.producer_quant())
     return false;
-  const int64_t F = in_.weight().size(0), H = in_.weight().size(1);
-  return F % 16 == 0 && H % 16 == 0;  // (FP8 GEMM shapes: else the linears run in bf16)
+  // (the FP8 GEMMs' shapes and alignment: elsewhere the linears fall back to bf16, which needs
+  // the bf16 tensors)
+  const Tensor w_in = in_.weight(), w_out = out_.weight();
+  auto aligned16 = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0; };
+  return w_in.size(0) % 16 == 0 && w_in.size(1) % 16 == 0 && aligned16(w_in) && aligned16(w_out);
 }
 
 void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs& a, bool keep_fp8,
                   const Tensor& xn_amax) const {
   const int64_t T = xn.size(0);
   const int64_t F = in_.weight().size(0);
-  if (out && keep_fp8 && gelu_writes_codes()) {
+  if (out && keep_fp8 && T > 0 && gelu_writes_codes()) {
     // DelayedScaling: W_out's input codes come straight from pre (the GELU computed inside the
     // quantization with W_out's delayed scale); the bf16 act is never stored, backward reads the
     // codes (fp8_out.replaces_x).
@@ -82,7 +87,7 @@ void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a
   }
   Tensor dact = ctx_->act({T, out_.weight().size(1)});  // (act may have been dropped after forward)
   out_.backward(dact, dout, a.act, &a.fp8_out, dout_amax);
-  if (gelu_writes_codes()) {
+  if (T > 0 && gelu_writes_codes()) {
     // DelayedScaling: W_in's output-gradient codes (and its bias gradient) come straight from
     // dact and pre; the bf16 dpre is never stored.
     ops::Fp8Codes codes = codes_for(T, a.pre.size(1));

@@ -258,7 +258,10 @@ void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& 
     if (!aligned(dact.raw(), 16)) fail(op, ": dact must start 16-byte aligned, got ", dact.describe());
   }
   const auto [R, C] = check_quantize(op, q, q_t, scale_inv, pre, amax, col_sums);
-  if (C == 0) return;
+  if (C == 0) {
+    amax_accumulator(seen_amax, op);  // (zeroed: nothing was seen)
+    return;
+  }
   dispatch_float(pre.dtype(), op, [&](auto tag) {
     launch<typename decltype(tag)::type>(q, q_t, scale_inv, dact.defined() ? dact : pre, t, R, C, amax, col_sums,
                                          dact.defined() ? Src::GeluGrad : Src::Gelu, pre, seen_amax);

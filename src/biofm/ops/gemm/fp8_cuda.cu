@@ -92,8 +92,13 @@ bool weight_gradient_runs_fp8(int64_t I, int64_t O, int64_t Np, DType dt, const 
 int64_t check_codes(const char* op, const char* name, const Fp8Codes& c, int64_t C) {
   if (!c.codes.defined() || !c.codes_t.defined() || !c.scale_inv.defined())
     fail(op, ": ", name, " codes need both forms and their scale_inv");
+  require_cuda(c.codes, op, name);
+  require_cuda(c.codes_t, op, name);
+  require_cuda(c.scale_inv, op, name);
   require_dtype(c.codes, DType::U8, op, name);
   require_dtype(c.codes_t, DType::U8, op, name);
+  require_dtype(c.scale_inv, DType::F32, op, name);
+  if (c.scale_inv.numel() != 1) fail(op, ": ", name, " codes' scale_inv must have one element");
   const int64_t N = c.codes.dim() == 2 ? c.codes.size(0) : -1;
   if (N < 0 || c.codes.size(1) != C || c.codes_t.shape() != Shape{C, padded_rows(N)})
     fail(op, ": ", name, " codes ", c.codes.describe(), " / ", c.codes_t.describe(), " do not match [N, ", C, "]");
@@ -121,8 +126,12 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
     check_weight(w, op);
     O = w.size(0), I = w.size(1);
     N = check_codes(op, "x", *x_codes, I);
-    require_float(out, op, "out");
+    require_dtype(out, w.dtype(), op, "out");
     if (rows_of(out, O, op, "out") != N) fail(op, ": out ", out.describe(), " does not match the codes of x");
+    if (bias_in.defined()) {
+      require_float(bias_in, op, "bias");
+      if (bias_in.shape() != Shape{O}) fail(op, ": bias must have shape [", O, "], got ", bias_in.describe());
+    }
     if (residual.defined() && (residual.numel() != out.numel() || residual.dtype() != out.dtype()))
       fail(op, ": residual ", residual.describe(), " does not match out ", out.describe());
     if (!fp8_shape_ok(O, I) || N == 0 || !aligned(w.raw(), 16))
@@ -196,6 +205,8 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
     O = w.size(0), I = w.size(1);
     N = check_codes(op, "dout", *dout_codes, O);
     require_float(xs, op, "x");
+    if (dx.defined()) require_dtype(dx, xs.dtype(), op, "dx");
+    if (dw.defined()) require_dtype(dw, DType::F32, op, "dw");
     if (rows_of(xs, I, op, "x") != N || (dx.defined() && rows_of(dx, I, op, "dx") != N) ||
         (dw.defined() && dw.shape() != w.shape()))
       fail(op, ": x ", xs.describe(), ", dx and dw do not match the codes of dout and w ", w.describe());

@@ -31,9 +31,10 @@ struct Fp8Recipe {
 // The transposed FP8 codes of a layer's input x (and their scale_inv), written by the forward
 // pass's quantization of x when asked for and read by backward for the weight gradient, so
 // that backward does not quantize x again. CUDA only (the CPU reference quantizes again).
-// replaces_x (set only with ops.fp8_release_inputs on): the weight gradient's FP8 GEMM has a
-// cuBLASLt algorithm (checked when the codes were made), so backward reads these codes and
-// never x: the caller drops x after forward
+// replaces_x (set with ops.fp8_release_inputs on, where the weight gradient's FP8 GEMM has a
+// cuBLASLt algorithm, checked when the codes were made; always when x came as its producer's
+// codes, Fp8Codes, since there is no x): backward reads these codes and never x: the caller
+// drops x after forward
 // and pass an undefined x to linear_backward_fp8 (its shape then comes from dx and w; should
 // cuBLASLt still refuse that GEMM, the weight gradient is computed in bf16 from the decoded
 // codes). An FP8 layer then keeps one byte per input element for backward instead of three.
