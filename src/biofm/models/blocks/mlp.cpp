@@ -4,8 +4,8 @@
 
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/fp8/op.h"
-#include "biofm/ops/options.h"
 #include "biofm/ops/gemm/op.h"
+#include "biofm/ops/options.h"
 
 namespace biofm {
 

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <optional>
-#include <utility>
 #include <type_traits>
+#include <utility>
 
 #include "biofm/ops/activation/gelu_math.cuh"
 #include "biofm/ops/cuda_util.cuh"
@@ -250,7 +250,6 @@ int64_t fp8_quantize_gelu_calls() { return g_gelu_calls.load(); }
 void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& pre, const Tensor& dact, Fp8Type t,
                        const Tensor& amax, const Tensor& seen_amax, const Tensor& col_sums) {
   const char* op = "fp8_quantize_gelu";
-  ++g_gelu_calls;
   if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
   require_cuda(seen_amax, op, "seen_amax");
   if (dact.defined()) {
@@ -258,6 +257,7 @@ void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& 
     if (!aligned(dact.raw(), 16)) fail(op, ": dact must start 16-byte aligned, got ", dact.describe());
   }
   const auto [R, C] = check_quantize(op, q, q_t, scale_inv, pre, amax, col_sums);
+  ++g_gelu_calls;
   if (C == 0) {
     amax_accumulator(seen_amax, op);  // (zeroed: nothing was seen)
     return;

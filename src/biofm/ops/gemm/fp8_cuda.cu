@@ -5,8 +5,8 @@
 //   dw       dwᵀ  (I x O) += op_T(xᵀ codes [I, Np]) · (doutᵀ codes [O, Np]),   k = Np,
 // where Np is N rounded up to 16 (the padding columns are zeros). Every operand gets its own
 // per-tensor scale; the GEMM multiplies by both scale_inv values (A/B scale pointers, on the
-// device). An operand may come already quantized by its producer (Fp8Codes). The forward GEMM uses fast accumulation, the two gradient GEMMs do not (as
-// Transformer Engine's defaults). Where cuBLASLt has no FP8 algorithm for a call, it runs the
+// device). An operand may come already quantized by its producer (Fp8Codes). The forward GEMM
+// uses fast accumulation, the two gradient GEMMs do not (as Transformer Engine's defaults). Where cuBLASLt has no FP8 algorithm for a call, it runs the
 // bf16 path instead (noted once on stderr).
 #include <cuda_bf16.h>
 
@@ -105,11 +105,11 @@ int64_t check_codes(const char* op, const char* name, const Fp8Codes& c, int64_t
   return N;
 }
 
-// The values of codes made by a producer (their transposed form), in dt: for the bf16 GEMM where
-// cuBLASLt has no FP8 algorithm.
-Tensor decoded(const Fp8Codes& c, int64_t N, int64_t C, DType dt, Fp8Type t) {
+// The [N, C] values of transposed codes ([C, Np]), in dt: for the bf16 GEMM where cuBLASLt has
+// no FP8 algorithm and only the codes of an operand exist.
+Tensor decoded(const Tensor& codes_t, const Tensor& scale_inv, int64_t N, int64_t C, DType dt, Fp8Type t) {
   Tensor v = Tensor::empty({N, C}, dt, Device::CUDA);
-  cuda::fp8_dequantize_transposed(v, c.codes_t, c.scale_inv, t);
+  cuda::fp8_dequantize_transposed(v, codes_t, scale_inv, t);
   return v;
 }
 
@@ -181,7 +181,7 @@ void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Ten
   }
   note_fallback("forward", key);
   if (x_codes) {
-    linear_forward(out, decoded(*x_codes, N, I, dt, recipe.fwd), w, bias_in, residual);
+    linear_forward(out, decoded(xt.codes, xt.scale_inv, N, I, dt, recipe.fwd), w, bias_in, residual);
     if (save) *save = Fp8SavedInput{xt.codes, xt.scale_inv, true};
   } else {
     linear_forward(out, x, w, bias_in, residual);
@@ -232,7 +232,7 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
     quantize(dout, N, O, dx.defined(), dw.defined() ? Np : 0, recipe.bwd, &dq, &dqt, dout_amax, dbias);
   }
   // dout's values for a bf16 fallback GEMM (decoded when only its codes exist)
-  auto dout_values = [&] { return dout_codes ? decoded(*dout_codes, N, O, dt, recipe.bwd) : dout; };
+  auto dout_values = [&] { return dout_codes ? decoded(dqt.codes, dqt.scale_inv, N, O, dt, recipe.bwd) : dout; };
   Tensor none;
   if (dx.defined()) {
     Quantized wt;
@@ -264,9 +264,7 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
       if (x.defined()) {
         linear_backward(none, dw, none, dout_values(), x, w);
       } else {  // x was released: its codes, decoded, are the x this gradient would have used
-        Tensor xd = Tensor::empty({N, I}, dt, Device::CUDA);
-        cuda::fp8_dequantize_transposed(xd, xt.codes, xt.scale_inv, recipe.fwd);
-        linear_backward(none, dw, none, dout_values(), xd, w);
+        linear_backward(none, dw, none, dout_values(), decoded(xt.codes, xt.scale_inv, N, I, dt, recipe.fwd), w);
       }
     }
   }
