@@ -13,7 +13,9 @@
 // FlashAttention: forward 4·Σ L²·Hq·D (halved when causal), backward 2.5× forward.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -44,7 +46,7 @@ Tensor random_gpu(const Shape& s, uint64_t seed, DType dt) {
 }
 
 // UniRef-like protein lengths packed up to `tokens` (deterministic).
-std::vector<int32_t> protein_lengths(int64_t tokens, int32_t max_len, uint64_t seed) {
+std::vector<int32_t> protein_lengths(int64_t tokens, int32_t max_len, uint64_t seed, int order = 0) {
   std::vector<int32_t> lens;
   int64_t used = 0;
   for (uint64_t i = 0; used < tokens; ++i) {
@@ -56,6 +58,9 @@ std::vector<int32_t> protein_lengths(int64_t tokens, int32_t max_len, uint64_t s
     lens.push_back(l);
     used += l;
   }
+  // order: 0 as drawn, 1 longest first, -1 shortest first (the packing order within a batch)
+  if (order > 0) std::sort(lens.begin(), lens.end(), std::greater<int32_t>());
+  if (order < 0) std::sort(lens.begin(), lens.end());
   return lens;
 }
 
@@ -138,6 +143,13 @@ int main(int argc, char** argv) {
       {"esm2-150M (D32)", protein_lengths(16384, 1024, 3), 20, 20, 32, false},
       {"esm2-650M (D64)", protein_lengths(16384, 1024, 4), 20, 20, 64, false},
       {"esm2-3B (D128)", protein_lengths(16384, 1024, 5), 20, 20, 128, false},
+      // The same sequences in another order inside the packed batch.
+      {"esm2-650M longest 1st", protein_lengths(16384, 1024, 4, 1), 20, 20, 64, false},
+      {"esm2-650M shortest 1st", protein_lengths(16384, 1024, 4, -1), 20, 20, 64, false},
+      {"esm2-650M seed 6", protein_lengths(16384, 1024, 6), 20, 20, 64, false},
+      {"esm2-650M seed 6 long 1st", protein_lengths(16384, 1024, 6, 1), 20, 20, 64, false},
+      {"esm2-650M 32k", protein_lengths(32768, 1024, 8), 20, 20, 64, false},
+      {"esm2-650M 32k long 1st", protein_lengths(32768, 1024, 8, 1), 20, 20, 64, false},
       // Batch-count buckets: 32 sequences fill their bucket (32), 33 take one of 64 (graph keys
       // round B up to a power of two); same lengths otherwise.
       {"esm2-650M B=32 L=500", std::vector<int32_t>(32, 500), 20, 20, 64, false},

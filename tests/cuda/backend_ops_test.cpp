@@ -287,6 +287,37 @@ void add_fp8_quantize_gelu(std::vector<Case>& t) {
       }
 }
 
+// The norms writing the next GEMM's codes themselves with a given (DelayedScaling) scale:
+// codes, scale, the amax they saw, the statistics.
+void add_norm_fp8(std::vector<Case>& t) {
+  for (auto [N, C] : {std::pair<int64_t, int64_t>{37, 64}, {130, 1280}, {20, 2048}})
+    for (ops::Fp8Type ft : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2})
+      for (bool rms : {false, true}) {
+        const std::string name = dims({N, C}) + " " + ops::fp8_type_name(ft);
+        t.push_back({rms ? "rmsnorm_forward_fp8" : "layernorm_forward_fp8", name, {F32, BF16}, [=](Env& e) {
+                       const int64_t Np = (N + 15) / 16 * 16;
+                       Tensor x = e.in({N, C}, 3.0f), w = e.in({C}), b = rms ? Tensor() : e.in({C});
+                       Tensor scale_amax = e.uniform({1}, 2.0f, 4.0f);
+                       Tensor q = e.out_exact({N, C}, DType::U8), qt = e.out_exact({C, Np}, DType::U8);
+                       Tensor s = e.out_as({1}, F32), seen = e.out_as({1}, F32);
+                       Tensor mean = rms ? Tensor() : e.out_as({N}, F32), rstd = e.out_as({N}, F32);
+                       if (rms)
+                         ops::rmsnorm_forward_fp8(q, qt, s, rstd, x, w, 1e-6f, ft, scale_amax, seen);
+                       else
+                         ops::layernorm_forward_fp8(q, qt, s, mean, rstd, x, w, b, 1e-5f, ft, scale_amax, seen);
+                       e.check("codes", decoded(e, q, ft));
+                       e.check("codes_t", decoded(e, qt, ft));
+                       e.check("scale_inv", s);
+                       e.check("seen_amax", seen);
+                       if (!rms) e.check("mean", mean);
+                       e.check("rstd", rstd);
+                     },
+                     // A last-bit difference of the statistics may flip a bf16 rounding and then
+                     // one FP8 code (as for fp8_quantize_gelu).
+                     ft == ops::Fp8Type::E5M2 ? 5e-2 : 2e-2});
+      }
+}
+
 void add_fp8(std::vector<Case>& t) {
   for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {128, 32}, {5, 16}}) add_fp8_quantize_at(t, R, C);
   // Transposed codes (finite ones, as fp8_quantize writes them) back to x.
@@ -794,6 +825,7 @@ const std::vector<Case>& table() {
     add_gemm(v);
     add_fp8(v);
     add_fp8_quantize_gelu(v);
+    add_norm_fp8(v);
     add_embedding(v);
     add_norm(v);
     add_rope(v);

@@ -2,7 +2,9 @@
 // bit against the CPU reference (ops/fp8/delayed.h); a model's delayed-scaling state after a few
 // steps against the CPU's; DelayedScaling training (all layers, and layer-wise) against bf16
 // within the recipes' tolerance (rtol 0.05 per 20-step window); the MLP's GELU inside the
-// quantization (fp8_quantize_gelu) against the GELU kernel then the quantization.
+// quantization (fp8_quantize_gelu) against the GELU kernel then the quantization; the norms
+// writing the codes (layernorm_forward_fp8 / rmsnorm_forward_fp8) against the norm kernel then
+// the quantization.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +19,7 @@
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/fp8/delayed.h"
 #include "biofm/ops/fp8/op.h"
+#include "biofm/ops/norm/op.h"
 #include "biofm/ops/options.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
@@ -254,4 +257,84 @@ TEST(CudaFp8Delayed, GeluCodesTrainAsTheGeluKernels) {
   ASSERT_EQ(curve[0].size(), curve[1].size());
   for (size_t i = 0; i < curve[0].size(); ++i)
     EXPECT_NEAR(curve[1][i], curve[0][i], 1e-3 * std::fabs(curve[0][i])) << "window " << i;
+}
+
+// layernorm_forward_fp8 / rmsnorm_forward_fp8 (the norm writing the next GEMM's codes itself)
+// write exactly what the norm kernel followed by fp8_quantize writes: both forms of the codes,
+// scale, amax and the statistics, bit for bit. Row counts off the 16-row tiles, widths of every
+// shipped model's norms (and one whose rows need 5 chunks per thread), transposed codes padded
+// past the rows; a delayed scale small enough that some values saturate.
+TEST(CudaFp8Delayed, NormCodesEqualTheNormKernelThenTheQuantization) {
+  BIOFM_REQUIRE_GPU();
+  auto bytes = [](const Tensor& t) {
+    cuda_ctx::synchronize();
+    Tensor h = t.to(Device::CPU);
+    const uint8_t* p = static_cast<const uint8_t*>(h.raw());
+    return std::vector<uint8_t>(p, p + h.numel() * int64_t(dtype_size(h.dtype())));
+  };
+  struct Shape2 {
+    int64_t N, C, pad;
+  };
+  for (Shape2 sh : {Shape2{37, 64, 0}, {1000, 1280, 0}, {130, 2048, 32}, {16, 320, 0}, {3, 4096, 0}, {0, 1280, 16}})
+    for (ops::Fp8Type t : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2})
+      for (bool rms : {false, true}) {
+        const int64_t N = sh.N, C = sh.C;
+        const std::string what = std::to_string(N) + "x" + std::to_string(C) + " " + ops::fp8_type_name(t) +
+                                 (rms ? " rmsnorm" : " layernorm");
+        const Tensor x = to_device(randn({N, C}, uint64_t(N + C), 2.0f), DType::BF16);
+        const Tensor w = to_device(randn({C}, 5, 1.0f), DType::BF16), b = to_device(randn({C}, 6, 0.5f), DType::BF16);
+        const Tensor scale_amax = Tensor::from_f32({1}, {2.5f}).to(Device::CUDA);
+        const int64_t Np = (N + 15) / 16 * 16 + sh.pad;
+        auto outputs = [&] {
+          return std::tuple{Tensor::empty({N, C}, DType::U8, Device::CUDA), Tensor::empty({C, Np}, DType::U8, Device::CUDA),
+                            Tensor::empty({1}, DType::F32, Device::CUDA), Tensor::zeros({1}, DType::F32, Device::CUDA),
+                            Tensor::zeros({N}, DType::F32, Device::CUDA), Tensor::zeros({N}, DType::F32, Device::CUDA)};
+        };
+        auto [q, qt, s, amax, mean, rstd] = outputs();  // the two kernels
+        Tensor y = Tensor::empty({N, C}, DType::BF16, Device::CUDA), none;
+        if (rms)
+          ops::rmsnorm_forward(y, rstd, x, w, 1e-6f, amax);
+        else
+          ops::layernorm_forward(y, mean, rstd, x, w, b, 1e-5f, amax);
+        ops::fp8_quantize(q, qt, s, y, t, scale_amax);
+        auto [fq, fqt, fs, seen, fmean, frstd] = outputs();  // one
+        const int64_t calls = ops::cuda::norm_forward_fp8_calls();
+        if (rms)
+          ops::rmsnorm_forward_fp8(fq, fqt, fs, frstd, x, w, 1e-6f, t, scale_amax, seen);
+        else
+          ops::layernorm_forward_fp8(fq, fqt, fs, fmean, frstd, x, w, b, 1e-5f, t, scale_amax, seen);
+        EXPECT_EQ(ops::cuda::norm_forward_fp8_calls(), calls + 1);
+        EXPECT_EQ(bytes(fq), bytes(q)) << what;
+        EXPECT_EQ(bytes(fqt), bytes(qt)) << what;
+        EXPECT_EQ(bytes(fs), bytes(s)) << what;
+        EXPECT_EQ(bytes(seen), bytes(amax)) << what;
+        EXPECT_EQ(bytes(frstd), bytes(rstd)) << what;
+        if (!rms) EXPECT_EQ(bytes(fmean), bytes(mean)) << what;
+        if (N > 0) {
+          EXPECT_GT(amax.to(Device::CPU).f32()[0], 2.5f) << what << ": no value saturated";
+        }
+      }
+}
+
+// Both recipe families under DelayedScaling take that path in training (ops.fp8_norm_codes, on
+// by default) and train as with the norm kernels: the curves agree to 1e-3 relative per window
+// (not bit for bit only because cuDNN's attention backward sums in a varying order).
+TEST(CudaFp8Delayed, NormCodesTrainAsTheNormKernels) {
+  BIOFM_REQUIRE_GPU();
+  const std::vector<ops::LayerQuant> layers(testkit::kRecipeCurveLayers, delayed(1024));
+  for (const std::string family : {"esm2", "llama"}) {
+    std::vector<double> curve[2];
+    for (int on = 0; on < 2; ++on) {
+      testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.fp8_norm_codes = on == 1; });
+      const int64_t calls = ops::cuda::norm_forward_fp8_calls();
+      curve[on] = testkit::recipe_curve(family, layers);
+      if (on)
+        EXPECT_GT(ops::cuda::norm_forward_fp8_calls(), calls) << family;
+      else
+        EXPECT_EQ(ops::cuda::norm_forward_fp8_calls(), calls) << family;
+    }
+    ASSERT_EQ(curve[0].size(), curve[1].size());
+    for (size_t i = 0; i < curve[0].size(); ++i)
+      EXPECT_NEAR(curve[1][i], curve[0][i], 1e-3 * std::fabs(curve[0][i])) << family << " window " << i;
+  }
 }

@@ -177,3 +177,60 @@ TEST(OpsNorm, AmaxOutput) {
   EXPECT_GT(amax.f32()[0], 0.0f);
   EXPECT_THROW(ops::rmsnorm_backward(none, none, dout, x, w, rstd, Tensor(), amax), Error);
 }
+
+// The norms writing FP8 codes with a given (DelayedScaling) scale (layernorm_forward_fp8 /
+// rmsnorm_forward_fp8) against the norm written out here in double: each value quantized with
+// the scale, both forms of the codes (the transposed ones zero past the rows), the amax seen, the
+// statistics; the delayed scale and the amax output are required.
+TEST(OpsNorm, Fp8CodesQuantizeTheNormWithTheGivenScale) {
+  const int64_t N = 5, C = 16, Np = 16;
+  const Tensor x = randn({N, C}, 11, 2.0f), w = randn({C}, 12), b = randn({C}, 13);
+  for (bool rms : {false, true}) {
+    const ops::Fp8Type t = rms ? ops::Fp8Type::E5M2 : ops::Fp8Type::E4M3;
+    const float scale_amax = 1.5f;  // (some values saturate)
+    Tensor q = Tensor::empty({N, C}, DType::U8), qt = Tensor::empty({C, Np}, DType::U8);
+    Tensor s = Tensor::empty({1}, DType::F32), seen = Tensor::empty({1}, DType::F32);
+    Tensor mean = Tensor::empty({N}, DType::F32), rstd = Tensor::empty({N}, DType::F32), none;
+    const Tensor sa = Tensor::from_f32({1}, {scale_amax});
+    if (rms)
+      ops::rmsnorm_forward_fp8(q, qt, s, rstd, x, w, 1e-6f, t, sa, seen);
+    else
+      ops::layernorm_forward_fp8(q, qt, s, mean, rstd, x, w, b, 1e-5f, t, sa, seen);
+    const float scale = ops::fp8_max(t) / scale_amax;
+    EXPECT_FLOAT_EQ(s.f32()[0], 1.0f / scale);
+    const uint8_t* codes = static_cast<const uint8_t*>(q.raw());
+    const uint8_t* codes_t = static_cast<const uint8_t*>(qt.raw());
+    double amax = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      double mu = 0, ms = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        mu += x.f32()[n * C + c];
+        ms += double(x.f32()[n * C + c]) * x.f32()[n * C + c];
+      }
+      mu /= C;
+      ms /= C;
+      double var = 0;
+      for (int64_t c = 0; c < C; ++c) var += std::pow(x.f32()[n * C + c] - mu, 2);
+      var /= C;
+      const double r = rms ? 1 / std::sqrt(ms + 1e-6) : 1 / std::sqrt(var + 1e-5);
+      EXPECT_NEAR(rstd.f32()[n], r, 1e-5 * r);
+      if (!rms) EXPECT_NEAR(mean.f32()[n], mu, 1e-5);
+      for (int64_t c = 0; c < C; ++c) {
+        const double v = rms ? x.f32()[n * C + c] * r * w.f32()[c] : (x.f32()[n * C + c] - mu) * r * w.f32()[c] + b.f32()[c];
+        amax = std::max(amax, std::fabs(v));
+        const double fmax = ops::fp8_max(t);
+        const double want = std::fmin(std::fmax(v * scale, -fmax), fmax);
+        const double half_step = (t == ops::Fp8Type::E4M3 ? 0.0625 : 0.125) * std::fabs(want) + 0.002;
+        const uint8_t code = codes[n * C + c];
+        EXPECT_NEAR(ops::fp8_decode(code, t), want, half_step) << (rms ? "rms " : "layer ") << n << "," << c;
+        EXPECT_EQ(codes_t[c * Np + n], code);
+      }
+    }
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t n = N; n < Np; ++n) EXPECT_EQ(codes_t[c * Np + n], 0) << "padding row " << n;
+    EXPECT_NEAR(seen.f32()[0], amax, 1e-5 * amax);
+    EXPECT_GT(amax, scale_amax) << "no value saturated";
+    EXPECT_THROW(ops::layernorm_forward_fp8(q, qt, s, mean, rstd, x, w, b, 1e-5f, t, Tensor(), seen), Error);
+    EXPECT_THROW(ops::rmsnorm_forward_fp8(q, qt, s, rstd, x, w, 1e-6f, t, sa, none), Error);
+  }
+}

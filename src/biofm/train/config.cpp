@@ -222,6 +222,8 @@ Registry build_registry() {
                                        "(the norms' outputs, the MLP activation)");
   BIND(ops.fp8_gelu_codes, .help = "FP8 DelayedScaling: the ESM-2 MLP's GELU and its gradient write the next GEMM's "
                                    "FP8 codes directly (no bf16 copy; same results)");
+  BIND(ops.fp8_norm_codes, .help = "FP8 DelayedScaling: the norms before the q|k|v projection and the MLP write its "
+                                   "FP8 codes directly (no bf16 copy; same results)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");

@@ -192,6 +192,7 @@ struct TrainConfig {
     bool gemm_autotune = false;
     bool fp8_release_inputs = true;
     bool fp8_gelu_codes = true;
+    bool fp8_norm_codes = true;
     bool operator==(const Ops&) const = default;
   };
 

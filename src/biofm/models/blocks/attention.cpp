@@ -15,15 +15,17 @@ bool reads_packed_qkv(const AttentionSpec& spec, Device device, DType dtype, boo
 }
 
 void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residual, const Batch& b, AttentionActs& a,
-                            bool keep_fp8, const Tensor& xn_amax, KvCache* cache, int layer) const {
-  const int64_t T = xn.size(0), nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
+                            bool keep_fp8, const Tensor& xn_amax, KvCache* cache, int layer,
+                            const ops::Fp8Codes* xn_codes) const {
+  const int64_t T = xn_codes ? xn_codes->codes.size(0) : xn.size(0), nh = spec_.heads, nkv = spec_.kv_heads,
+                hd = spec_.head_dim;
   Tensor packed = ctx_->act({T, (nh + 2 * nkv) * hd});  // one GEMM for q | k | v
-  qkv_.forward(packed, xn, Tensor(), keep_fp8 ? &a.fp8_qkv : nullptr, xn_amax);
+  qkv_.forward(packed, xn, Tensor(), keep_fp8 ? &a.fp8_qkv : nullptr, xn_amax, xn_codes);
   a.attn = ctx_->act({T, nh, hd});
   const float scale = 1.0f / std::sqrt(float(hd));
   const ops::AttentionShape shape{scale, spec_.causal, b.max_seqlen, b.uniform()};
   // Training, scoring, embedding: rope in place, attention reads q, k, v from the packed rows.
-  if (reads_packed_qkv(spec_, xn.device(), xn.dtype(), b.uniform(), cache != nullptr)) {
+  if (reads_packed_qkv(spec_, packed.device(), packed.dtype(), b.uniform(), cache != nullptr)) {
     ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
     a.qkv = packed;
     a.lse = ctx_->f32({T, nh});

@@ -50,8 +50,11 @@ class SelfAttention {
   // out = residual + W_o·Attn(rope(W_q·xn), rope(W_k·xn), W_v·xn) (+ biases). keep_fp8: keep the
   // FP8 input codes for backward; xn_amax: max |xn| from the norm. cache (decoding): this
   // layer's keys/values are appended at cache.length and the new rows attend to the cache.
+  // xn_codes: xn exists only as the FP8 codes its norm made for W_qkv (pass an undefined xn;
+  // qkv().takes_codes() only).
   void forward(Tensor& out, const Tensor& xn, const Tensor& residual, const Batch& b, AttentionActs& a,
-               bool keep_fp8, const Tensor& xn_amax, KvCache* cache, int layer) const;
+               bool keep_fp8, const Tensor& xn_amax, KvCache* cache, int layer,
+               const ops::Fp8Codes* xn_codes = nullptr) const;
   // dxn = the gradient w.r.t. xn (overwritten) given dout, the gradient w.r.t. out (whose
   // residual part the caller adds); parameter gradients accumulate.
   // dout_amax: max |dout| from its producer (FP8: the output projection's gradient

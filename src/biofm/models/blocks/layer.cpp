@@ -2,16 +2,34 @@
 
 #include "biofm/core/profiling.h"
 #include "biofm/ops/elementwise/op.h"
+#include "biofm/ops/options.h"
 
 namespace biofm {
 
-void TransformerLayer::norm1(LayerActs& a) const {
+bool TransformerLayer::norm_writes_codes(const Norm& n, const Linear& consumer, const LayerActs& a,
+                                         const Tensor& x) const {
+  const ops::OpOptions& o = ops::op_options();
+  return a.keep_fp8 && o.fp8_norm_codes && o.fp8_release_inputs && x.size(0) > 0 && consumer.takes_codes() &&
+         n.can_write_codes(x);
+}
+
+void TransformerLayer::norm1(LayerActs& a, ops::Fp8Codes* codes) const {
   if (attn_.qkv().fp8()) a.xn1_amax = ctx_->f32({1});  // the q|k|v quantization reuses it
+  if (codes) {  // (xn1_amax: max |xn1|, the amax history's entry)
+    const Linear& qkv = attn_.qkv();
+    return norm1_.forward_codes(*codes, a.st1, a.x_in, qkv.producer_quant()->fwd, qkv.producer_scale_amax(0),
+                                a.xn1_amax);
+  }
   norm1_.forward(a.xn1, a.st1, a.x_in, a.xn1_amax);
 }
 
-void TransformerLayer::norm2(LayerActs& a) const {
+void TransformerLayer::norm2(LayerActs& a, ops::Fp8Codes* codes) const {
   if (attn_.qkv().fp8()) a.xn2_amax = ctx_->f32({1});
+  if (codes) {
+    const Linear& in = mlp_.in();
+    return norm2_.forward_codes(*codes, a.st2, a.x_mid, in.producer_quant()->fwd, in.producer_scale_amax(0),
+                                a.xn2_amax);
+  }
   norm2_.forward(a.xn2, a.st2, a.x_mid, a.xn2_amax);
 }
 
@@ -36,16 +54,21 @@ void TransformerLayer::forward(int layer, const Batch& b, const Tensor& x, Layer
   }
   // FP8: where a projection's kept codes replace its input (ops.fp8_release_inputs), the norm's
   // output is not read again (the norms' backward reads their inputs): dropped once used.
-  norm1(a);
+  // DelayedScaling: where the consumer takes codes, the norm writes them and xn is never stored.
+  ops::Fp8Codes codes1, codes2;
+  const bool c1 = norm_writes_codes(norm1_, attn_.qkv(), a, x);
+  norm1(a, c1 ? &codes1 : nullptr);
   {
     NvtxRange r("attention forward");  // (the projections, rope and attention; the norms are outside)
-    attn_.forward(a.x_mid, a.xn1, /*residual=*/x, b, a.attn, a.keep_fp8, a.xn1_amax, cache, layer);
+    attn_.forward(a.x_mid, a.xn1, /*residual=*/x, b, a.attn, a.keep_fp8, a.xn1_amax, cache, layer,
+                  c1 ? &codes1 : nullptr);
   }
   if (a.attn.fp8_qkv.replaces_x) a.xn1 = Tensor();
-  norm2(a);
+  const bool c2 = norm_writes_codes(norm2_, mlp_.in(), a, a.x_mid);
+  norm2(a, c2 ? &codes2 : nullptr);
   {
     NvtxRange r("mlp forward");
-    mlp_.forward(x_out, a.xn2, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, a.xn2_amax);
+    mlp_.forward(x_out, a.xn2, /*residual=*/a.x_mid, a.mlp, a.keep_fp8, a.xn2_amax, c2 ? &codes2 : nullptr);
   }
   if (a.mlp.fp8_in.replaces_x) a.xn2 = Tensor();
 }

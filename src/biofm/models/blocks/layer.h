@@ -49,8 +49,12 @@ class TransformerLayer {
   bool mlp_out_fp8() const { return mlp_.out_fp8(); }
 
  private:
-  void norm1(LayerActs& a) const;
-  void norm2(LayerActs& a) const;
+  // The pre-norms; codes given: the output only as the consumer's FP8 codes (norm_writes_codes).
+  void norm1(LayerActs& a, ops::Fp8Codes* codes = nullptr) const;
+  void norm2(LayerActs& a, ops::Fp8Codes* codes = nullptr) const;
+  // DelayedScaling (ops.fp8_norm_codes): whether norm n writes the FP8 codes of its consumer's
+  // input for the forward of x (a forward that keeps its FP8 inputs, releasing the bf16 ones).
+  bool norm_writes_codes(const Norm& n, const Linear& consumer, const LayerActs& a, const Tensor& x) const;
   void backward_post_norm(int layer, const Batch& b, LayerActs& a, Tensor& dx) const;
 
   const BlockContext* ctx_ = nullptr;

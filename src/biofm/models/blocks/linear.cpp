@@ -1,5 +1,6 @@
 #include "biofm/models/blocks/linear.h"
 
+#include <cstdint>
 #include <cstdio>
 
 #include "biofm/ops/blockscale/op.h"
@@ -44,6 +45,12 @@ const ops::LayerQuant* Linear::producer_quant() const {
   const ops::LayerQuant* q = ctx_ ? ctx_->quant_of(layer_) : nullptr;
   if (!q || q->format != LayerFormat::Fp8 || q->scaling != Fp8Scaling::Delayed || ctx_->stats) return nullptr;
   return weight().device() == Device::CUDA ? q : nullptr;
+}
+
+bool Linear::takes_codes() const {
+  if (!producer_quant()) return false;
+  const Tensor w = weight();
+  return w.size(0) % 16 == 0 && w.size(1) % 16 == 0 && reinterpret_cast<uintptr_t>(w.raw()) % 16 == 0;
 }
 
 Tensor Linear::history_row(int role) const {

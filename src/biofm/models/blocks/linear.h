@@ -50,6 +50,10 @@ class Linear {
   // are known before a tensor is made, so that a producer can quantize this linear's input or
   // output gradient for it (ops::fp8_quantize_gelu, then x_codes / dout_codes). Null elsewhere.
   const ops::LayerQuant* producer_quant() const;
+  // producer_quant() and a weight the FP8 GEMMs take (both dimensions multiples of 16, 16-byte
+  // aligned; elsewhere the layer falls back to bf16, which needs the bf16 input): whether a
+  // producer may hand this linear its input or output gradient as codes.
+  bool takes_codes() const;
   // The delayed scale (as an amax) of role 0 (input) or 2 (output gradient).
   Tensor producer_scale_amax(int role) const { return scale_amax(role); }
   Tensor bias_grad() const { return b_.grad(*ctx_->params); }

@@ -22,35 +22,21 @@ void Mlp::activate(MlpActs& a) const {
   }
 }
 
-namespace {
-// Both forms of the codes a producer writes for an FP8 GEMM operand of [T, C].
-ops::Fp8Codes codes_for(int64_t T, int64_t C) {
-  return {Tensor::empty({T, C}, DType::U8, Device::CUDA), Tensor::empty({C, (T + 15) / 16 * 16}, DType::U8, Device::CUDA),
-          Tensor::empty({1}, DType::F32, Device::CUDA)};
-}
-}  // namespace
-
 bool Mlp::gelu_writes_codes() const {
-  if (kind_ != MlpKind::Gelu || !ops::op_options().fp8_gelu_codes || !in_.producer_quant() || !out_.producer_quant())
-    return false;
-  // (the FP8 GEMMs' shapes and alignment: elsewhere the linears fall back to bf16, which needs
-  // the bf16 tensors)
-  const Tensor w_in = in_.weight(), w_out = out_.weight();
-  auto aligned16 = [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0; };
-  return w_in.size(0) % 16 == 0 && w_in.size(1) % 16 == 0 && aligned16(w_in) && aligned16(w_out);
+  return kind_ == MlpKind::Gelu && ops::op_options().fp8_gelu_codes && in_.takes_codes() && out_.takes_codes();
 }
 
 void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs& a, bool keep_fp8,
-                  const Tensor& xn_amax) const {
-  const int64_t T = xn.size(0);
+                  const Tensor& xn_amax, const ops::Fp8Codes* xn_codes) const {
+  const int64_t T = xn_codes ? xn_codes->codes.size(0) : xn.size(0);
   const int64_t F = in_.weight().size(0);
   if (out && keep_fp8 && T > 0 && gelu_writes_codes()) {
     // DelayedScaling: W_out's input codes come straight from pre (the GELU computed inside the
     // quantization with W_out's delayed scale); the bf16 act is never stored, backward reads the
     // codes (fp8_out.replaces_x).
     a.pre = ctx_->act({T, F});
-    in_.forward(a.pre, xn, Tensor(), &a.fp8_in, xn_amax);
-    ops::Fp8Codes codes = codes_for(T, F);
+    in_.forward(a.pre, xn, Tensor(), &a.fp8_in, xn_amax, xn_codes);
+    ops::Fp8Codes codes = ops::Fp8Codes::empty_for(T, F);
     Tensor seen = ctx_->f32({1});
     ops::fp8_quantize_gelu(codes.codes, codes.codes_t, codes.scale_inv, a.pre, Tensor(), out_.producer_quant()->fwd,
                            out_.producer_scale_amax(0), seen);
@@ -59,12 +45,13 @@ void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs
     return;
   }
   if (fused_gelu()) {
+    if (xn_codes) fail("Mlp::forward: input codes need an FP8 first linear");
     a.act = ctx_->act({T, F});
     if (a.keep_pre) a.pre = ctx_->act({T, F});
     ops::linear_gelu_forward(a.act, a.pre, xn, in_.weight(), in_.bias());
   } else {
     a.pre = ctx_->act({T, F});
-    in_.forward(a.pre, xn, Tensor(), keep_fp8 ? &a.fp8_in : nullptr, xn_amax);
+    in_.forward(a.pre, xn, Tensor(), keep_fp8 ? &a.fp8_in : nullptr, xn_amax, xn_codes);
     activate(a);
   }
   if (!out) return;
@@ -90,7 +77,7 @@ void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a
   if (T > 0 && gelu_writes_codes()) {
     // DelayedScaling: W_in's output-gradient codes (and its bias gradient) come straight from
     // dact and pre; the bf16 dpre is never stored.
-    ops::Fp8Codes codes = codes_for(T, a.pre.size(1));
+    ops::Fp8Codes codes = ops::Fp8Codes::empty_for(T, a.pre.size(1));
     Tensor seen = ctx_->f32({1});
     ops::fp8_quantize_gelu(codes.codes, codes.codes_t, codes.scale_inv, a.pre, dact, in_.producer_quant()->bwd,
                            in_.producer_scale_amax(2), seen, in_.bias_grad());

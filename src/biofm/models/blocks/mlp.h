@@ -25,8 +25,10 @@ class Mlp {
 
   // Runs W_in and the activation; then, when out is given, out = residual + W_out·act (null:
   // the output is not wanted — a recomputed layer skips the last GEMM).
+  // xn_codes: xn exists only as the FP8 codes its norm made for W_in (pass an undefined xn;
+  // W_in.takes_codes() only).
   void forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs& a, bool keep_fp8,
-               const Tensor& xn_amax) const;
+               const Tensor& xn_amax, const ops::Fp8Codes* xn_codes = nullptr) const;
   // act from pre again (a lean layer drops act and redoes it in backward).
   void activate(MlpActs& a) const;
   // dxn overwritten; parameter gradients accumulate. dout_amax: max |dout| from its producer
@@ -36,6 +38,7 @@ class Mlp {
   // Whether W_out quantizes its output gradient with per-tensor scales (then the producer of
   // that gradient saves it a pass by passing its amax).
   bool out_fp8() const { return out_.fp8(); }
+  const Linear& in() const { return in_; }
 
  private:
   // GELU with both linears in the compute precision and W_in's bias present: the fused ops.

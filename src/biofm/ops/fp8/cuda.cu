@@ -12,6 +12,7 @@
 
 #include "biofm/ops/activation/gelu_math.cuh"
 #include "biofm/ops/cuda_util.cuh"
+#include "biofm/ops/fp8/codes.cuh"
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/cublaslt_plans_cuda.h"
 
@@ -52,13 +53,7 @@ __global__ void amax_kernel(const T* x, int64_t n, unsigned* amax_bits) {
   amax_reduce_into(amax_bits, m);
 }
 
-// Finite values round to nearest even and saturate; ±inf and NaN give the NaN code, so that an
-// overflow upstream reaches the loss (and the trainer's non-finite check) instead of being clamped.
-template <Fp8Type kType>
-__device__ __forceinline__ uint8_t encode(float v) {
-  if (!isfinite(v)) return 0x7f;
-  return __nv_cvt_float_to_fp8(v, __NV_SATFINITE, kType == Fp8Type::E4M3 ? __NV_E4M3 : __NV_E5M2);
-}
+using fp8_codes::encode;
 
 // What the quantize kernel quantizes: x as read, or the MLP's GELU computed from pre (and x =
 // dact for its gradient), rounded to T as the GELU kernels store it (fp8_quantize_gelu).
@@ -78,12 +73,7 @@ __global__ void __launch_bounds__(kThreads)
   // (aligned vector stores; rows 4 apart start 4 banks apart, so the 4 lanes of a column do not
   // collide: bf16 conflict-free, f32 at most 2-way).
   __shared__ __align__(16) T vals[kColSums ? kTile : 1][kColSums ? kTile + 16 / sizeof(T) : 8];
-  const float amax = __uint_as_float(*amax_bits);
-  float scale = 1.0f;
-  if (amax > 0.0f && isfinite(amax)) {
-    scale = fmax / amax;
-    if (!isfinite(scale)) scale = 3.402823466e38f;
-  }
+  const float scale = fp8_codes::scale_for(__uint_as_float(*amax_bits), fmax);
   if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;
 
   const int64_t row0 = int64_t(blockIdx.y) * kTile, col0 = int64_t(blockIdx.x) * kTile;

@@ -54,7 +54,7 @@ struct Fp8WeightCodes {
   bool forward_only = false;
 };
 // A GEMM operand that its producer already quantized for this layer (ops::fp8_quantize_gelu,
-// under DelayedScaling), so that its bf16 values were never stored: row-major codes [N, C], the
+// layernorm_forward_fp8, under DelayedScaling), so that its bf16 values were never stored: row-major codes [N, C], the
 // transposed codes [C, Np] (Np = N rounded up to 16) and their scale_inv. CUDA only.
 //   linear_forward_fp8 x_codes: x itself (pass an undefined x); `save` then always replaces x.
 //   linear_backward_fp8 dout_codes: dout (pass an undefined dout, and no dbias: the producer
@@ -62,6 +62,12 @@ struct Fp8WeightCodes {
 // Should cuBLASLt have no FP8 algorithm, the bf16 GEMM runs on the codes decoded.
 struct Fp8Codes {
   Tensor codes, codes_t, scale_inv;
+  // Uninitialised codes of both forms for an operand of [rows, cols], on the GPU.
+  static Fp8Codes empty_for(int64_t rows, int64_t cols) {
+    return {Tensor::empty({rows, cols}, DType::U8, Device::CUDA),
+            Tensor::empty({cols, (rows + 15) / 16 * 16}, DType::U8, Device::CUDA),
+            Tensor::empty({1}, DType::F32, Device::CUDA)};
+  }
 };
 void linear_forward_fp8(Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const Tensor& residual,
                         const Fp8Recipe& recipe, Fp8SavedInput* save = nullptr, const Tensor& x_amax = Tensor(),

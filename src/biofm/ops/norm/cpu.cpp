@@ -207,4 +207,31 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
   if (dx_amax.defined()) write_amax(dx_amax, dx, op);
 }
 
+namespace {
+// The FP8-output forwards: the bf16 (or f32) op's output as stored, then fp8_quantize with the
+// delayed scale; seen_amax is the op's max |out| as stored.
+void check_fp8_outputs(const Tensor& amax, const Tensor& seen_amax, const char* op) {
+  if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
+  require_f32_shape(amax, {1}, op, "amax");
+  require_f32_shape(seen_amax, {1}, op, "seen_amax");
+}
+}  // namespace
+
+void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
+                           const Tensor& w, const Tensor& b, float eps, Fp8Type t, const Tensor& amax,
+                           const Tensor& seen_amax) {
+  check_fp8_outputs(amax, seen_amax, "layernorm_forward_fp8");
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::CPU);
+  layernorm_forward(out, mean, rstd, x, w, b, eps, seen_amax);
+  cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor());
+}
+
+void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd, const Tensor& x, const Tensor& w,
+                         float eps, Fp8Type t, const Tensor& amax, const Tensor& seen_amax) {
+  check_fp8_outputs(amax, seen_amax, "rmsnorm_forward_fp8");
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::CPU);
+  rmsnorm_forward(out, rstd, x, w, eps, seen_amax);
+  cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor());
+}
+
 }  // namespace biofm::ops::cpu

@@ -16,8 +16,11 @@
 // end each block writes one partial row [C], and a second small kernel sums the partial rows in
 // a fixed order and adds them to dw / db (deterministic, no atomics).
 #include <algorithm>
+#include <atomic>
+#include <initializer_list>
 
 #include "biofm/ops/cuda_util.cuh"
+#include "biofm/ops/fp8/codes.cuh"
 #include "biofm/ops/norm/op.h"
 #include "biofm/ops/options.h"
 
@@ -74,6 +77,68 @@ RowLayout row_layout(int64_t C, int vec, int max_chunks, const char* op) {
 // ---------------------------------------------------------------------------------------
 // Forward.
 
+// Reads row `xr` into the thread's registers v (its chunks k * tpr + t) and returns the row's
+// statistics: m the mean (0 for RMSNorm), r the reciprocal standard deviation (or RMS). Every
+// thread of the row group calls it (group sums); `valid` false reads nothing.
+template <class T, int VEC, int MAXC, bool RMS>
+__device__ __forceinline__ void load_row_stats(float (&v)[MAXC][VEC], float& m, float& r, const T* xr, bool valid,
+                                               int nchunks, int tpr, int t, float* scratch, int lane, int warp,
+                                               int nw, float inv_c, float eps) {
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < MAXC; ++k) {
+    const int ch = k * tpr + t;
+    if (valid && ch < nchunks) {
+      load_vec<VEC>(v[k], xr + int64_t(ch) * VEC);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) s += RMS ? v[k][i] * v[k][i] : v[k][i];
+    }
+  }
+  s = group_sum(s, scratch, lane, warp, nw);
+  m = 0.0f;
+  if constexpr (RMS) {
+    r = 1.0f / sqrtf(s * inv_c + eps);
+  } else {
+    m = s * inv_c;
+    float d2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < MAXC; ++k) {
+      const int ch = k * tpr + t;
+      if (valid && ch < nchunks) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          const float d = v[k][i] - m;
+          d2 += d * d;
+        }
+      }
+    }
+    d2 = group_sum(d2, scratch, lane, warp, nw);
+    r = 1.0f / sqrtf(d2 * inv_c + eps);
+  }
+}
+
+// The output values of chunk ch from its inputs v: (v - m) * r * w + b, or v * r * w (RMS).
+template <class W, int VEC, bool RMS>
+__device__ __forceinline__ void normalized_chunk(float (&y)[VEC], const float (&v)[VEC], float m, float r, const W* w,
+                                                 const W* b, int ch) {
+  float wv[VEC];
+  load_vec<VEC>(wv, w + int64_t(ch) * VEC);
+  if constexpr (RMS) {
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) y[i] = wv[i] * (v[i] * r);
+  } else {
+    float bv[VEC];
+    if (b) {
+      load_vec<VEC>(bv, b + int64_t(ch) * VEC);
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) bv[i] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) y[i] = (v[i] - m) * r * wv[i] + bv[i];
+  }
+}
+
 template <class T, class W, int VEC, int MAXC, bool RMS>
 __global__ void __launch_bounds__(kMaxThreadsPerRow)
     norm_forward_kernel(T* out, float* mean_out, float* rstd_out, const T* x, const W* w,
@@ -90,61 +155,17 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
   for (int64_t base = int64_t(blockIdx.x) * rpb; base < N; base += int64_t(gridDim.x) * rpb) {
     const int64_t row = base + g;
     const bool valid = row < N;
-    const T* xr = x + row * C;
-    float v[MAXC][VEC];
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < MAXC; ++k) {
-      const int ch = k * tpr + t;
-      if (valid && ch < nchunks) {
-        load_vec<VEC>(v[k], xr + int64_t(ch) * VEC);
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) s += RMS ? v[k][i] * v[k][i] : v[k][i];
-      }
-    }
-    s = group_sum(s, scratch, lane, warp, nw);
-    float m = 0.0f, r;
-    if constexpr (RMS) {
-      r = 1.0f / sqrtf(s * inv_c + eps);
-    } else {
-      m = s * inv_c;
-      float d2 = 0.0f;
-#pragma unroll
-      for (int k = 0; k < MAXC; ++k) {
-        const int ch = k * tpr + t;
-        if (valid && ch < nchunks) {
-#pragma unroll
-          for (int i = 0; i < VEC; ++i) {
-            const float d = v[k][i] - m;
-            d2 += d * d;
-          }
-        }
-      }
-      d2 = group_sum(d2, scratch, lane, warp, nw);
-      r = 1.0f / sqrtf(d2 * inv_c + eps);
-    }
+    float v[MAXC][VEC], m, r;
+    load_row_stats<T, VEC, MAXC, RMS>(v, m, r, x + row * C, valid, nchunks, tpr, t, scratch, lane, warp, nw, inv_c,
+                                      eps);
     if (!valid) continue;
     T* yr = out + row * C;
 #pragma unroll
     for (int k = 0; k < MAXC; ++k) {
       const int ch = k * tpr + t;
       if (ch < nchunks) {
-        float wv[VEC], y[VEC];
-        load_vec<VEC>(wv, w + int64_t(ch) * VEC);
-        if constexpr (RMS) {
-#pragma unroll
-          for (int i = 0; i < VEC; ++i) y[i] = wv[i] * (v[k][i] * r);
-        } else {
-          float bv[VEC];
-          if (b) {
-            load_vec<VEC>(bv, b + int64_t(ch) * VEC);
-          } else {
-#pragma unroll
-            for (int i = 0; i < VEC; ++i) bv[i] = 0.0f;
-          }
-#pragma unroll
-          for (int i = 0; i < VEC; ++i) y[i] = (v[k][i] - m) * r * wv[i] + bv[i];
-        }
+        float y[VEC];
+        normalized_chunk<W, VEC, RMS>(y, v[k], m, r, w, b, ch);
         store_vec<VEC>(yr + int64_t(ch) * VEC, y);
         if (amax_bits) {
 #pragma unroll
@@ -158,6 +179,91 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
     }
   }
   if (amax_bits) amax_reduce_into(amax_bits, amax);  // every thread gets here: no early exit above
+}
+
+// The forward whose output exists only as the next GEMM's FP8 codes (norm_forward_fp8): as
+// norm_forward_kernel, but each value is rounded to T as that kernel stores it, then encoded with
+// the scale of *amax_bits (fp8_quantize's arithmetic) and stored as one byte; max |value| goes to
+// seen_bits. VEC = 8. The transposed codes are transpose_codes_kernel's (a row-wise kernel
+// cannot write whole sectors of columns: a tile of rows in shared memory capped the occupancy
+// and ran at half the bandwidth, docs/PERFORMANCE.md session 22).
+template <class T, class W, int MAXC, bool RMS, Fp8Type kType>
+__global__ void __launch_bounds__(kMaxThreadsPerRow)
+    norm_forward_fp8_kernel(uint8_t* q, float* scale_inv, const unsigned* amax_bits, float fmax, unsigned* seen_bits,
+                            float* mean_out, float* rstd_out, const T* x, const W* w, const W* b, int64_t N, int C,
+                            int tpr, float eps) {
+  constexpr int VEC = 8;
+  extern __shared__ float smem[];
+  const int rpb = blockDim.x / tpr;
+  const int g = threadIdx.x / tpr, t = threadIdx.x % tpr;
+  const int lane = t & 31, warp = t >> 5, nw = tpr >> 5;
+  float* scratch = smem + g * nw;
+  const int nchunks = C / VEC;
+  const float inv_c = C ? 1.0f / float(C) : 0.0f;
+  const float scale = fp8_codes::scale_for(__uint_as_float(*amax_bits), fmax);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;
+  float seen = 0.0f;
+
+  for (int64_t base = int64_t(blockIdx.x) * rpb; base < N; base += int64_t(gridDim.x) * rpb) {
+    const int64_t row = base + g;
+    const bool valid = row < N;
+    float v[MAXC][VEC], m, r;
+    load_row_stats<T, VEC, MAXC, RMS>(v, m, r, x + row * C, valid, nchunks, tpr, t, scratch, lane, warp, nw, inv_c,
+                                      eps);
+    if (!valid) continue;
+#pragma unroll
+    for (int k = 0; k < MAXC; ++k) {
+      const int ch = k * tpr + t;
+      if (ch < nchunks) {
+        float y[VEC];
+        normalized_chunk<W, VEC, RMS>(y, v[k], m, r, w, b, ch);
+        Pack<uint8_t, VEC> codes;
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          const float sv = to_f32(from_f32<T>(y[i]));  // as the bf16 norm would store it
+          seen = fmaxf(seen, fabsf(sv));
+          codes.v[i] = fp8_codes::encode<kType>(sv * scale);
+        }
+        *reinterpret_cast<Pack<uint8_t, VEC>*>(q + row * C + int64_t(ch) * VEC) = codes;
+      }
+    }
+    if (t == 0) {
+      if (mean_out) mean_out[row] = m;
+      if (rstd_out) rstd_out[row] = r;
+    }
+  }
+  amax_reduce_into(seen_bits, seen);  // every thread gets here: no early exit above
+}
+
+// q [N, C] -> q_t [C, Np] (bytes; C and Np multiples of 16, rows N..Np zero), through 64 x 64
+// tiles in shared memory as fp8/cuda.cu's quantization writes its transposed codes: every thread
+// reads 16 bytes of a row and writes 16 bytes of a column. Grid (C / 64, Np / 64 rounded up).
+constexpr int kTransposeTile = 64;
+__global__ void __launch_bounds__(256) transpose_codes_kernel(uint8_t* q_t, const uint8_t* q, int64_t N, int64_t C,
+                                                              int64_t Np) {
+  __shared__ __align__(16) uint8_t tile[kTransposeTile][kTransposeTile + 16];
+  const int64_t row0 = int64_t(blockIdx.y) * kTransposeTile, col0 = int64_t(blockIdx.x) * kTransposeTile;
+  {
+    const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
+    const int64_t gr = row0 + r, gc = col0 + c;
+    Pack<uint8_t, 16> v;
+    if (gc < C && gr < N) {
+      v = *reinterpret_cast<const Pack<uint8_t, 16>*>(q + gr * C + gc);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) v.v[i] = 0;
+    }
+    *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = v;
+  }
+  __syncthreads();
+  const int j = threadIdx.x >> 2, r = (threadIdx.x & 3) * 16;
+  const int64_t gc = col0 + j, gr = row0 + r;
+  if (gc < C && gr < Np) {
+    Pack<uint8_t, 16> col;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) col.v[i] = tile[r + i][j];
+    *reinterpret_cast<Pack<uint8_t, 16>*>(q_t + gc * Np + gr) = col;
+  }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -387,6 +493,78 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
   });
 }
 
+std::atomic<int64_t> g_fp8_calls{0};
+
+// The FP8-output forward (norm_forward_fp8_kernel). x BF16 or F32 with C % 16 == 0; q [N, C] and
+// q_t [C, Np] U8; the scale from amax (required), max |output| into seen_amax (required).
+template <bool RMS>
+void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
+                        const Tensor& w, const Tensor& b, float eps, Fp8Type type, const Tensor& amax,
+                        const Tensor& seen_amax, const char* op) {
+  const NormArgs a = check_forward(/*out (none here)=*/x, mean, rstd, x, w, b, RMS, op);
+  if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
+  require_dtype(amax, DType::F32, op, "amax");
+  require_shape(amax, {1}, op, "amax");
+  require_dtype(scale_inv, DType::F32, op, "scale_inv");
+  require_shape(scale_inv, {1}, op, "scale_inv");
+  require_dtype(q, DType::U8, op, "q");
+  require_shape(q, {a.N, a.C}, op, "q");
+  int64_t Np = 0;
+  if (q_t.defined()) {
+    require_dtype(q_t, DType::U8, op, "q_t");
+    Np = q_t.dim() == 2 ? q_t.size(1) : -1;
+    if (q_t.dim() != 2 || q_t.size(0) != a.C || Np < a.N || Np % 16 != 0)
+      fail(op, ": q_t must be [", a.C, ", Np] with Np >= ", a.N, " a multiple of 16, got ", q_t.describe());
+  }
+  if (a.C % 16 != 0) fail(op, ": the feature dimension must be a multiple of 16 on the GPU, got ", a.C);
+  if (!aligned16(x) || !aligned16(w) || !aligned16(b) || !aligned16(q) || !aligned16(q_t))
+    fail(op, ": x, w, b, q and q_t must be 16-byte aligned on the GPU");
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w, &q, &scale_inv, &amax, &seen_amax})
+    if (t->device() != Device::CUDA) fail(op, ": every tensor must be on the GPU, got ", t->describe());
+  unsigned* seen = amax_accumulator(seen_amax, op);
+  cudaStream_t st = cuda_ctx::stream();
+  ++g_fp8_calls;
+  const float fmax = fp8_max(type);
+  const auto* amax_bits = reinterpret_cast<const unsigned*>(amax.f32());
+  dispatch_float(x.dtype(), op, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    dispatch_float(w.dtype(), op, [&](auto wt) {
+      using Wt = typename decltype(wt)::type;
+      auto go = [&](auto chunks_c, auto type_c) {
+        constexpr int MAXC = decltype(chunks_c)::value;
+        const RowLayout l = row_layout(a.C, 8, MAXC, op);
+        const size_t shm = size_t(l.rpb) * (l.tpr / 32) * sizeof(float);
+        // (as the bf16 forward's grid; at least one block, which writes scale_inv when N is 0)
+        const unsigned grid = std::max<unsigned>(1, grid_for(a.N, l.rpb, sm_waves(2048 / l.threads() * 2)));
+        norm_forward_fp8_kernel<T, Wt, MAXC, RMS, decltype(type_c)::value><<<grid, l.threads(), shm, st>>>(
+            static_cast<uint8_t*>(q.raw()), scale_inv.f32(), amax_bits, fmax, seen,
+            mean.defined() ? mean.f32() : nullptr, rstd.defined() ? rstd.f32() : nullptr,
+            static_cast<const T*>(x.raw()), static_cast<const Wt*>(w.raw()),
+            (!RMS && b.defined()) ? static_cast<const Wt*>(b.raw()) : nullptr, a.N, int(a.C), l.tpr, eps);
+        BIOFM_CUDA_LAUNCH_CHECK();
+      };
+      auto typed = [&](auto chunks_c) {
+        if (type == Fp8Type::E4M3)
+          go(chunks_c, std::integral_constant<Fp8Type, Fp8Type::E4M3>{});
+        else
+          go(chunks_c, std::integral_constant<Fp8Type, Fp8Type::E5M2>{});
+      };
+      switch (pick_chunks(a.C, 8, op_options().norm_chunks, auto_fwd_chunks(RMS), kFwdChunks)) {
+        case 1: return typed(std::integral_constant<int, 1>{});
+        case 2: return typed(std::integral_constant<int, 2>{});
+        case 4: return typed(std::integral_constant<int, 4>{});
+        default: return typed(std::integral_constant<int, 8>{});
+      }
+    });
+  });
+  if (q_t.defined() && Np > 0) {
+    const dim3 grid(unsigned(ceil_div(a.C, kTransposeTile)), unsigned(ceil_div(Np, kTransposeTile)));
+    transpose_codes_kernel<<<grid, 256, 0, st>>>(static_cast<uint8_t*>(q_t.raw()), static_cast<const uint8_t*>(q.raw()),
+                                                 a.N, a.C, Np);
+    BIOFM_CUDA_LAUNCH_CHECK();
+  }
+}
+
 template <bool RMS>
 void launch_backward(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& dout, const Tensor& x,
                      const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dres,
@@ -490,6 +668,20 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
                       const Tensor& rstd, const Tensor& dres, const Tensor& dx_amax) {
   Tensor none;
   launch_backward<true>(dx, dw, none, dout, x, w, none, rstd, dres, dx_amax, "rmsnorm_backward");
+}
+
+int64_t norm_forward_fp8_calls() { return g_fp8_calls.load(); }
+
+void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
+                           const Tensor& w, const Tensor& b, float eps, Fp8Type t, const Tensor& amax,
+                           const Tensor& seen_amax) {
+  launch_forward_fp8<false>(q, q_t, scale_inv, mean, rstd, x, w, b, eps, t, amax, seen_amax, "layernorm_forward_fp8");
+}
+
+void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd, const Tensor& x, const Tensor& w,
+                         float eps, Fp8Type t, const Tensor& amax, const Tensor& seen_amax) {
+  Tensor none;
+  launch_forward_fp8<true>(q, q_t, scale_inv, none, rstd, x, w, none, eps, t, amax, seen_amax, "rmsnorm_forward_fp8");
 }
 
 }  // namespace biofm::ops::cuda

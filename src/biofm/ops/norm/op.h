@@ -1,6 +1,7 @@
 // LayerNorm (ESM-2) and RMSNorm (Llama), over the last dimension of x[N,C].
 #pragma once
 #include "biofm/ops/dispatch.h"
+#include "biofm/ops/fp8/op.h"
 
 namespace biofm::ops {
 
@@ -23,6 +24,27 @@ void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& x, const Tensor& w
 void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& x, const Tensor& w,
                       const Tensor& rstd, const Tensor& dres = Tensor(), const Tensor& dx_amax = Tensor());
 
-BIOFM_BACKENDS(layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward)
+// The forwards whose output exists only as the next GEMM's FP8 codes: under DelayedScaling the
+// scale is known before the output is, so the norm writes the codes itself and its bf16 output is
+// never stored. Each output value is rounded to x's dtype as layernorm_forward / rmsnorm_forward
+// store it, then quantized as fp8_quantize would with the scale of `amax` (F32 [1], required:
+// the delayed scale's amax): row-major codes into q [N, C], transposed codes into q_t [C, Np]
+// (undefined: not written; Np >= N a multiple of 16, rows past N zero codes), scale_inv [1].
+// seen_amax (F32 [1], required) is set to max |output| (the amax history's entry); mean / rstd
+// as the bf16 ops. On the GPU C must be a multiple of 16 and the tensors 16-byte aligned.
+void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
+                           const Tensor& w, const Tensor& b, float eps, Fp8Type t, const Tensor& amax,
+                           const Tensor& seen_amax);
+void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd, const Tensor& x, const Tensor& w,
+                         float eps, Fp8Type t, const Tensor& amax, const Tensor& seen_amax);
+
+BIOFM_BACKENDS(layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward, layernorm_forward_fp8,
+               rmsnorm_forward_fp8)
+
+namespace cuda {
+// How many layernorm_forward_fp8 / rmsnorm_forward_fp8 calls have run on the GPU in this process
+// (tests).
+int64_t norm_forward_fp8_calls();
+}  // namespace cuda
 
 }  // namespace biofm::ops
