@@ -262,8 +262,8 @@ TEST(CudaFp8Delayed, GeluCodesTrainAsTheGeluKernels) {
 // layernorm_forward_fp8 / rmsnorm_forward_fp8 (the norm writing the next GEMM's codes itself)
 // write exactly what the norm kernel followed by fp8_quantize writes: both forms of the codes,
 // scale, amax and the statistics, bit for bit. Row counts off the 16-row tiles, widths of every
-// shipped model's norms (and one whose rows need 5 chunks per thread), transposed codes padded
-// past the rows; a delayed scale small enough that some values saturate.
+// shipped model's norms (and one whose rows need 5 chunks per thread), bf16 and f32, transposed
+// codes padded past the rows; a delayed scale small enough that some values saturate.
 TEST(CudaFp8Delayed, NormCodesEqualTheNormKernelThenTheQuantization) {
   BIOFM_REQUIRE_GPU();
   auto bytes = [](const Tensor& t) {
@@ -277,12 +277,13 @@ TEST(CudaFp8Delayed, NormCodesEqualTheNormKernelThenTheQuantization) {
   };
   for (Shape2 sh : {Shape2{37, 64, 0}, {1000, 1280, 0}, {130, 2048, 32}, {16, 320, 0}, {3, 4096, 0}, {0, 1280, 16}})
     for (ops::Fp8Type t : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2})
-      for (bool rms : {false, true}) {
+      for (bool rms : {false, true})
+      for (DType dt : {DType::BF16, DType::F32}) {
         const int64_t N = sh.N, C = sh.C;
         const std::string what = std::to_string(N) + "x" + std::to_string(C) + " " + ops::fp8_type_name(t) +
-                                 (rms ? " rmsnorm" : " layernorm");
-        const Tensor x = to_device(randn({N, C}, uint64_t(N + C), 2.0f), DType::BF16);
-        const Tensor w = to_device(randn({C}, 5, 1.0f), DType::BF16), b = to_device(randn({C}, 6, 0.5f), DType::BF16);
+                                 (rms ? " rmsnorm " : " layernorm ") + dtype_name(dt);
+        const Tensor x = to_device(randn({N, C}, uint64_t(N + C), 2.0f), dt);
+        const Tensor w = to_device(randn({C}, 5, 1.0f), dt), b = to_device(randn({C}, 6, 0.5f), dt);
         const Tensor scale_amax = Tensor::from_f32({1}, {2.5f}).to(Device::CUDA);
         const int64_t Np = (N + 15) / 16 * 16 + sh.pad;
         auto outputs = [&] {
@@ -291,7 +292,7 @@ TEST(CudaFp8Delayed, NormCodesEqualTheNormKernelThenTheQuantization) {
                             Tensor::zeros({N}, DType::F32, Device::CUDA), Tensor::zeros({N}, DType::F32, Device::CUDA)};
         };
         auto [q, qt, s, amax, mean, rstd] = outputs();  // the two kernels
-        Tensor y = Tensor::empty({N, C}, DType::BF16, Device::CUDA), none;
+        Tensor y = Tensor::empty({N, C}, dt, Device::CUDA), none;
         if (rms)
           ops::rmsnorm_forward(y, rstd, x, w, 1e-6f, amax);
         else

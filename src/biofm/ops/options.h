@@ -61,7 +61,9 @@ struct OpOptions {
   // ops.fp8_norm_codes: under FP8 DelayedScaling (CUDA, with fp8_release_inputs), the norms in
   // front of the q|k|v projection and the MLP write that GEMM's FP8 codes themselves
   // (ops::layernorm_forward_fp8 / rmsnorm_forward_fp8), so their bf16 outputs are never stored;
-  // false runs the norm kernels and then the quantization. Same results bit for bit.
+  // false runs the norm kernels and then the quantization. The results are the same bit for bit
+  // wherever cuBLASLt has the FP8 GEMMs (should it refuse one, its bf16 fallback reads the decoded
+  // codes instead of the bf16 tensor).
   bool fp8_norm_codes = true;
   // Chunks of 8 features each thread of the norm kernels caches (1, 2, 4 or 8; backward at most
   // 4; 0 = the measured automatic choice). No config key: for bench/norm_bench.cpp.

@@ -5,6 +5,7 @@
 // explicit forward and backward, like the ops they call: activation gradients are
 // overwritten, parameter gradients accumulate (+=) into the store's gradient buffer.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -16,6 +17,10 @@
 #include "biofm/ops/gemm/op.h"
 
 namespace biofm {
+
+// Whether t's data starts on a 16-byte boundary (an undefined t counts as aligned): what the
+// vectorized CUDA kernels and cuBLASLt's FP8 GEMMs need of their operands.
+inline bool aligned16(const Tensor& t) { return !t.defined() || reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0; }
 
 // Points in a forward or backward pass where data-parallel training acts on a layer's
 // parameters: fsdp gathers a layer's weights before it runs and releases them after; ddp/zero

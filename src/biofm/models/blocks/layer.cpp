@@ -24,7 +24,7 @@ void TransformerLayer::norm1(LayerActs& a, ops::Fp8Codes* codes) const {
 }
 
 void TransformerLayer::norm2(LayerActs& a, ops::Fp8Codes* codes) const {
-  if (attn_.qkv().fp8()) a.xn2_amax = ctx_->f32({1});
+  if (mlp_.in().fp8()) a.xn2_amax = ctx_->f32({1});  // the MLP's first quantization reuses it
   if (codes) {
     const Linear& in = mlp_.in();
     return norm2_.forward_codes(*codes, a.st2, a.x_mid, in.producer_quant()->fwd, in.producer_scale_amax(0),

@@ -50,7 +50,7 @@ const ops::LayerQuant* Linear::producer_quant() const {
 bool Linear::takes_codes() const {
   if (!producer_quant()) return false;
   const Tensor w = weight();
-  return w.size(0) % 16 == 0 && w.size(1) % 16 == 0 && reinterpret_cast<uintptr_t>(w.raw()) % 16 == 0;
+  return w.size(0) % 16 == 0 && w.size(1) % 16 == 0 && aligned16(w);
 }
 
 Tensor Linear::history_row(int role) const {

@@ -21,7 +21,6 @@ void Norm::forward(Tensor& out, NormStats& st, const Tensor& x, const Tensor& ou
 
 bool Norm::can_write_codes(const Tensor& x) const {
   const ParamStore& p = *ctx_->params;
-  auto aligned16 = [](const Tensor& t) { return !t.defined() || reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0; };
   return x.device() == Device::CUDA && x.dim() == 2 && x.size(1) % 16 == 0 && aligned16(x) &&
          aligned16(w_.weight(p)) && (kind_ != NormKind::LayerNorm || aligned16(b_.weight(p)));
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_fp8.h>
 
+#include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/fp8/op.h"
 
 namespace biofm::ops::cuda::fp8_codes {
@@ -24,6 +25,23 @@ __device__ __forceinline__ float scale_for(float amax, float fmax) {
     if (!isfinite(scale)) scale = 3.402823466e38f;
   }
   return scale;
+}
+
+// A kTile x kTile tile of codes in shared memory (rows kTile + 16 bytes apart: 16-byte aligned,
+// and the 4 lanes reading one column fall in different banks) written out transposed by a block
+// of 256 threads: each stores 16 rows of one column, q_t[(col0 + j) * Rp + row0 + r ...], for
+// columns < C and rows < Rp (Rp a multiple of 16, so the 16 rows are all in range).
+constexpr int kTile = 64;
+__device__ __forceinline__ void store_tile_transposed(const uint8_t (*tile)[kTile + 16], uint8_t* q_t, int64_t C,
+                                                      int64_t Rp, int64_t row0, int64_t col0) {
+  const int j = threadIdx.x >> 2, r = (threadIdx.x & 3) * 16;
+  const int64_t gc = col0 + j, gr = row0 + r;
+  if (gc < C && gr < Rp) {
+    cuda_detail::Pack<uint8_t, 16> codes;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) codes.v[i] = tile[r + i][j];
+    *reinterpret_cast<cuda_detail::Pack<uint8_t, 16>*>(q_t + gc * Rp + gr) = codes;
+  }
 }
 
 }  // namespace biofm::ops::cuda::fp8_codes

@@ -21,7 +21,7 @@ using namespace cuda_detail;
 
 namespace {
 
-constexpr int kTile = 64;       // a block quantizes a 64 x 64 tile of x
+using fp8_codes::kTile;         // a block quantizes a 64 x 64 tile of x
 constexpr int kThreads = 256;   // 4 threads per tile row, 16 elements each
 
 
@@ -115,19 +115,13 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (kSrc != Src::X) amax_reduce_into(seen_bits, seen);  // (every lane: a warp reduction)
   if (!q_t && !kColSums) return;  // uniform over the grid
   __syncthreads();
-  const int j = threadIdx.x >> 2, r = (threadIdx.x & 3) * 16;
-  const int64_t gc = col0 + j, gr = row0 + r;
-  if (q_t && gc < C && gr < Rp) {  // Rp % 16 == 0: the 16 rows are all in range
-    Pack<uint8_t, 16> codes;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) codes.v[i] = tile[r + i][j];
-    *reinterpret_cast<Pack<uint8_t, 16>*>(q_t + gc * Rp + gr) = codes;
-  }
+  if (q_t) fp8_codes::store_tile_transposed(tile, q_t, C, Rp, row0, col0);
   if constexpr (kColSums) {
     // The tile's column sums (the bias gradient of an output gradient): the 4 threads of column
     // j take rows k, k + 4, ... (k = thread & 3; rows 4 apart fall in different shared-memory
     // banks), then add across the 4 lanes; a fixed order, so the result is deterministic.
-    const int k = threadIdx.x & 3;
+    const int j = threadIdx.x >> 2, k = threadIdx.x & 3;
+    const int64_t gc = col0 + j;
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < kTile / 4; ++i) sum += to_f32(vals[k + 4 * i][j]);

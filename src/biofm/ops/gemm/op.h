@@ -53,8 +53,9 @@ struct Fp8WeightCodes {
   // another byte per parameter that nothing reads).
   bool forward_only = false;
 };
-// A GEMM operand that its producer already quantized for this layer (ops::fp8_quantize_gelu,
-// layernorm_forward_fp8, under DelayedScaling), so that its bf16 values were never stored: row-major codes [N, C], the
+// A GEMM operand that its producer already quantized for this layer under DelayedScaling
+// (ops::fp8_quantize_gelu, layernorm_forward_fp8, rmsnorm_forward_fp8), so that its bf16 values
+// were never stored: row-major codes [N, C], the
 // transposed codes [C, Np] (Np = N rounded up to 16) and their scale_inv. CUDA only.
 //   linear_forward_fp8 x_codes: x itself (pass an undefined x); `save` then always replaces x.
 //   linear_backward_fp8 dout_codes: dout (pass an undefined dout, and no dbias: the producer

@@ -209,18 +209,31 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
 
 namespace {
 // The FP8-output forwards: the bf16 (or f32) op's output as stored, then fp8_quantize with the
-// delayed scale; seen_amax is the op's max |out| as stored.
-void check_fp8_outputs(const Tensor& amax, const Tensor& seen_amax, const char* op) {
+// delayed scale; seen_amax is the op's max |out| as stored. Everything is checked before anything
+// is written.
+void check_fp8_outputs(const Tensor& q, const Tensor& q_t, const Tensor& scale_inv, const Tensor& x,
+                       const Tensor& amax, const Tensor& seen_amax, const char* op) {
   if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
   require_f32_shape(amax, {1}, op, "amax");
   require_f32_shape(seen_amax, {1}, op, "seen_amax");
+  require_f32_shape(scale_inv, {1}, op, "scale_inv");
+  if (seen_amax.raw() == amax.raw()) fail(op, ": seen_amax must not be the delayed scale's amax");
+  if (x.dim() != 2) fail(op, ": x must be [N, C], got ", x.describe());
+  const int64_t N = x.size(0), C = x.size(1);
+  require(q, DType::U8, op, "q");
+  if (q.shape() != Shape{N, C}) fail(op, ": q must be [", N, ", ", C, "], got ", q.describe());
+  if (q_t.defined()) {
+    require(q_t, DType::U8, op, "q_t");
+    if (q_t.dim() != 2 || q_t.size(0) != C || q_t.size(1) < N || q_t.size(1) % 16 != 0)
+      fail(op, ": q_t must be [", C, ", Np] with Np >= ", N, " a multiple of 16, got ", q_t.describe());
+  }
 }
 }  // namespace
 
 void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
                            const Tensor& w, const Tensor& b, float eps, Fp8Type t, const Tensor& amax,
                            const Tensor& seen_amax) {
-  check_fp8_outputs(amax, seen_amax, "layernorm_forward_fp8");
+  check_fp8_outputs(q, q_t, scale_inv, x, amax, seen_amax, "layernorm_forward_fp8");
   Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::CPU);
   layernorm_forward(out, mean, rstd, x, w, b, eps, seen_amax);
   cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor());
@@ -228,7 +241,7 @@ void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& me
 
 void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd, const Tensor& x, const Tensor& w,
                          float eps, Fp8Type t, const Tensor& amax, const Tensor& seen_amax) {
-  check_fp8_outputs(amax, seen_amax, "rmsnorm_forward_fp8");
+  check_fp8_outputs(q, q_t, scale_inv, x, amax, seen_amax, "rmsnorm_forward_fp8");
   Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::CPU);
   rmsnorm_forward(out, rstd, x, w, eps, seen_amax);
   cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor());

@@ -237,33 +237,24 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
 
 // q [N, C] -> q_t [C, Np] (bytes; C and Np multiples of 16, rows N..Np zero), through 64 x 64
 // tiles in shared memory as fp8/cuda.cu's quantization writes its transposed codes: every thread
-// reads 16 bytes of a row and writes 16 bytes of a column. Grid (C / 64, Np / 64 rounded up).
-constexpr int kTransposeTile = 64;
+// reads 16 bytes of a row and writes 16 bytes of a column. Grid (Np / 64, C / 64, rounded up).
 __global__ void __launch_bounds__(256) transpose_codes_kernel(uint8_t* q_t, const uint8_t* q, int64_t N, int64_t C,
                                                               int64_t Np) {
-  __shared__ __align__(16) uint8_t tile[kTransposeTile][kTransposeTile + 16];
-  const int64_t row0 = int64_t(blockIdx.y) * kTransposeTile, col0 = int64_t(blockIdx.x) * kTransposeTile;
-  {
-    const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
-    const int64_t gr = row0 + r, gc = col0 + c;
-    Pack<uint8_t, 16> v;
-    if (gc < C && gr < N) {
-      v = *reinterpret_cast<const Pack<uint8_t, 16>*>(q + gr * C + gc);
-    } else {
+  using fp8_codes::kTile;
+  __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
+  const int64_t row0 = int64_t(blockIdx.x) * kTile, col0 = int64_t(blockIdx.y) * kTile;
+  const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
+  const int64_t gr = row0 + r, gc = col0 + c;
+  Pack<uint8_t, 16> v;
+  if (gc < C && gr < N) {
+    v = *reinterpret_cast<const Pack<uint8_t, 16>*>(q + gr * C + gc);
+  } else {
 #pragma unroll
-      for (int i = 0; i < 16; ++i) v.v[i] = 0;
-    }
-    *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = v;
+    for (int i = 0; i < 16; ++i) v.v[i] = 0;
   }
+  *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = v;
   __syncthreads();
-  const int j = threadIdx.x >> 2, r = (threadIdx.x & 3) * 16;
-  const int64_t gc = col0 + j, gr = row0 + r;
-  if (gc < C && gr < Np) {
-    Pack<uint8_t, 16> col;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) col.v[i] = tile[r + i][j];
-    *reinterpret_cast<Pack<uint8_t, 16>*>(q_t + gc * Np + gr) = col;
-  }
+  fp8_codes::store_tile_transposed(tile, q_t, C, Np, row0, col0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -503,6 +494,7 @@ void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean,
                         const Tensor& seen_amax, const char* op) {
   const NormArgs a = check_forward(/*out (none here)=*/x, mean, rstd, x, w, b, RMS, op);
   if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
+  if (seen_amax.raw() == amax.raw()) fail(op, ": seen_amax must not be the delayed scale's amax (it is zeroed first)");
   require_dtype(amax, DType::F32, op, "amax");
   require_shape(amax, {1}, op, "amax");
   require_dtype(scale_inv, DType::F32, op, "scale_inv");
@@ -519,8 +511,10 @@ void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean,
   if (a.C % 16 != 0) fail(op, ": the feature dimension must be a multiple of 16 on the GPU, got ", a.C);
   if (!aligned16(x) || !aligned16(w) || !aligned16(b) || !aligned16(q) || !aligned16(q_t))
     fail(op, ": x, w, b, q and q_t must be 16-byte aligned on the GPU");
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w, &q, &scale_inv, &amax, &seen_amax})
-    if (t->device() != Device::CUDA) fail(op, ": every tensor must be on the GPU, got ", t->describe());
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w, &b, &q, &q_t, &scale_inv, &amax, &seen_amax,
+                                                              &mean, &rstd})
+    if (t->defined() && t->device() != Device::CUDA) fail(op, ": every tensor must be on the GPU, got ", t->describe());
+  if (ceil_div(a.C, fp8_codes::kTile) > 65535) fail(op, ": ", a.C, " features is more than this kernel handles");
   unsigned* seen = amax_accumulator(seen_amax, op);
   cudaStream_t st = cuda_ctx::stream();
   ++g_fp8_calls;
@@ -534,8 +528,8 @@ void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean,
         constexpr int MAXC = decltype(chunks_c)::value;
         const RowLayout l = row_layout(a.C, 8, MAXC, op);
         const size_t shm = size_t(l.rpb) * (l.tpr / 32) * sizeof(float);
-        // (as the bf16 forward's grid; at least one block, which writes scale_inv when N is 0)
-        const unsigned grid = std::max<unsigned>(1, grid_for(a.N, l.rpb, sm_waves(2048 / l.threads() * 2)));
+        // (as the bf16 forward's grid: at least one block, which writes scale_inv when N is 0)
+        const unsigned grid = grid_for(a.N, l.rpb, sm_waves(2048 / l.threads() * 2));
         norm_forward_fp8_kernel<T, Wt, MAXC, RMS, decltype(type_c)::value><<<grid, l.threads(), shm, st>>>(
             static_cast<uint8_t*>(q.raw()), scale_inv.f32(), amax_bits, fmax, seen,
             mean.defined() ? mean.f32() : nullptr, rstd.defined() ? rstd.f32() : nullptr,
@@ -558,7 +552,7 @@ void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean,
     });
   });
   if (q_t.defined() && Np > 0) {
-    const dim3 grid(unsigned(ceil_div(a.C, kTransposeTile)), unsigned(ceil_div(Np, kTransposeTile)));
+    const dim3 grid(unsigned(ceil_div(Np, fp8_codes::kTile)), unsigned(ceil_div(a.C, fp8_codes::kTile)));
     transpose_codes_kernel<<<grid, 256, 0, st>>>(static_cast<uint8_t*>(q_t.raw()), static_cast<const uint8_t*>(q.raw()),
                                                  a.N, a.C, Np);
     BIOFM_CUDA_LAUNCH_CHECK();
