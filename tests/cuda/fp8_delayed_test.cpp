@@ -33,6 +33,14 @@ namespace {
 
 std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
 
+// A GPU tensor's bytes as stored.
+std::vector<uint8_t> bytes(const Tensor& t) {
+  cuda_ctx::synchronize();
+  Tensor h = t.to(Device::CPU);
+  const uint8_t* p = static_cast<const uint8_t*>(h.raw());
+  return std::vector<uint8_t>(p, p + h.numel() * int64_t(dtype_size(h.dtype())));
+}
+
 std::vector<uint32_t> bits_of(const Tensor& t) {
   cuda_ctx::synchronize();
   Tensor h = t.device() == Device::CPU ? t : t.to(Device::CPU);
@@ -198,12 +206,6 @@ TEST(CudaFp8Delayed, TrainingTracksBf16) {
 // 64-row / 64-column tiles; a delayed scale small enough that some values saturate.
 TEST(CudaFp8Delayed, GeluCodesEqualTheGeluKernelThenTheQuantization) {
   BIOFM_REQUIRE_GPU();
-  auto bytes = [](const Tensor& t) {
-    cuda_ctx::synchronize();
-    Tensor h = t.to(Device::CPU);
-    const uint8_t* p = static_cast<const uint8_t*>(h.raw());
-    return std::vector<uint8_t>(p, p + h.numel() * int64_t(dtype_size(h.dtype())));
-  };
   for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {130, 512}, {1000, 80}})
     for (ops::Fp8Type t : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2})
       for (bool grad : {false, true}) {
@@ -266,12 +268,6 @@ TEST(CudaFp8Delayed, GeluCodesTrainAsTheGeluKernels) {
 // codes padded past the rows; a delayed scale small enough that some values saturate.
 TEST(CudaFp8Delayed, NormCodesEqualTheNormKernelThenTheQuantization) {
   BIOFM_REQUIRE_GPU();
-  auto bytes = [](const Tensor& t) {
-    cuda_ctx::synchronize();
-    Tensor h = t.to(Device::CPU);
-    const uint8_t* p = static_cast<const uint8_t*>(h.raw());
-    return std::vector<uint8_t>(p, p + h.numel() * int64_t(dtype_size(h.dtype())));
-  };
   struct Shape2 {
     int64_t N, C, pad;
   };

@@ -139,10 +139,19 @@ __device__ __forceinline__ void normalized_chunk(float (&y)[VEC], const float (&
   }
 }
 
-template <class T, class W, int VEC, int MAXC, bool RMS>
+// kCodes (norm_forward_fp8): the output exists only as the next GEMM's FP8 codes. Each value is
+// rounded to T as the bf16 output would be stored, then encoded with the scale of
+// *scale_amax_bits (fp8_quantize's arithmetic) and stored as one byte into q; scale_inv gets the
+// scale's inverse, amax_bits (required then) max |value|. VEC = 8 then. The transposed codes are
+// transpose_codes_kernel's: a row-wise kernel cannot write whole sectors of columns (a tile of
+// rows in shared memory capped the occupancy and ran at half the bandwidth, docs/PERFORMANCE.md
+// session 22).
+template <class T, class W, int VEC, int MAXC, bool RMS, bool kCodes = false, Fp8Type kType = Fp8Type::E4M3>
 __global__ void __launch_bounds__(kMaxThreadsPerRow)
     norm_forward_kernel(T* out, float* mean_out, float* rstd_out, const T* x, const W* w,
-                        const W* b, int64_t N, int C, int tpr, float eps, unsigned* amax_bits) {
+                        const W* b, int64_t N, int C, int tpr, float eps, unsigned* amax_bits,
+                        uint8_t* q = nullptr, const unsigned* scale_amax_bits = nullptr, float fmax = 0.0f,
+                        float* scale_inv = nullptr) {
   extern __shared__ float smem[];
   const int rpb = blockDim.x / tpr;
   const int g = threadIdx.x / tpr, t = threadIdx.x % tpr;
@@ -151,6 +160,11 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
   const int nchunks = C / VEC;
   const float inv_c = C ? 1.0f / float(C) : 0.0f;
   float amax = 0.0f;  // of the outputs as stored (only with amax_bits)
+  float scale = 1.0f;
+  if constexpr (kCodes) {
+    scale = fp8_codes::scale_for(__uint_as_float(*scale_amax_bits), fmax);
+    if (blockIdx.x == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;
+  }
 
   for (int64_t base = int64_t(blockIdx.x) * rpb; base < N; base += int64_t(gridDim.x) * rpb) {
     const int64_t row = base + g;
@@ -159,14 +173,20 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
     load_row_stats<T, VEC, MAXC, RMS>(v, m, r, x + row * C, valid, nchunks, tpr, t, scratch, lane, warp, nw, inv_c,
                                       eps);
     if (!valid) continue;
-    T* yr = out + row * C;
 #pragma unroll
     for (int k = 0; k < MAXC; ++k) {
       const int ch = k * tpr + t;
       if (ch < nchunks) {
         float y[VEC];
         normalized_chunk<W, VEC, RMS>(y, v[k], m, r, w, b, ch);
-        store_vec<VEC>(yr + int64_t(ch) * VEC, y);
+        if constexpr (kCodes) {
+          Pack<uint8_t, VEC> codes;
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) codes.v[i] = fp8_codes::encode<kType>(to_f32(from_f32<T>(y[i])) * scale);
+          *reinterpret_cast<Pack<uint8_t, VEC>*>(q + row * C + int64_t(ch) * VEC) = codes;
+        } else {
+          store_vec<VEC>(out + row * C + int64_t(ch) * VEC, y);
+        }
         if (amax_bits) {
 #pragma unroll
           for (int i = 0; i < VEC; ++i) amax = fmaxf(amax, stored_abs<T>(y[i]));
@@ -179,60 +199,6 @@ __global__ void __launch_bounds__(kMaxThreadsPerRow)
     }
   }
   if (amax_bits) amax_reduce_into(amax_bits, amax);  // every thread gets here: no early exit above
-}
-
-// The forward whose output exists only as the next GEMM's FP8 codes (norm_forward_fp8): as
-// norm_forward_kernel, but each value is rounded to T as that kernel stores it, then encoded with
-// the scale of *amax_bits (fp8_quantize's arithmetic) and stored as one byte; max |value| goes to
-// seen_bits. VEC = 8. The transposed codes are transpose_codes_kernel's (a row-wise kernel
-// cannot write whole sectors of columns: a tile of rows in shared memory capped the occupancy
-// and ran at half the bandwidth, docs/PERFORMANCE.md session 22).
-template <class T, class W, int MAXC, bool RMS, Fp8Type kType>
-__global__ void __launch_bounds__(kMaxThreadsPerRow)
-    norm_forward_fp8_kernel(uint8_t* q, float* scale_inv, const unsigned* amax_bits, float fmax, unsigned* seen_bits,
-                            float* mean_out, float* rstd_out, const T* x, const W* w, const W* b, int64_t N, int C,
-                            int tpr, float eps) {
-  constexpr int VEC = 8;
-  extern __shared__ float smem[];
-  const int rpb = blockDim.x / tpr;
-  const int g = threadIdx.x / tpr, t = threadIdx.x % tpr;
-  const int lane = t & 31, warp = t >> 5, nw = tpr >> 5;
-  float* scratch = smem + g * nw;
-  const int nchunks = C / VEC;
-  const float inv_c = C ? 1.0f / float(C) : 0.0f;
-  const float scale = fp8_codes::scale_for(__uint_as_float(*amax_bits), fmax);
-  if (blockIdx.x == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;
-  float seen = 0.0f;
-
-  for (int64_t base = int64_t(blockIdx.x) * rpb; base < N; base += int64_t(gridDim.x) * rpb) {
-    const int64_t row = base + g;
-    const bool valid = row < N;
-    float v[MAXC][VEC], m, r;
-    load_row_stats<T, VEC, MAXC, RMS>(v, m, r, x + row * C, valid, nchunks, tpr, t, scratch, lane, warp, nw, inv_c,
-                                      eps);
-    if (!valid) continue;
-#pragma unroll
-    for (int k = 0; k < MAXC; ++k) {
-      const int ch = k * tpr + t;
-      if (ch < nchunks) {
-        float y[VEC];
-        normalized_chunk<W, VEC, RMS>(y, v[k], m, r, w, b, ch);
-        Pack<uint8_t, VEC> codes;
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) {
-          const float sv = to_f32(from_f32<T>(y[i]));  // as the bf16 norm would store it
-          seen = fmaxf(seen, fabsf(sv));
-          codes.v[i] = fp8_codes::encode<kType>(sv * scale);
-        }
-        *reinterpret_cast<Pack<uint8_t, VEC>*>(q + row * C + int64_t(ch) * VEC) = codes;
-      }
-    }
-    if (t == 0) {
-      if (mean_out) mean_out[row] = m;
-      if (rstd_out) rstd_out[row] = r;
-    }
-  }
-  amax_reduce_into(seen_bits, seen);  // every thread gets here: no early exit above
 }
 
 // q [N, C] -> q_t [C, Np] (bytes; C and Np multiples of 16, rows N..Np zero), through 64 x 64
@@ -486,7 +452,7 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
 
 std::atomic<int64_t> g_fp8_calls{0};
 
-// The FP8-output forward (norm_forward_fp8_kernel). x BF16 or F32 with C % 16 == 0; q [N, C] and
+// The FP8-output forward (norm_forward_kernel with kCodes, then transpose_codes_kernel). x BF16 or F32 with C % 16 == 0; q [N, C] and
 // q_t [C, Np] U8; the scale from amax (required), max |output| into seen_amax (required).
 template <bool RMS>
 void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
@@ -530,11 +496,11 @@ void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean,
         const size_t shm = size_t(l.rpb) * (l.tpr / 32) * sizeof(float);
         // (as the bf16 forward's grid: at least one block, which writes scale_inv when N is 0)
         const unsigned grid = grid_for(a.N, l.rpb, sm_waves(2048 / l.threads() * 2));
-        norm_forward_fp8_kernel<T, Wt, MAXC, RMS, decltype(type_c)::value><<<grid, l.threads(), shm, st>>>(
-            static_cast<uint8_t*>(q.raw()), scale_inv.f32(), amax_bits, fmax, seen,
-            mean.defined() ? mean.f32() : nullptr, rstd.defined() ? rstd.f32() : nullptr,
+        norm_forward_kernel<T, Wt, 8, MAXC, RMS, true, decltype(type_c)::value><<<grid, l.threads(), shm, st>>>(
+            nullptr, mean.defined() ? mean.f32() : nullptr, rstd.defined() ? rstd.f32() : nullptr,
             static_cast<const T*>(x.raw()), static_cast<const Wt*>(w.raw()),
-            (!RMS && b.defined()) ? static_cast<const Wt*>(b.raw()) : nullptr, a.N, int(a.C), l.tpr, eps);
+            (!RMS && b.defined()) ? static_cast<const Wt*>(b.raw()) : nullptr, a.N, int(a.C), l.tpr, eps, seen,
+            static_cast<uint8_t*>(q.raw()), amax_bits, fmax, scale_inv.f32());
         BIOFM_CUDA_LAUNCH_CHECK();
       };
       auto typed = [&](auto chunks_c) {
