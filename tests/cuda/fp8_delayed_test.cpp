@@ -112,6 +112,17 @@ TEST(CudaFp8Delayed, RecordMatchesCpu) {
       EXPECT_EQ(bits_of(hd)[0], bits_of(h)[0]);
       ops::fp8_amax_record(hd, Tensor(), an.to(Device::CUDA));
       EXPECT_TRUE(std::isnan(hd.to(Device::CPU).f32()[0]));
+      if (n == 1) continue;
+      // A view off the 16-byte boundary (the scalar loop), and a NaN inside x (the vector loop).
+      Tensor h2 = Tensor::from_f32({1}, {0.0f}), hd2 = h2.to(Device::CUDA);
+      ops::fp8_amax_record(h2, x.flat_slice(1, {n - 1}));
+      ops::fp8_amax_record(hd2, xd.flat_slice(1, {n - 1}));
+      EXPECT_EQ(bits_of(hd2), bits_of(h2)) << dtname(dt) << " unaligned n=" << n;
+      Tensor xn = randn({n}, uint64_t(n), 3.0f);
+      xn.f32()[n / 2] = std::nanf("");
+      Tensor hd3 = Tensor::zeros({1}, DType::F32, Device::CUDA);
+      ops::fp8_amax_record(hd3, to_device(xn, dt));
+      EXPECT_TRUE(std::isnan(hd3.to(Device::CPU).f32()[0])) << dtname(dt);
     }
 }
 
