@@ -1,6 +1,5 @@
 #include "biofm/models/blocks/linear.h"
 
-#include <cstdint>
 #include <cstdio>
 
 #include "biofm/ops/blockscale/op.h"

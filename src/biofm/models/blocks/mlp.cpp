@@ -1,7 +1,5 @@
 #include "biofm/models/blocks/mlp.h"
 
-#include <cstdint>
-
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/op.h"

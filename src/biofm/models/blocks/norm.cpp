@@ -1,7 +1,5 @@
 #include "biofm/models/blocks/norm.h"
 
-#include <cstdint>
-
 #include "biofm/ops/norm/op.h"
 
 namespace biofm {

@@ -1,5 +1,5 @@
-// Device helpers shared by the kernels that write FP8 codes with a per-tensor scale
-// (fp8/cuda.cu's quantization, the norms' FP8 output in norm/cuda.cu).
+// Device helpers shared by the FP8 kernels with a per-tensor scale: fp8/cuda.cu's quantization
+// and amax, fp8/delayed_cuda.cu's amax recording, the norms' FP8 output in norm/cuda.cu.
 #pragma once
 #include <cuda_fp8.h>
 
@@ -25,6 +25,33 @@ __device__ __forceinline__ float scale_for(float amax, float fmax) {
     if (!isfinite(scale)) scale = 3.402823466e38f;
   }
   return scale;
+}
+
+// fold(|v|) for every element v of x[n] that this thread takes in a grid-stride loop over the
+// whole grid: 16-byte loads, four in flight, where vec (x 16-byte aligned), then the tail (or,
+// without vec, everything) one element at a time.
+template <class T, class Fold>
+__device__ __forceinline__ void for_each_abs(const T* x, int64_t n, bool vec, Fold&& fold) {
+  constexpr int V = 16 / sizeof(T), U = 4;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x, i0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t nv = vec ? n / V : 0;
+  int64_t i = i0;
+  for (; i + (U - 1) * stride < nv; i += U * stride) {
+    float v[U][V];
+#pragma unroll
+    for (int u = 0; u < U; ++u) cuda_detail::load_vec<V>(v[u], x + (i + u * stride) * V);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < V; ++j) fold(fabsf(v[u][j]));
+  }
+  for (; i < nv; i += stride) {
+    float v[V];
+    cuda_detail::load_vec<V>(v, x + i * V);
+#pragma unroll
+    for (int j = 0; j < V; ++j) fold(fabsf(v[j]));
+  }
+  for (int64_t k = nv * V + i0; k < n; k += stride) fold(fabsf(cuda_detail::to_f32(x[k])));
 }
 
 // A kTile x kTile tile of codes in shared memory (rows kTile + 16 bytes apart: 16-byte aligned,

@@ -25,31 +25,11 @@ using fp8_codes::kTile;         // a block quantizes a 64 x 64 tile of x
 constexpr int kThreads = 256;   // 4 threads per tile row, 16 elements each
 
 
+// x is 16-byte aligned (checked by the caller).
 template <class T>
 __global__ void amax_kernel(const T* x, int64_t n, unsigned* amax_bits) {
   float m = 0.0f;
-  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
-  const int64_t i0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  constexpr int V = 16 / sizeof(T);  // x is 16-byte aligned (checked by the caller)
-  constexpr int U = 4;                // 16-byte loads in flight per thread
-  const int64_t nv = n / V;
-  int64_t i = i0;
-  for (; i + (U - 1) * stride < nv; i += U * stride) {
-    float v[U][V];
-#pragma unroll
-    for (int u = 0; u < U; ++u) load_vec<V>(v[u], x + (i + u * stride) * V);
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int j = 0; j < V; ++j) m = fmaxf(m, fabsf(v[u][j]));
-  }
-  for (; i < nv; i += stride) {
-    float v[V];
-    load_vec<V>(v, x + i * V);
-#pragma unroll
-    for (int j = 0; j < V; ++j) m = fmaxf(m, fabsf(v[j]));
-  }
-  for (int64_t k = nv * V + i0; k < n; k += stride) m = fmaxf(m, fabsf(to_f32(x[k])));
+  fp8_codes::for_each_abs(x, n, /*vec=*/true, [&](float a) { m = fmaxf(m, a); });
   amax_reduce_into(amax_bits, m);
 }
 

@@ -4,6 +4,7 @@
 #include <cfloat>
 
 #include "biofm/ops/cuda_util.cuh"
+#include "biofm/ops/fp8/codes.cuh"
 #include "biofm/ops/fp8/delayed.h"
 
 namespace biofm::ops::cuda {
@@ -20,26 +21,7 @@ __global__ void record_kernel(const T* x, int64_t n, const float* given, unsigne
   if (given) {
     if (blockIdx.x == 0 && threadIdx.x == 0) m = __float_as_uint(fabsf(*given));
   } else {
-    constexpr int V = 16 / sizeof(T), U = 4;
-    const int64_t stride = int64_t(gridDim.x) * blockDim.x, i0 = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-    const int64_t nv = vec ? n / V : 0;
-    int64_t i = i0;
-    for (; i + (U - 1) * stride < nv; i += U * stride) {
-      float v[U][V];
-#pragma unroll
-      for (int u = 0; u < U; ++u) load_vec<V>(v[u], x + (i + u * stride) * V);
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int j = 0; j < V; ++j) m = max(m, __float_as_uint(fabsf(v[u][j])));
-    }
-    for (; i < nv; i += stride) {
-      float v[V];
-      load_vec<V>(v, x + i * V);
-#pragma unroll
-      for (int j = 0; j < V; ++j) m = max(m, __float_as_uint(fabsf(v[j])));
-    }
-    for (int64_t k = nv * V + i0; k < n; k += stride) m = max(m, __float_as_uint(fabsf(to_f32(x[k]))));
+    fp8_codes::for_each_abs(x, n, vec, [&](float a) { m = max(m, __float_as_uint(a)); });
   }
   m = __reduce_max_sync(0xffffffffu, m);
   if ((threadIdx.x & 31) == 0 && m) atomicMax(slot, m);

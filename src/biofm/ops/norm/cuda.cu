@@ -414,12 +414,25 @@ NormArgs check_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd
   return a;
 }
 
+// Where norm_forward_kernel writes FP8 codes instead of out (launch_forward_fp8).
+struct CodesOut {
+  uint8_t* q = nullptr;
+  float* scale_inv = nullptr;
+  const unsigned* scale_amax_bits = nullptr;
+  float fmax = 0.0f;
+  Fp8Type type = Fp8Type::E4M3;
+};
+
+// codes given: out is not written (pass an undefined one); the caller checked what the codes
+// need (16-byte aligned rows of a multiple of 16), and one block runs even for no rows, to write
+// scale_inv.
 template <bool RMS>
 void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
-                    const Tensor& b, float eps, const char* op, const Tensor& out_amax = Tensor()) {
-  const NormArgs a = check_forward(out, mean, rstd, x, w, b, RMS, op);
+                    const Tensor& b, float eps, const char* op, const Tensor& out_amax = Tensor(),
+                    const CodesOut* codes = nullptr) {
+  const NormArgs a = check_forward(codes ? x : out, mean, rstd, x, w, b, RMS, op);
   unsigned* amax_bits = amax_accumulator(out_amax, op);
-  if (a.N == 0) return;
+  if (a.N == 0 && !codes) return;
   const bool vec8 = a.C % 8 == 0 && aligned16(x) && aligned16(out) && aligned16(w) && aligned16(b);
   dispatch_float(x.dtype(), op, [&](auto tt) {
     using T = typename decltype(tt)::type;
@@ -430,13 +443,23 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
         const RowLayout l = row_layout(a.C, VEC, MAXC, op);
         const unsigned grid = grid_for(a.N, l.rpb, sm_waves(2048 / l.threads() * 2));
         const size_t shm = size_t(l.rpb) * (l.tpr / 32) * sizeof(float);
-        norm_forward_kernel<T, Wt, VEC, MAXC, RMS><<<grid, l.threads(), shm, cuda_ctx::stream()>>>(
-            static_cast<T*>(out.raw()), mean.defined() ? mean.f32() : nullptr,
-            rstd.defined() ? rstd.f32() : nullptr, static_cast<const T*>(x.raw()),
-            static_cast<const Wt*>(w.raw()),
-            (!RMS && b.defined()) ? static_cast<const Wt*>(b.raw()) : nullptr, a.N, int(a.C), l.tpr,
-            eps, amax_bits);
-        BIOFM_CUDA_LAUNCH_CHECK();
+        const CodesOut c = codes ? *codes : CodesOut{};
+        auto launch = [&](auto kernel) {
+          kernel<<<grid, l.threads(), shm, cuda_ctx::stream()>>>(
+              codes ? nullptr : static_cast<T*>(out.raw()), mean.defined() ? mean.f32() : nullptr,
+              rstd.defined() ? rstd.f32() : nullptr, static_cast<const T*>(x.raw()),
+              static_cast<const Wt*>(w.raw()),
+              (!RMS && b.defined()) ? static_cast<const Wt*>(b.raw()) : nullptr, a.N, int(a.C), l.tpr,
+              eps, amax_bits, c.q, c.scale_amax_bits, c.fmax, c.scale_inv);
+          BIOFM_CUDA_LAUNCH_CHECK();
+        };
+        if (!codes) return launch(norm_forward_kernel<T, Wt, VEC, MAXC, RMS>);
+        if constexpr (VEC == 8) {
+          if (c.type == Fp8Type::E4M3) return launch(norm_forward_kernel<T, Wt, VEC, MAXC, RMS, true, Fp8Type::E4M3>);
+          return launch(norm_forward_kernel<T, Wt, VEC, MAXC, RMS, true, Fp8Type::E5M2>);
+        } else {
+          fail(op, ": FP8 codes need 16-byte aligned rows of a multiple of 8 features");
+        }
       };
       using I = std::integral_constant<int, 8>;
       if (!vec8) return go(std::integral_constant<int, 1>{}, I{});
@@ -452,8 +475,9 @@ void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, co
 
 std::atomic<int64_t> g_fp8_calls{0};
 
-// The FP8-output forward (norm_forward_kernel with kCodes, then transpose_codes_kernel). x BF16 or F32 with C % 16 == 0; q [N, C] and
-// q_t [C, Np] U8; the scale from amax (required), max |output| into seen_amax (required).
+// The FP8-output forward (norm_forward_kernel with kCodes, then transpose_codes_kernel). x BF16
+// or F32 with C % 16 == 0; q [N, C] and q_t [C, Np] U8; the scale from amax (required), max
+// |output| into seen_amax (required).
 template <bool RMS>
 void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
                         const Tensor& w, const Tensor& b, float eps, Fp8Type type, const Tensor& amax,
@@ -481,42 +505,12 @@ void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean,
                                                               &mean, &rstd})
     if (t->defined() && t->device() != Device::CUDA) fail(op, ": every tensor must be on the GPU, got ", t->describe());
   if (ceil_div(a.C, fp8_codes::kTile) > 65535) fail(op, ": ", a.C, " features is more than this kernel handles");
-  unsigned* seen = amax_accumulator(seen_amax, op);
-  cudaStream_t st = cuda_ctx::stream();
   ++g_fp8_calls;
-  const float fmax = fp8_max(type);
-  const auto* amax_bits = reinterpret_cast<const unsigned*>(amax.f32());
-  dispatch_float(x.dtype(), op, [&](auto tt) {
-    using T = typename decltype(tt)::type;
-    dispatch_float(w.dtype(), op, [&](auto wt) {
-      using Wt = typename decltype(wt)::type;
-      auto go = [&](auto chunks_c, auto type_c) {
-        constexpr int MAXC = decltype(chunks_c)::value;
-        const RowLayout l = row_layout(a.C, 8, MAXC, op);
-        const size_t shm = size_t(l.rpb) * (l.tpr / 32) * sizeof(float);
-        // (as the bf16 forward's grid: at least one block, which writes scale_inv when N is 0)
-        const unsigned grid = grid_for(a.N, l.rpb, sm_waves(2048 / l.threads() * 2));
-        norm_forward_kernel<T, Wt, 8, MAXC, RMS, true, decltype(type_c)::value><<<grid, l.threads(), shm, st>>>(
-            nullptr, mean.defined() ? mean.f32() : nullptr, rstd.defined() ? rstd.f32() : nullptr,
-            static_cast<const T*>(x.raw()), static_cast<const Wt*>(w.raw()),
-            (!RMS && b.defined()) ? static_cast<const Wt*>(b.raw()) : nullptr, a.N, int(a.C), l.tpr, eps, seen,
-            static_cast<uint8_t*>(q.raw()), amax_bits, fmax, scale_inv.f32());
-        BIOFM_CUDA_LAUNCH_CHECK();
-      };
-      auto typed = [&](auto chunks_c) {
-        if (type == Fp8Type::E4M3)
-          go(chunks_c, std::integral_constant<Fp8Type, Fp8Type::E4M3>{});
-        else
-          go(chunks_c, std::integral_constant<Fp8Type, Fp8Type::E5M2>{});
-      };
-      switch (pick_chunks(a.C, 8, op_options().norm_chunks, auto_fwd_chunks(RMS), kFwdChunks)) {
-        case 1: return typed(std::integral_constant<int, 1>{});
-        case 2: return typed(std::integral_constant<int, 2>{});
-        case 4: return typed(std::integral_constant<int, 4>{});
-        default: return typed(std::integral_constant<int, 8>{});
-      }
-    });
-  });
+  const CodesOut codes{static_cast<uint8_t*>(q.raw()), scale_inv.f32(), reinterpret_cast<const unsigned*>(amax.f32()),
+                       fp8_max(type), type};
+  Tensor no_out;
+  launch_forward<RMS>(no_out, mean, rstd, x, w, b, eps, op, /*max |output|:*/ seen_amax, &codes);
+  cudaStream_t st = cuda_ctx::stream();
   if (q_t.defined() && Np > 0) {
     const dim3 grid(unsigned(ceil_div(Np, fp8_codes::kTile)), unsigned(ceil_div(a.C, fp8_codes::kTile)));
     transpose_codes_kernel<<<grid, 256, 0, st>>>(static_cast<uint8_t*>(q_t.raw()), static_cast<const uint8_t*>(q.raw()),
