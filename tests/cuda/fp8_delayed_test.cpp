@@ -126,6 +126,35 @@ TEST(CudaFp8Delayed, RecordMatchesCpu) {
     }
 }
 
+// fp8_quantize with `record` (a weight's codes and its amax in one pass) writes the same codes as
+// without it and the same history slot as fp8_amax_record; a NaN inside x wins.
+TEST(CudaFp8Delayed, QuantizeRecordEqualsTheRecordOp) {
+  BIOFM_REQUIRE_GPU();
+  const std::tuple<int64_t, int64_t> shapes[] = {{1, 16}, {77, 48}, {1280, 5120}, {3840, 1280}};
+  for (DType dt : {DType::F32, DType::BF16})
+    for (auto [R, C] : shapes) {
+      const Tensor x = to_device(randn({R, C}, uint64_t(R * C), 0.05f), dt);
+      const Tensor scale_amax = Tensor::from_f32({1}, {0.2f}).to(Device::CUDA);
+      Tensor hd1 = Tensor::from_f32({2}, {0.01f, 7.0f}).to(Device::CUDA), hd2 = hd1.clone();
+      Tensor q1 = Tensor::empty({R, C}, DType::U8, Device::CUDA), q2 = q1.clone();
+      Tensor qt1 = Tensor::empty({C, (R + 15) / 16 * 16}, DType::U8, Device::CUDA), qt2 = qt1.clone();
+      Tensor s1 = Tensor::empty({1}, DType::F32, Device::CUDA), s2 = s1.clone();
+      ops::fp8_quantize(q1, qt1, s1, x, ops::Fp8Type::E4M3, scale_amax, Tensor(), hd1);
+      ops::fp8_amax_record(hd2, x);
+      ops::fp8_quantize(q2, qt2, s2, x, ops::Fp8Type::E4M3, scale_amax);
+      const std::string what = std::string(dtname(dt)) + " " + std::to_string(R) + "x" + std::to_string(C);
+      EXPECT_EQ(bits_of(hd1), bits_of(hd2)) << what;
+      EXPECT_EQ(bytes(q1), bytes(q2)) << what;
+      EXPECT_EQ(bytes(qt1), bytes(qt2)) << what;
+      EXPECT_EQ(bits_of(s1), bits_of(s2)) << what;
+      Tensor xn = randn({R, C}, 5, 0.05f);
+      xn.f32()[R * C / 2] = std::nanf("");
+      Tensor none, hd3 = Tensor::zeros({1}, DType::F32, Device::CUDA);
+      ops::fp8_quantize(q1, none, s1, to_device(xn, dt), ops::Fp8Type::E4M3, scale_amax, Tensor(), hd3);
+      EXPECT_TRUE(std::isnan(hd3.to(Device::CPU).f32()[0])) << what;
+    }
+}
+
 // The same model, init and batches on CUDA (bf16) and the CPU (fp32): after three steps every
 // tensor's recorded amax and delayed scale agree with the CPU's, and each Linear records into the
 // same rows on both backends (a row's GPU amax is nearer its own CPU row than any CPU row that

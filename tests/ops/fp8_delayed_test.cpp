@@ -110,6 +110,29 @@ TEST(OpsFp8Delayed, RecordFoldsTheStepsMaxIntoSlotZero) {
   EXPECT_THROW(fp8_delayed_update(h, bad, 0, true), Error);
 }
 
+// fp8_quantize's `record`: the weight's amax folded into its history slot in the quantization's
+// own pass, as fp8_amax_record would (a smaller max leaves the slot; a NaN wins; bad rows throw).
+TEST(OpsFp8Delayed, QuantizeRecordsTheAmaxIntoTheHistory) {
+  const Tensor x = Tensor::from_f32({2, 16}, std::vector<float>{1.0f, -9.0f, 2.0f, 0.5f, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                0, 0, 0, 3.0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                                                0, -4.0f});
+  Tensor h = Tensor::from_f32({2}, {2.0f, 7.0f});
+  Tensor q = Tensor::empty({2, 16}, DType::U8), none, s = Tensor::empty({1}, DType::F32);
+  fp8_quantize(q, none, s, x, Fp8Type::E4M3, Tensor::from_f32({1}, {448.0f}), Tensor(), h);
+  EXPECT_EQ(h.f32()[0], 9.0f);
+  EXPECT_EQ(h.f32()[1], 7.0f);  // only slot 0
+  EXPECT_EQ(fp8_decode(static_cast<uint8_t*>(q.raw())[1], Fp8Type::E4M3), -9.0f);  // (scale 1)
+  Tensor big = Tensor::from_f32({1}, {20.0f});
+  fp8_quantize(q, none, s, x, Fp8Type::E4M3, Tensor(), Tensor(), big);
+  EXPECT_EQ(big.f32()[0], 20.0f);
+  Tensor xn = x.clone();
+  xn.f32()[5] = std::nanf("");
+  fp8_quantize(q, none, s, xn, Fp8Type::E4M3, Tensor::from_f32({1}, {448.0f}), Tensor(), h);
+  EXPECT_TRUE(std::isnan(h.f32()[0]));
+  Tensor bad = Tensor::zeros({1}, DType::BF16);
+  EXPECT_THROW(fp8_quantize(q, none, s, x, Fp8Type::E4M3, Tensor(), Tensor(), bad), Error);
+}
+
 // fp8_quantize_gelu (the ESM-2 MLP's GELU inside the quantization, for DelayedScaling) against
 // the GELU written out here: x·Φ(x) forward, dact·(Φ(x) + x·φ(x)) backward, each value
 // quantized with the given scale; the amax it reports and the column sums of what it quantized.

@@ -168,8 +168,8 @@ void scale_rows_inplace(Tensor& dh, const Tensor& scale) {
 // ---- fp8
 
 void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
-                  const Tensor& amax, const Tensor& col_sums) {
-  BIOFM_DISPATCH(x.device(), fp8_quantize, q, q_t, scale_inv, x, t, amax, col_sums);
+                  const Tensor& amax, const Tensor& col_sums, const Tensor& record) {
+  BIOFM_DISPATCH(x.device(), fp8_quantize, q, q_t, scale_inv, x, t, amax, col_sums, record);
 }
 void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale_inv, Fp8Type t) {
   BIOFM_DISPATCH(x.device(), fp8_dequantize_transposed, x, q_t, scale_inv, t);

@@ -131,11 +131,11 @@ void Linear::forward_delayed(Tensor& out, const Tensor& x, const Tensor& w, cons
   ops::Fp8WeightCodes* wc = codes(w);
   const int64_t O = w.size(0), I = w.size(1);
   if (wc && !wc->codes.defined() && O % 16 == 0 && I % 16 == 0) {
-    ops::fp8_amax_record(hw, w);
     wc->codes = Tensor::empty({O, I}, DType::U8, Device::CUDA);
     wc->codes_t = Tensor::empty({I, O}, DType::U8, Device::CUDA);
     wc->scale_inv = Tensor::empty({1}, DType::F32, Device::CUDA);
-    ops::fp8_quantize(wc->codes, wc->codes_t, wc->scale_inv, w, q.fwd, scale_amax(1));
+    // (the weight's amax goes into its history in the same pass)
+    ops::fp8_quantize(wc->codes, wc->codes_t, wc->scale_inv, w, q.fwd, scale_amax(1), Tensor(), hw);
   }
   ops::linear_forward_fp8(out, x, w, b, residual, {q.fwd, q.bwd}, save, scale_amax(0), wc, x_codes);
 }

@@ -4,6 +4,7 @@
 
 #include "biofm/ops/activation/op.h"
 #include "biofm/ops/cpu_util.h"
+#include "biofm/ops/fp8/delayed.h"
 #include "biofm/ops/fp8/op.h"
 
 namespace biofm::ops {
@@ -104,7 +105,7 @@ float amax_of(const std::vector<float>& v) { return max_abs(v.data(), int64_t(v.
 }  // namespace
 
 void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax,
-                  const Tensor& col_sums) {
+                  const Tensor& col_sums, const Tensor& record) {
   const char* op = "fp8_quantize";
   const std::vector<float> v = values_of(x, op);
   const int64_t C = x.dim() ? x.size(-1) : 1;
@@ -112,6 +113,8 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
   require_f32_shape(scale_inv, {1}, op, "scale_inv");
   if (amax.defined()) require_f32_shape(amax, {1}, op, "amax");
   if (col_sums.defined()) require_f32_shape(col_sums, {C}, op, "col_sums");
+  if (record.defined() && (record.dtype() != DType::F32 || record.numel() < 1))
+    fail(op, ": record must be an F32 history row, got ", record.describe());
   if (q.defined()) {  // (every check before anything is written)
     require(q, DType::U8, op, "q");
     if (q.numel() != R * C) fail(op, ": q ", q.describe(), " must hold x ", x.describe());
@@ -141,6 +144,10 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
       for (int64_t r = 0; r < R; ++r) acc += v[size_t(r * C + c)];
       s[c] += float(acc);
     }
+  }
+  if (record.defined()) {
+    Tensor row = record;
+    cpu::fp8_amax_record(row, x);
   }
 }
 

@@ -41,12 +41,13 @@ enum class Src { X, Gelu, GeluGrad };
 
 // x[R, C] (C a multiple of 16) -> q[R, C] and/or q_t[C, Rp] (Rp a multiple of 16, rows >= R
 // of x read as zero). Grid: (C / 64 rounded up, max(R, Rp) / 64 rounded up). kSrc other than X:
-// the values come from pre (and x), and their max |.| goes to seen_bits.
+// the values come from pre (and x), and their max |.| goes to seen_bits. record_bits (kSrc X):
+// max-folded with the largest bit pattern of |x| (NaN wins), as fp8_amax_record's kernel does.
 template <class T, Fp8Type kType, bool kColSums, Src kSrc = Src::X>
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, const unsigned* amax_bits, float fmax,
                     uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial, const T* pre = nullptr,
-                    unsigned* seen_bits = nullptr) {
+                    unsigned* seen_bits = nullptr, unsigned* record_bits = nullptr) {
   // 16-byte rows of codes; 80 bytes per tile row keeps every row 16-byte aligned.
   __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
   // x itself when column sums are wanted (kColSums: col_partial set); rows padded by 16 bytes
@@ -58,6 +59,7 @@ __global__ void __launch_bounds__(kThreads)
 
   const int64_t row0 = int64_t(blockIdx.y) * kTile, col0 = int64_t(blockIdx.x) * kTile;
   float seen = 0.0f;  // kSrc: max |src| of this thread's values
+  unsigned recorded = 0;  // record_bits: max bit pattern of |x| over this thread's values
   {
     const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
     const int64_t gr = row0 + r, gc = col0 + c;
@@ -69,6 +71,9 @@ __global__ void __launch_bounds__(kThreads)
       if (gr < R) {
         if constexpr (kSrc == Src::X) {
           load_vec<16>(v, x + gr * C + gc);
+          if (record_bits)
+#pragma unroll
+            for (int i = 0; i < 16; ++i) recorded = max(recorded, __float_as_uint(fabsf(v[i])));
         } else {
           float p[16];
           load_vec<16>(p, pre + gr * C + gc);
@@ -92,7 +97,14 @@ __global__ void __launch_bounds__(kThreads)
     // x as read, for the column sums below (zeros past R and C).
     if constexpr (kColSums) store_vec<16>(&vals[r][c], v);
   }
-  if constexpr (kSrc != Src::X) amax_reduce_into(seen_bits, seen);  // (every lane: a warp reduction)
+  if constexpr (kSrc != Src::X) {
+    __shared__ float warp_seen[kThreads / 32];
+    amax_block_reduce_into(seen_bits, seen, warp_seen);  // (every thread; synchronizes the block)
+  }
+  if (record_bits) {  // (uniform over the grid; few blocks: the weights, once per optimizer step)
+    recorded = __reduce_max_sync(0xffffffffu, recorded);
+    if ((threadIdx.x & 31) == 0 && recorded > __ldcg(record_bits)) atomicMax(record_bits, recorded);
+  }
   if (!q_t && !kColSums) return;  // uniform over the grid
   __syncthreads();
   if (q_t) fp8_codes::store_tile_transposed(tile, q_t, C, Rp, row0, col0);
@@ -114,7 +126,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T>
 void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, int64_t R, int64_t C,
             const Tensor& given_amax, const Tensor& col_sums, Src src = Src::X, const Tensor& pre = Tensor(),
-            const Tensor& seen_amax = Tensor()) {
+            const Tensor& seen_amax = Tensor(), const Tensor& record = Tensor()) {
   cudaStream_t st = cuda_ctx::stream();
   const T* xp = static_cast<const T*>(x.raw());
   Tensor own_amax;
@@ -139,10 +151,11 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   float* pp = partial ? partial->as<float>() : nullptr;
   const T* prep = pre.defined() ? static_cast<const T*>(pre.raw()) : nullptr;
   unsigned* seen = src == Src::X ? nullptr : amax_accumulator(seen_amax, "fp8_quantize_gelu");
+  unsigned* rec = record.defined() ? static_cast<unsigned*>(record.raw()) : nullptr;
   auto go = [&](auto type_c, auto sums_c) {
     auto run = [&](auto src_c) {
       quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value, decltype(src_c)::value>
-          <<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp, scale_inv.f32(), pp, prep, seen);
+          <<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp, scale_inv.f32(), pp, prep, seen, rec);
     };
     if (src == Src::X) run(std::integral_constant<Src, Src::X>{});
     if (src == Src::Gelu) run(std::integral_constant<Src, Src::Gelu>{});
@@ -197,11 +210,17 @@ std::pair<int64_t, int64_t> check_quantize(const char* op, const Tensor& q, cons
 }  // namespace
 
 void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax,
-                  const Tensor& col_sums) {
+                  const Tensor& col_sums, const Tensor& record) {
   const auto [R, C] = check_quantize("fp8_quantize", q, q_t, scale_inv, x, amax, col_sums);
+  if (record.defined()) {
+    require_cuda(record, "fp8_quantize", "record");
+    require_dtype(record, DType::F32, "fp8_quantize", "record");
+    if (record.numel() < 1) fail("fp8_quantize: record must be a history row, got ", record.describe());
+  }
   if (C == 0) return;
   dispatch_float(x.dtype(), "fp8_quantize", [&](auto tag) {
-    launch<typename decltype(tag)::type>(q, q_t, scale_inv, x, t, R, C, amax, col_sums);
+    launch<typename decltype(tag)::type>(q, q_t, scale_inv, x, t, R, C, amax, col_sums, Src::X, Tensor(), Tensor(),
+                                         record);
   });
 }
 

@@ -17,6 +17,8 @@
 // the trainer's non-finite check, but not a delayed-scaling amax history.)
 // col_sums (F32 [C], optional): += the column sums of x as read (unquantized), in a fixed order
 // (deterministic): the bias gradient of an output gradient, without another pass over it.
+// record (F32, optional): a delayed-scaling history row (fp8/delayed.h): its slot 0 is
+// max-folded with max |x| as fp8_amax_record(record, x) would (NaN wins), in the same pass.
 #pragma once
 #include <cstdint>
 
@@ -37,7 +39,7 @@ float fp8_decode(uint8_t code, Fp8Type t);
 float fp8_scale_for(float amax, Fp8Type t);  // fp8_max / amax, or 1
 
 void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t,
-                  const Tensor& amax = Tensor(), const Tensor& col_sums = Tensor());
+                  const Tensor& amax = Tensor(), const Tensor& col_sums = Tensor(), const Tensor& record = Tensor());
 
 // fp8_quantize of the ESM-2 MLP's exact GELU, computed on the way, so that the bf16 tensor is
 // never written: DelayedScaling's scale is known before the tensor exists, so the GELU's producer
