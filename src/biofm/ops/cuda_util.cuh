@@ -295,17 +295,6 @@ __device__ __forceinline__ void amax_reduce_into(unsigned* bits, float m) {
   if ((threadIdx.x & 31) == 0 && b > __ldcg(bits)) atomicMax(bits, b);
 }
 
-// The same over a whole block, for kernels of many short-lived blocks: the warps' maxima meet in
-// `shared` (blockDim.x / 32 floats) and one atomic per block is sent. Every thread calls it (it
-// synchronizes the block).
-__device__ __forceinline__ void amax_block_reduce_into(unsigned* bits, float m, float* shared) {
-  m = warp_max(m);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0) shared[warp] = m;
-  __syncthreads();
-  if (warp == 0) amax_reduce_into(bits, lane < int(blockDim.x >> 5) ? shared[lane] : 0.0f);
-}
-
 // Sum over a block (blockDim.x a multiple of 32, at most 1024). The result is valid in
 // thread 0. Deterministic for a given block size. `shared` needs 32 entries.
 template <class T>
