@@ -280,9 +280,10 @@ void add_fp8_quantize_gelu(std::vector<Case>& t) {
                        e.check("scale_inv", s);
                        e.check("seen_amax", seen);
                      },
-                     // The GELU's last bit differs between the CPU's and CUDA's erf, which may
-                     // flip a bf16 rounding and then one FP8 code: a step of E5M2 (2 mantissa
-                     // bits) is up to 1/7 of the largest value, of E4M3 1/15.
+                     // The GELU's last bit may differ between the CPU and CUDA (the same rational
+                     // erf, but FMAs and an approximate division on CUDA), which may flip a bf16
+                     // rounding and then one FP8 code: a step of E5M2 (2 mantissa bits) is up to
+                     // 1/7 of the largest value, of E4M3 1/15.
                      ft == ops::Fp8Type::E5M2 ? 5e-2 : 2e-2});
       }
 }

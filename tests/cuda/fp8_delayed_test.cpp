@@ -152,6 +152,10 @@ TEST(CudaFp8Delayed, QuantizeRecordEqualsTheRecordOp) {
       Tensor none, hd3 = Tensor::zeros({1}, DType::F32, Device::CUDA);
       ops::fp8_quantize(q1, none, s1, to_device(xn, dt), ops::Fp8Type::E4M3, scale_amax, Tensor(), hd3);
       EXPECT_TRUE(std::isnan(hd3.to(Device::CPU).f32()[0])) << what;
+      // A slot already above max |x| stays; with the column sums too.
+      Tensor hd4 = Tensor::from_f32({1}, {1e3f}).to(Device::CUDA), sums = Tensor::zeros({C}, DType::F32, Device::CUDA);
+      ops::fp8_quantize(q1, qt1, s1, x, ops::Fp8Type::E5M2, scale_amax, sums, hd4);
+      EXPECT_EQ(hd4.to(Device::CPU).f32()[0], 1e3f) << what;
     }
 }
 

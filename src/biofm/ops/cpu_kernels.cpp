@@ -29,7 +29,8 @@ constexpr float kTanhCoef = 0.044715f;
 
 // erf(x) in fp32 as a rational minimax approximation on [-4, 4] (±1 outside, where fp32
 // erf rounds to ±1): x·P(x²)/Q(x²), the coefficients used by Eigen and XLA. Absolute
-// error below 5e-7 over the real line, with no exp or libm call.
+// error below 5e-7 over the real line, with no exp or libm call; clamped to [-1, 1] as the CUDA
+// version (activation/gelu_math.cuh) is.
 inline float erf_simd(float x) {
   x = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
   const float x2 = x * x;
@@ -45,7 +46,8 @@ inline float erf_simd(float x) {
   q = q * x2 + -1.68282697438203e-03f;
   q = q * x2 + -7.37332916720468e-03f;
   q = q * x2 + -1.42647390514189e-02f;
-  return x * p / q;
+  const float r = x * p / q;  // (can exceed 1 in magnitude by a few 1e-7 near |x| = 4)
+  return r < -1.0f ? -1.0f : (r > 1.0f ? 1.0f : r);
 }
 
 // tanh(u) = 1 - 2/(exp(2u) + 1): exp_simd clamps, so ±large u gives ±1 exactly.

@@ -1,8 +1,8 @@
 // GELU (erf and tanh forms) and SwiGLU, CUDA: elementwise, 8 elements per thread step
 // (16-byte bf16 / 2×16-byte f32 accesses) when every pointer is 16-byte aligned.
 //
-// Formulas as the CPU reference (ops/cpu_kernels.cpp), with CUDA's accurate erff / tanhf /
-// expf in place of its polynomial approximations; the GELU ones in gelu_math.cuh:
+// Formulas as the CPU reference (ops/cpu_kernels.cpp): erf by its rational approximation,
+// CUDA's accurate tanhf / expf in place of its polynomial ones; the GELU ones in gelu_math.cuh:
 //   swiglu(g, u) = silu(g)·u,  d/dg = u·σ(g)(1 + g(1 - σ(g))),  d/du = g·σ(g)
 // Outputs may alias inputs element for element: each thread reads all its inputs first.
 #include "biofm/ops/activation/gelu_math.cuh"

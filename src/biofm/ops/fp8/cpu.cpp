@@ -113,8 +113,10 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
   require_f32_shape(scale_inv, {1}, op, "scale_inv");
   if (amax.defined()) require_f32_shape(amax, {1}, op, "amax");
   if (col_sums.defined()) require_f32_shape(col_sums, {C}, op, "col_sums");
-  if (record.defined() && (record.dtype() != DType::F32 || record.numel() < 1))
-    fail(op, ": record must be an F32 history row, got ", record.describe());
+  if (record.defined()) {
+    require_f32(record, op, "record");
+    if (record.numel() < 1) fail(op, ": record must be a history row, got ", record.describe());
+  }
   if (q.defined()) {  // (every check before anything is written)
     require(q, DType::U8, op, "q");
     if (q.numel() != R * C) fail(op, ": q ", q.describe(), " must hold x ", x.describe());
@@ -147,7 +149,7 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
   }
   if (record.defined()) {
     Tensor row = record;
-    cpu::fp8_amax_record(row, x);
+    cpu::fp8_amax_record(row, x, Tensor());
   }
 }
 
@@ -165,7 +167,7 @@ void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& 
     cpu::gelu_backward(src, dact, pre, GeluKind::Erf, seen_amax);
   else
     cpu::gelu_forward(src, pre, GeluKind::Erf, seen_amax);
-  cpu::fp8_quantize(q, q_t, scale_inv, src, t, amax, col_sums);
+  cpu::fp8_quantize(q, q_t, scale_inv, src, t, amax, col_sums, Tensor());
 }
 
 void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale_inv, Fp8Type t) {

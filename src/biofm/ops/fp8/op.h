@@ -18,7 +18,8 @@
 // col_sums (F32 [C], optional): += the column sums of x as read (unquantized), in a fixed order
 // (deterministic): the bias gradient of an output gradient, without another pass over it.
 // record (F32, optional): a delayed-scaling history row (fp8/delayed.h): its slot 0 is
-// max-folded with max |x| as fp8_amax_record(record, x) would (NaN wins), in the same pass.
+// max-folded with max |x| as fp8_amax_record(record, x) would (NaN wins); on CUDA in the
+// quantization's own pass over x.
 #pragma once
 #include <cstdint>
 

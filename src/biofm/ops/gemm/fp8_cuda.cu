@@ -53,7 +53,7 @@ void quantize(const Tensor& x, int64_t R, int64_t C, bool row_major, int64_t Rp_
   if (row_major) q = Tensor::empty({R, C}, DType::U8, Device::CUDA);
   if (Rp_transposed > 0) qt = Tensor::empty({C, Rp_transposed}, DType::U8, Device::CUDA);
   Tensor s = Tensor::empty({1}, DType::F32, Device::CUDA);
-  cuda::fp8_quantize(q, qt, s, x, t, amax, col_sums);
+  cuda::fp8_quantize(q, qt, s, x, t, amax, col_sums, Tensor());
   if (rm) *rm = {q, s};
   if (tr) *tr = {qt, s};
 }

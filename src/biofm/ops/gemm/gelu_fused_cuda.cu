@@ -14,7 +14,8 @@
 // below (contraction 1024-2048: ESM-2 650M; kMinFusedK / kMaxFusedK). The fallback (other dtypes, unaligned shapes, contraction
 // lengths outside that range, a shape CUTLASS refuses) is the unfused pair:
 // cuBLASLt linear_forward / linear_backward + the GELU kernels — the same arithmetic up to
-// rounding order, and what the CPU reference computes.
+// rounding order (except the forward's erf: CUTLASS's GELU takes CUDA's erff, our GELU kernels
+// the rational approximation of activation/gelu_math.cuh), and what the CPU reference computes.
 #include <cuda_runtime.h>
 
 #include <atomic>

@@ -236,7 +236,7 @@ void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& me
   check_fp8_outputs(q, q_t, scale_inv, x, amax, seen_amax, "layernorm_forward_fp8");
   Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::CPU);
   layernorm_forward(out, mean, rstd, x, w, b, eps, seen_amax);
-  cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor());
+  cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor(), Tensor());
 }
 
 void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd, const Tensor& x, const Tensor& w,
@@ -244,7 +244,7 @@ void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd
   check_fp8_outputs(q, q_t, scale_inv, x, amax, seen_amax, "rmsnorm_forward_fp8");
   Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::CPU);
   rmsnorm_forward(out, rstd, x, w, eps, seen_amax);
-  cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor());
+  cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor(), Tensor());
 }
 
 }  // namespace biofm::ops::cpu
