@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "biofm/ops/activation/erf_rational.h"
 #include "biofm/ops/cpu_util.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -27,41 +28,18 @@ constexpr float kInvSqrt2Pi = 0.39894228040143267794f;  // 1/sqrt(2π)
 constexpr float kSqrt2OverPi = 0.79788456080286535588f;
 constexpr float kTanhCoef = 0.044715f;
 
-// erf(x) in fp32 as a rational minimax approximation on [-4, 4] (±1 outside, where fp32
-// erf rounds to ±1): x·P(x²)/Q(x²), the coefficients used by Eigen and XLA. Absolute
-// error below 5e-7 over the real line, with no exp or libm call; clamped to [-1, 1] as the CUDA
-// version (activation/gelu_math.cuh) is.
-inline float erf_simd(float x) {
-  x = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
-  const float x2 = x * x;
-  float p = -2.72614225801306e-10f;
-  p = p * x2 + 2.77068142495902e-08f;
-  p = p * x2 + -2.10102402082508e-06f;
-  p = p * x2 + -5.69250639462346e-05f;
-  p = p * x2 + -7.34990630326855e-04f;
-  p = p * x2 + -2.95459980854025e-03f;
-  p = p * x2 + -1.60960333262415e-02f;
-  float q = -1.45660718464996e-05f;
-  q = q * x2 + -2.13374055278905e-04f;
-  q = q * x2 + -1.68282697438203e-03f;
-  q = q * x2 + -7.37332916720468e-03f;
-  q = q * x2 + -1.42647390514189e-02f;
-  const float r = x * p / q;  // (can exceed 1 in magnitude by a few 1e-7 near |x| = 4)
-  return r < -1.0f ? -1.0f : (r > 1.0f ? 1.0f : r);
-}
-
 // tanh(u) = 1 - 2/(exp(2u) + 1): exp_simd clamps, so ±large u gives ±1 exactly.
 inline float tanh_simd(float u) { return 1.0f - 2.0f / (exp_simd(2.0f * u) + 1.0f); }
 
 inline float sigmoid_simd(float x) { return 1.0f / (1.0f + exp_simd(-x)); }
 
-inline float gelu_erf(float x) { return 0.5f * x * (1.0f + erf_simd(x * kInvSqrt2)); }
+inline float gelu_erf(float x) { return 0.5f * x * (1.0f + erf_rational(x * kInvSqrt2)); }
 inline float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanh_simd(kSqrt2OverPi * (x + kTanhCoef * x * x * x)));
 }
 inline float gelu_erf_grad(float x) {
   // Φ(x) + x·φ(x)
-  return 0.5f * (1.0f + erf_simd(x * kInvSqrt2)) + x * kInvSqrt2Pi * exp_simd(-0.5f * x * x);
+  return 0.5f * (1.0f + erf_rational(x * kInvSqrt2)) + x * kInvSqrt2Pi * exp_simd(-0.5f * x * x);
 }
 inline float gelu_tanh_grad(float x) {
   const float x2 = x * x;

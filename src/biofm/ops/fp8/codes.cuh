@@ -54,6 +54,15 @@ __device__ __forceinline__ void for_each_abs(const T* x, int64_t n, bool vec, Fo
   for (int64_t k = nv * V + i0; k < n; k += stride) fold(fabsf(cuda_detail::to_f32(x[k])));
 }
 
+// slot = max(slot, m) over the warp, with m a bit pattern of |x| (non-negative floats, and NaN
+// above them, order as their bits; so NaN wins): a delayed-scaling history slot. Every lane calls
+// it; lane 0 sends the atomic only when the warp's m is above the slot as L2 has it (as
+// amax_reduce_into: the slot only grows during a kernel).
+__device__ __forceinline__ void record_bits_into(unsigned* slot, unsigned m) {
+  m = __reduce_max_sync(0xffffffffu, m);
+  if ((threadIdx.x & 31) == 0 && m > __ldcg(slot)) atomicMax(slot, m);
+}
+
 // A kTile x kTile tile of codes in shared memory (rows kTile + 16 bytes apart: 16-byte aligned,
 // and the 4 lanes reading one column fall in different banks) written out transposed by a block
 // of 256 threads: each stores 16 rows of one column, q_t[(col0 + j) * Rp + row0 + r ...], for

@@ -118,10 +118,7 @@ __global__ void __launch_bounds__(kThreads)
     seen = warp_max(seen);
     if ((threadIdx.x & 31) == 0) warp_seen[threadIdx.x >> 5] = seen;
   }
-  if (record_bits) {  // (uniform over the grid; few blocks: the weights, once per optimizer step)
-    recorded = __reduce_max_sync(0xffffffffu, recorded);
-    if ((threadIdx.x & 31) == 0 && recorded > __ldcg(record_bits)) atomicMax(record_bits, recorded);
-  }
+  if (record_bits) fp8_codes::record_bits_into(record_bits, recorded);  // (uniform over the grid)
   if (kSrc == Src::X && !q_t && !kColSums) return;  // uniform over the grid
   __syncthreads();
   if (q_t) fp8_codes::store_tile_transposed(tile, q_t, C, Rp, row0, col0);

@@ -23,8 +23,7 @@ __global__ void record_kernel(const T* x, int64_t n, const float* given, unsigne
   } else {
     fp8_codes::for_each_abs(x, n, vec, [&](float a) { m = max(m, __float_as_uint(a)); });
   }
-  m = __reduce_max_sync(0xffffffffu, m);
-  if ((threadIdx.x & 31) == 0 && m) atomicMax(slot, m);
+  fp8_codes::record_bits_into(slot, m);
 }
 
 constexpr int kUpdateThreads = 128;

@@ -1,0 +1,42 @@
+// erf(x) by the rational minimax approximation of Eigen and XLA: x·P(x²)/Q(x²) on [-4, 4], ±1
+// outside (where fp32 erf rounds to ±1); absolute error below 5e-7, no exp or libm call, no
+// branch. One definition for the CPU reference (ops/cpu_kernels.cpp, where it vectorizes) and the
+// CUDA GELU (activation/gelu_math.cuh: nvcc fuses the multiply-adds and the division is the
+// hardware reciprocal's, good to 2 ulp for Q in [-2.4, -0.014]). The result is clamped to [-1, 1]
+// (the quotient exceeds 1 in magnitude by a few 1e-7 near |x| = 4); a NaN passes through.
+#pragma once
+
+#ifdef __CUDACC__
+#define BIOFM_ERF_HD __host__ __device__ __forceinline__
+#else
+#define BIOFM_ERF_HD inline
+#endif
+
+namespace biofm::ops {
+
+BIOFM_ERF_HD float erf_rational(float x) {
+  x = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+  const float x2 = x * x;
+  float p = -2.72614225801306e-10f;
+  p = p * x2 + 2.77068142495902e-08f;
+  p = p * x2 + -2.10102402082508e-06f;
+  p = p * x2 + -5.69250639462346e-05f;
+  p = p * x2 + -7.34990630326855e-04f;
+  p = p * x2 + -2.95459980854025e-03f;
+  p = p * x2 + -1.60960333262415e-02f;
+  float q = -1.45660718464996e-05f;
+  q = q * x2 + -2.13374055278905e-04f;
+  q = q * x2 + -1.68282697438203e-03f;
+  q = q * x2 + -7.37332916720468e-03f;
+  q = q * x2 + -1.42647390514189e-02f;
+#ifdef __CUDA_ARCH__
+  const float r = __fdividef(x * p, q);
+#else
+  const float r = x * p / q;
+#endif
+  return r < -1.0f ? -1.0f : (r > 1.0f ? 1.0f : r);
+}
+
+}  // namespace biofm::ops
+
+#undef BIOFM_ERF_HD
