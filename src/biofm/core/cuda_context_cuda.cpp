@@ -1,5 +1,6 @@
-// Per-process CUDA state: one non-blocking compute stream, the cuBLASLt handle and its
-// workspace, and device properties. Everything is created on first use, on the device that
+// Per-process CUDA state: one non-blocking compute stream (and a low-priority side stream for
+// work beside it, core/side_stream.h), the cuBLASLt handle and its workspaces, and device
+// properties. Everything is created on first use, on the device that
 // is current at that moment (the launcher selects it with cudaSetDevice before any op runs),
 // and never destroyed by static destructors (tearing CUDA objects down there races the
 // runtime's own shutdown): release_cublaslt() frees the handle and workspace explicitly, at the
@@ -22,7 +23,10 @@ struct Context {
   int device = -1;
   int sms = 0;
   cudaStream_t stream = nullptr;
+  cudaStream_t side = nullptr;  // created on first use
 };
+
+thread_local cudaStream_t t_current = nullptr;  // null: the compute stream
 
 // Initialised once; if creation throws, the next call tries again.
 Context& context() {
@@ -39,6 +43,8 @@ Context& context() {
 struct CublasLt {
   cublasLtHandle_t handle = nullptr;
   void* workspace = nullptr;
+  // GEMMs on the side stream may run while compute-stream GEMMs do: their own workspace.
+  std::atomic<void*> side_workspace{nullptr};
 };
 
 std::mutex g_lt_mutex;
@@ -59,11 +65,33 @@ CublasLt& cublaslt_state() {
 
 }  // namespace
 
-cudaStream_t stream() { return context().stream; }
+cudaStream_t stream() { return t_current ? t_current : context().stream; }
+
+cudaStream_t compute_stream() { return context().stream; }
+
+cudaStream_t side_stream() {
+  Context& c = context();
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    int least = 0, greatest = 0;  // (numerically, the lowest priority is the greatest value)
+    BIOFM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    BIOFM_CUDA_CHECK(cudaStreamCreateWithPriority(&c.side, cudaStreamNonBlocking, least));
+  });
+  return c.side;
+}
+
+void set_current_stream(cudaStream_t s) { t_current = s == context().stream ? nullptr : s; }
 
 cublasLtHandle_t cublaslt() { return cublaslt_state().handle; }
 
-void* cublaslt_workspace() { return cublaslt_state().workspace; }
+void* cublaslt_workspace() {
+  CublasLt& s = cublaslt_state();
+  if (!t_current || t_current != context().side) return s.workspace;
+  if (void* w = s.side_workspace.load(std::memory_order_acquire)) return w;
+  std::lock_guard<std::mutex> lock(g_lt_mutex);
+  if (!s.side_workspace.load(std::memory_order_relaxed)) s.side_workspace.store(device_alloc(kCublasLtWorkspaceBytes));
+  return s.side_workspace.load(std::memory_order_relaxed);
+}
 
 size_t cublaslt_workspace_size() { return kCublasLtWorkspaceBytes; }
 
@@ -75,8 +103,9 @@ void release_cublaslt() {
   std::lock_guard<std::mutex> lock(g_lt_mutex);
   std::unique_ptr<CublasLt> s(g_lt.exchange(nullptr));
   if (!s) return;
-  BIOFM_CUDA_CHECK(cudaStreamSynchronize(stream()));  // GEMMs queued may still use the workspace
+  BIOFM_CUDA_CHECK(cudaDeviceSynchronize());  // GEMMs queued on either stream may still use a workspace
   device_free(s->workspace, kCublasLtWorkspaceBytes);
+  if (void* w = s->side_workspace.load()) device_free(w, kCublasLtWorkspaceBytes);
   BIOFM_CUBLAS_CHECK(cublasLtDestroy(s->handle));
 }
 

@@ -239,7 +239,19 @@ void select_cuda_device(int local_rank) {
 
 void* device_alloc(size_t bytes) { return allocator().alloc(bytes); }
 
-void device_free(void* ptr, size_t) { allocator().free(ptr); }
+namespace {
+thread_local DeferredFrees* t_deferred = nullptr;
+}
+
+void device_defer_frees(DeferredFrees* list) { t_deferred = list; }
+
+void device_free(void* ptr, size_t bytes) {
+  if (t_deferred && ptr) {
+    t_deferred->emplace_back(ptr, bytes);
+    return;
+  }
+  allocator().free(ptr);
+}
 
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes) {
   if (bytes == 0) return;

@@ -3,10 +3,12 @@
 #include <algorithm>
 
 #include "biofm/core/profiling.h"
+#include "biofm/core/side_stream.h"
 #include "biofm/ops/attention/op.h"
 #include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/fp8/delayed.h"
 #include "biofm/ops/loss/op.h"
+#include "biofm/ops/options.h"
 
 namespace biofm {
 
@@ -220,8 +222,27 @@ LossSums TransformerLM::evaluate(const Batch& b, bool count_correct) {
   return sum_losses(token_loss, lg, b.labels, count_correct);
 }
 
+namespace {
+// The layers' weight gradients on the side stream for one backward pass (ops.wgrad_stream);
+// joined back into the compute stream when the pass ends, also when it ends in an error.
+struct GradsBeside {
+  BlockContext& ctx;
+  explicit GradsBeside(BlockContext& c) : ctx(c) {
+    ctx.grads_beside = ops::op_options().wgrad_stream && ctx.device() == Device::CUDA;
+  }
+  ~GradsBeside() {
+    ctx.grads_beside = false;
+    try {
+      side_stream::join();
+    } catch (...) {  // (a CUDA error is sticky: the next check reports it)
+    }
+  }
+};
+}  // namespace
+
 void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& loss_acc) {
   check_batch(b);
+  GradsBeside beside(ctx_);
   // Forward, keeping what backward reads.
   if (layer_hook_) layer_hook_(LayerEvent::BeforeForward, -1);
   TokenEmbedding::Acts embed_acts;
@@ -264,6 +285,7 @@ void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& l
     NvtxRange e("embedding backward");
     embed_.backward(dx, b, embed_acts);
   }
+  side_stream::join();  // every weight gradient is final from here on
   if (layer_hook_) layer_hook_(LayerEvent::GradsReady, -1);
 }
 

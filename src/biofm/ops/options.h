@@ -47,6 +47,10 @@ struct OpOptions {
   // about 5% (a candidate timed alone is not always the fastest inside a step). The choices go
   // into checkpoints and a resumed run takes them (ops/gemm/tuning.h).
   bool gemm_autotune = false;
+  // ops.wgrad_stream: in a training step's backward (CUDA), each transformer layer's weight and
+  // bias gradients run on a second stream beside the chain of input gradients, filling the SMs
+  // and memory-bound gaps that chain leaves (core/side_stream.h). Same results bit for bit.
+  bool wgrad_stream = true;
   // ops.fp8_release_inputs: an FP8 layer whose forward kept its input's codes for backward
   // (Fp8SavedInput::replaces_x) drops the bf16 input itself (the norms' outputs, the MLP's
   // activation), as Transformer Engine keeps only FP8 copies; false keeps them too (except the

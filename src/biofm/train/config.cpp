@@ -218,6 +218,8 @@ Registry build_registry() {
   BIND(ops.gemm_fused_gelu, .help = "ESM-2 MLP: GELU fused into the GEMMs (CUTLASS epilogues; bf16 on Hopper)");
   BIND(ops.gemm_autotune, .help = "time cuBLASLt's candidate algorithms on each GEMM shape's first call and keep "
                                   "the fastest (one host sync per shape bucket; the choices are kept in checkpoints)");
+  BIND(ops.wgrad_stream, .help = "backward runs each layer's weight and bias gradients on a second CUDA stream, "
+                                 "beside the input gradients (same results)");
   BIND(ops.fp8_release_inputs, .help = "FP8 layers keep only their inputs' FP8 codes for backward, not the bf16 inputs "
                                        "(the norms' outputs, the MLP activation)");
   BIND(ops.fp8_gelu_codes, .help = "FP8 DelayedScaling: the ESM-2 MLP's GELU and its gradient write the next GEMM's "

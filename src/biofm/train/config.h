@@ -190,6 +190,7 @@ struct TrainConfig {
     bool gemm_inplace_splitk = false;
     bool gemm_fused_gelu = true;
     bool gemm_autotune = false;
+    bool wgrad_stream = true;
     bool fp8_release_inputs = true;
     bool fp8_gelu_codes = true;
     bool fp8_norm_codes = true;

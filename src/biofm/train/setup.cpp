@@ -26,6 +26,7 @@ void apply_op_options(const TrainConfig& cfg) {
   o.gemm_inplace_splitk = cfg.ops.gemm_inplace_splitk;
   o.gemm_fused_gelu = cfg.ops.gemm_fused_gelu;
   o.gemm_autotune = cfg.ops.gemm_autotune;
+  o.wgrad_stream = cfg.ops.wgrad_stream;
   o.fp8_release_inputs = cfg.ops.fp8_release_inputs;
   o.fp8_gelu_codes = cfg.ops.fp8_gelu_codes;
   o.fp8_norm_codes = cfg.ops.fp8_norm_codes;

@@ -43,6 +43,10 @@ struct BlockContext {
   // Set on the steps that log quantization statistics (ops/fp8/stats.h): the layers' Linears
   // add each quantized tensor's statistics (host copies: slow, hence only then).
   ops::QuantStatsCollector* stats = nullptr;
+  // Set by the model for its backward pass (ops.wgrad_stream, CUDA): the layers' Linears queue
+  // their weight and bias gradients on the side stream (core/side_stream.h); the model joins
+  // it before anything reads those gradients.
+  bool grads_beside = false;
 
   // The layer's quantization, or null for the compute precision (also for layer < 0: the
   // embedding and the head always run in the compute precision, as in the recipes).

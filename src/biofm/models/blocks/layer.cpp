@@ -129,7 +129,10 @@ void TransformerLayer::backward(int layer, const Batch& b, LayerActs& a, Tensor&
   }
   Tensor din_amax;
   if (dx_amax && emit_amax) din_amax = ctx_->f32({1});
-  norm1_.backward(dx, dxn1, a.x_in, a.st1, /*dres=*/dmid, din_amax);
+  // Into a new buffer: the MLP's weight gradient may still be reading dx on the side stream.
+  Tensor din = ctx_->act(dx.shape());
+  norm1_.backward(din, dxn1, a.x_in, a.st1, /*dres=*/dmid, din_amax);
+  dx = din;
   if (dx_amax) *dx_amax = din_amax;
 }
 

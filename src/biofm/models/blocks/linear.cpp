@@ -89,6 +89,9 @@ void Linear::backward(Tensor& dx, const Tensor& dout, const Tensor& x, const ops
   const Tensor w = weight();
   Tensor dw = w_.grad(p), db = b_.grad(p);
   const ops::LayerQuant* q = ctx_->quant_of(layer_);
+  // (the layers only: the head's decoder may share its weight, and so its gradient, with the
+  // embedding, whose backward runs on the compute stream)
+  const ops::WeightGradsBeside beside(ctx_->grads_beside && layer_ >= 0);
   if (dout_codes) {  // (the producer added Σ dout to the bias gradient)
     if (!producer_quant()) fail("Linear::backward: gradient codes from a producer need DelayedScaling on CUDA");
     Tensor no_db;

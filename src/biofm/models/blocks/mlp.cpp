@@ -61,11 +61,12 @@ void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs
 void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a, const Tensor& dout_amax) const {
   const int64_t T = dout.size(0);
   if (fused_gelu()) {
-    // dpre from W_out's input-gradient GEMM with the GELU backward in it; then W_out's own
-    // gradients (no dx), and W_in's backward as usual.
+    // W_out's own gradients (no dx; queued first, so that on the side stream, ops.wgrad_stream,
+    // they start beside the next GEMM); dpre from W_out's input-gradient GEMM with the GELU
+    // backward in it; W_in's backward as usual.
     Tensor dpre = ctx_->act(a.pre.shape()), none;
-    ops::linear_dgelu_backward(dpre, dout, out_.weight(), a.pre);
     out_.backward(none, dout, a.act);
+    ops::linear_dgelu_backward(dpre, dout, out_.weight(), a.pre);
     dxn = ctx_->act({T, xn.size(1)});
     in_.backward(dxn, dpre, xn);
     return;

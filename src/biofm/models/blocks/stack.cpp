@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "biofm/core/profiling.h"
+#include "biofm/core/side_stream.h"
 
 namespace biofm {
 
@@ -65,7 +66,10 @@ void TransformerStack::backward(const Batch& b, std::vector<LayerActs>& acts, Te
     const bool below_fp8 = l > 0 && layers_[size_t(l - 1)].mlp_out_fp8();
     layers_[size_t(l)].backward(l, b, acts[size_t(l)], dx, &dx_amax, below_fp8);
     acts[size_t(l)] = LayerActs{};  // free as we go
-    if (hook) hook(LayerEvent::GradsReady, l);
+    if (hook) {
+      side_stream::join();  // the layer's weight gradients, before data parallelism reads them
+      hook(LayerEvent::GradsReady, l);
+    }
   }
 }
 

@@ -34,10 +34,12 @@
 #include <cuda_bf16.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include "biofm/core/side_stream.h"
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/gemm/cublaslt_plans_cuda.h"
@@ -398,6 +400,8 @@ void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, 
 
   const bool gemms = N > 0 && I > 0 && O > 0 && (dx.defined() || dw.defined());
   const PaddedRows g = gemms ? padded_rows(dout, N, O) : PaddedRows{dout, O};  // dout, rows padded if needed
+  // The weight and bias gradients may go on the side stream, starting beside the input gradient.
+  side_stream::Scope beside(weight_grads_beside() && N > 0 && (dw.defined() || dbias.defined()));
   if (dx.defined() && N > 0 && I > 0) {
     if (O == 0) {
       dx.zero_();
@@ -409,6 +413,8 @@ void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, 
     }
   }
   if (N == 0) return;
+  beside.enter();
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &g.t, &dout, &dw, &dbias}) beside.hold(*t);
   bool dbias_done = false;
   if (dw.defined() && O > 0 && I > 0) {
     const GemmKey key = make_key(CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, I, g.ld, I, dt, DType::F32, x.raw(),

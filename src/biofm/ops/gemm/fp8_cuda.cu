@@ -11,8 +11,10 @@
 #include <cuda_bf16.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <cstdio>
 
+#include "biofm/core/side_stream.h"
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/fp8/op.h"
@@ -234,6 +236,8 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
   // dout's values for a bf16 fallback GEMM (decoded when only its codes exist)
   auto dout_values = [&] { return dout_codes ? decoded(dqt.codes, dqt.scale_inv, N, O, dt, recipe.bwd) : dout; };
   Tensor none;
+  // The weight gradient may go on the side stream, starting beside the input gradient.
+  side_stream::Scope beside(weight_grads_beside() && dw.defined());
   if (dx.defined()) {
     Quantized wt;
     if (w_codes && w_codes->codes_t.defined() && w_codes->codes_t.shape() == Shape{I, O})
@@ -250,6 +254,10 @@ void linear_backward_fp8(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& do
     }
   }
   if (dw.defined()) {
+    beside.enter();
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &xs, &dout, &dw, &w, &dqt.codes, &dqt.scale_inv})
+      beside.hold(*t);
+    if (saved) beside.hold(saved->codes_t), beside.hold(saved->scale_inv);
     Quantized xt;
     if (saved && saved->codes_t.defined() && saved->codes_t.shape() == Shape{I, Np})
       xt = {saved->codes_t, saved->scale_inv};  // the forward pass's codes of the same x

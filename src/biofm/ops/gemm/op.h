@@ -17,6 +17,23 @@ void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor&
 void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
                      const Tensor& w);
 
+// While a WeightGradsBeside(true) lives on this thread, the CUDA linear backward ops (bf16 and
+// FP8 with per-tensor scales) queue their weight and bias gradients on the side stream, beside
+// the input gradient (core/side_stream.h, whose rules the caller keeps: no writes to dout or x
+// and no reads of dw or dbias before side_stream::join()). The model's backward sets it for the
+// transformer layers (ops.wgrad_stream). No effect on the CPU.
+class WeightGradsBeside {
+ public:
+  explicit WeightGradsBeside(bool on);
+  ~WeightGradsBeside();
+  WeightGradsBeside(const WeightGradsBeside&) = delete;
+  WeightGradsBeside& operator=(const WeightGradsBeside&) = delete;
+
+ private:
+  bool previous_;
+};
+bool weight_grads_beside();
+
 // FP8 linear layers (fp8_config in training configs): x and w are quantized to `fwd`, dout to
 // `bwd`, each with its own per-tensor scale from its current amax (ops/fp8/op.h); the products
 // accumulate in fp32 on Hopper's FP8 tensor cores; out and dx come out in x's dtype, dw and
