@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "biofm/core/cuda_context.h"
 #include "biofm/core/device_memory_stats.h"
@@ -21,6 +23,7 @@
 #include "biofm/models/esm2/model.h"
 #include "biofm/models/llama/model.h"
 #include "biofm/ops/gemm/op.h"
+#include "biofm/ops/fp8/op.h"
 #include "cuda_test_util.h"
 
 using namespace biofm;
@@ -48,6 +51,14 @@ TEST(CudaSideStream, ScopeMemoryWaitsForTheSideStream) {
   side_stream::join();
   const int64_t n = 3 << 20;  // 12 MiB of f32: its own size class in the allocator
   Gate gate;
+  struct Opener {  // (an early return must not leave the side stream waiting on a gone gate)
+    Gate& g;
+    ~Opener() {
+      g.open = true;
+      side_stream::join();
+      cuda_ctx::synchronize();
+    }
+  } opener{gate};
   void *held_ptr = nullptr, *scratch_ptr = nullptr;
   {
     Tensor held = Tensor::zeros({n}, DType::F32, Device::CUDA);
@@ -85,24 +96,57 @@ TEST(CudaSideStream, ScopeMemoryWaitsForTheSideStream) {
   EXPECT_TRUE(reused) << "after join() the scope's blocks go back to the allocator";
 }
 
+// A block the compute stream frees after a scope's mark (an input gradient's temporary, whose
+// kernels run beside the scope's side work) is not handed to that side work; after join() it is
+// free again. (The review of session 24 found the first version handing it out: FP8 input
+// gradients came out wrong now and then.)
+TEST(CudaSideStream, BlocksFreedAfterTheMarkAreNotHandedToTheSideWork) {
+  BIOFM_REQUIRE_GPU();
+  side_stream::join();
+  const int64_t n = (5 << 20) / 4;  // 5 MiB of f32: a size class of its own here
+  Tensor tmp = Tensor::zeros({n}, DType::F32, Device::CUDA);
+  void* const freed = tmp.raw();
+  {
+    side_stream::Scope scope(true);
+    ASSERT_TRUE(scope.active());
+    tmp = Tensor();  // freed on the compute stream after the mark
+    scope.enter();
+    Tensor on_side = Tensor::empty({n}, DType::F32, Device::CUDA);
+    EXPECT_NE(on_side.raw(), freed) << "the side work got a block the compute stream may still be using";
+  }
+  side_stream::join();
+  Tensor a = Tensor::empty({n}, DType::F32, Device::CUDA), b = Tensor::empty({n}, DType::F32, Device::CUDA);
+  EXPECT_TRUE(a.raw() == freed || b.raw() == freed) << "after join() the block goes back to the allocator";
+  // A scope that is never entered queues nothing beside: its frees go back when it ends.
+  void* p = a.raw();
+  {
+    side_stream::Scope scope(true);
+    a = Tensor();
+  }
+  EXPECT_FALSE(side_stream::pending());
+  Tensor c = Tensor::empty({n}, DType::F32, Device::CUDA);
+  EXPECT_EQ(c.raw(), p);
+}
+
 namespace {
 
 struct Case {
   const char* name;
   std::function<std::unique_ptr<LanguageModel>()> make;
   Batch a, b;  // two micro batches: the gradients accumulate across them
-  std::string fc1, fc2;  // the top layer's MLP weights (no atomic adds in backward before them)
   int layers;
 };
 
 struct Run {
-  Tensor grads, fc1, fc2;
-  float loss = 0;
-  size_t peak = 0;
+  std::vector<Tensor> grads;  // per parameter, host F32
+  size_t peak = 0;            // the step's peak above what the model holds
 };
 
-Run run_step(const Case& c, bool beside, int fp8) {
-  testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.wgrad_stream = beside; });
+// One step's gradients; how: 0 one stream, 1 side stream, 2 side stream with its work delayed,
+// 3 side stream with the compute stream delayed after each scope's mark.
+Run run_step(const Case& c, int how, int fp8) {
+  testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.wgrad_stream = how > 0; });
+  side_stream::set_delays_for_tests(how == 3 ? 2000 : 0, how == 2 ? 2000 : 0);
   std::unique_ptr<LanguageModel> m = c.make();
   m->params().init(5);
   if (fp8 == 1) m->set_fp8(ops::Fp8Recipe{});
@@ -121,43 +165,53 @@ Run run_step(const Case& c, bool beside, int fp8) {
   m->forward_backward(c.b, 1e-3f, loss_acc);
   EXPECT_FALSE(side_stream::pending()) << "the model's backward must join the side stream";
   cuda_ctx::synchronize();
+  side_stream::set_delays_for_tests(0, 0);
   Run r;
   r.peak = device_memory_stats().peak_allocated_bytes - base;
-  r.loss = loss_acc.to(Device::CPU).f32()[0];
-  r.grads = to_host_f32(m->params().grad_flat());
-  r.fc1 = to_host_f32(m->params().grad(c.fc1));
-  r.fc2 = to_host_f32(m->params().grad(c.fc2));
+  for (size_t i = 0; i < m->params().size(); ++i) r.grads.push_back(to_host_f32(m->params().grad(i)));
   return r;
 }
 
 void expect_same_gradients(const Case& c) {
   for (int fp8 : {0, 1, 2}) {
     SCOPED_TRACE(std::string(c.name) + (fp8 == 0 ? " bf16" : fp8 == 1 ? " FP8 current" : " FP8 delayed"));
-    (void)run_step(c, true, fp8);  // (the first run on the side stream allocates its cuBLASLt workspace)
-    const Run off = run_step(c, false, fp8), off2 = run_step(c, false, fp8), on = run_step(c, true, fp8);
-    EXPECT_TRUE(std::isfinite(off.loss));
-    EXPECT_EQ(on.loss, off.loss);
-    EXPECT_GT(rel_error(off.fc1, Tensor::zeros(off.fc1.shape(), DType::F32)), 0.0);
-    // The top layer's MLP weight gradients come before any atomic add of backward: same bits.
-    EXPECT_EQ(rel_error(on.fc1, off.fc1), 0.0) << "the top layer's first MLP weight gradient differs";
-    EXPECT_EQ(rel_error(on.fc2, off.fc2), 0.0) << "the top layer's second MLP weight gradient differs";
-    // Everything: within what two runs on the compute stream alone differ by (cuDNN's attention
-    // backward and the embedding backward add with atomics).
-    const double noise = rel_error(off2.grads, off.grads), diff = rel_error(on.grads, off.grads);
-    std::printf("[side stream] %s fp8=%d: gradients beside vs not %.2e (not vs not %.2e); "
-                "step peak %.1f / %.1f MiB above the model\n",
-                c.name, fp8, diff, noise, double(on.peak) / (1 << 20), double(off2.peak) / (1 << 20));
-    EXPECT_LE(diff, std::max(4 * noise, 1e-6));
+    (void)run_step(c, 1, fp8);  // (the first run on the side stream allocates its cuBLASLt workspace)
+    const Run off = run_step(c, 0, fp8), off2 = run_step(c, 0, fp8);
+    const Run on[3] = {run_step(c, 1, fp8), run_step(c, 2, fp8), run_step(c, 3, fp8)};
+    // Per parameter: where two one-stream runs agree bit for bit (no atomic add upstream of it
+    // in backward), the side-stream runs must too; elsewhere they may differ by the run-to-run
+    // spread (cuDNN's attention backward and the embedding backward add with atomics).
+    int exact = 0;
+    double worst = 0, worst_noise = 0;
+    for (size_t i = 0; i < off.grads.size(); ++i) {
+      const double noise = rel_error(off2.grads[i], off.grads[i]);
+      exact += noise == 0.0;
+      worst_noise = std::max(worst_noise, noise);
+      for (int k = 0; k < 3; ++k) {
+        const double d = rel_error(on[k].grads[i], off.grads[i]);
+        worst = std::max(worst, d);
+        if (noise == 0.0)
+          EXPECT_EQ(d, 0.0) << "parameter " << i << " differs (side-stream mode " << k + 1 << ")";
+        else
+          EXPECT_LE(d, std::max(4 * noise, 1e-6)) << "parameter " << i << " (side-stream mode " << k + 1 << ")";
+      }
+    }
+    std::printf("[side stream] %s fp8=%d: %d of %zu gradients bit-exact run to run (and with the side stream); "
+                "worst difference %.2e (run to run %.2e); step peak %.1f / %.1f MiB above the model\n",
+                c.name, fp8, exact, off.grads.size(), worst, worst_noise, double(on[0].peak) / (1 << 20),
+                double(off2.peak) / (1 << 20));
+    EXPECT_GT(exact, int(off.grads.size()) / 4) << "too few exact parameters for the check to mean much";
     // The memory the side stream's work holds is bounded (a few linears' worth, released as the
     // compute stream passes them), not kept until the end of backward.
-    EXPECT_LE(double(on.peak), 1.1 * double(off2.peak));
+    EXPECT_LE(double(on[0].peak), 1.1 * double(off2.peak));
   }
 }
 
 }  // namespace
 
 // ops.wgrad_stream: ESM-2 (GELU MLP, biases, the fused GELU GEMMs in bf16) and Llama (SwiGLU,
-// no biases), bf16 and FP8 with current and delayed scaling, two accumulated micro batches.
+// no biases), bf16 and FP8 with current and delayed scaling, two accumulated micro batches; the
+// side stream as it runs, with its work delayed, and with the compute stream delayed.
 TEST(CudaSideStream, WeightGradientsBesideTrainAsOnOneStream) {
   BIOFM_REQUIRE_GPU();
   ReaderOptions ro;
@@ -171,10 +225,9 @@ TEST(CudaSideStream, WeightGradientsBesideTrainAsOnOneStream) {
   mo.max_seq_length = 256;
   mo.max_tokens_per_batch = 4096;
   MlmBatcher mlm(proteins, mo);
-  const std::string etop = "esm.encoder.layer.2.";
   Batch e1 = mlm.next().to(Device::CUDA), e2 = mlm.next().to(Device::CUDA);
   expect_same_gradients({"esm2", [&] { return std::make_unique<Esm2Model>(ec, Device::CUDA, Precision::Bf16Mixed); },
-                         e1, e2, etop + "intermediate.dense.weight", etop + "output.dense.weight", 3});
+                         e1, e2, 3});
   LlamaConfig lc;
   lc.vocab_size = 256;
   lc.hidden_size = 128;
@@ -188,8 +241,50 @@ TEST(CudaSideStream, WeightGradientsBesideTrainAsOnOneStream) {
   co.max_seq_length = 1024;
   co.max_tokens_per_batch = 4096;
   CausalLmBatcher clm(dna, co);
-  const std::string ltop = "model.layers.2.";
   Batch l1 = clm.next().to(Device::CUDA), l2 = clm.next().to(Device::CUDA);
   expect_same_gradients({"llama", [&] { return std::make_unique<LlamaModel>(lc, Device::CUDA, Precision::Bf16Mixed); },
-                         l1, l2, ltop + "mlp.gate_proj.weight", ltop + "mlp.down_proj.weight", 3});
+                         l1, l2, 3});
+}
+
+// The ops on their own, the input gradient's temporaries included (a weight converted to bf16 for
+// its GEMM; the FP8 weight quantized without cached codes, the input without saved codes): the
+// same bits with the weight gradient beside as without, with either stream delayed.
+TEST(CudaSideStream, LinearBackwardBesideMatchesOneStream) {
+  BIOFM_REQUIRE_GPU();
+  side_stream::join();
+  const int64_t N = 512, I = 256, O = 384;
+  const Tensor x = to_device(randn({N, I}, 1), DType::BF16), dout = to_device(randn({N, O}, 2), DType::BF16);
+  const Tensor w32 = to_device(randn({O, I}, 3, 0.05f), DType::F32), w16 = to_device(randn({O, I}, 3, 0.05f), DType::BF16);
+  for (int fp8 : {0, 1}) {
+    struct Grads {
+      Tensor dx, dw, db;
+    };
+    auto run = [&](bool beside, int compute_us, int side_us) {
+      side_stream::set_delays_for_tests(compute_us, side_us);
+      Grads g{Tensor::empty({N, I}, DType::BF16, Device::CUDA), Tensor::zeros({O, I}, DType::F32, Device::CUDA),
+              Tensor::zeros({O}, DType::F32, Device::CUDA)};
+      {
+        const ops::WeightGradsBeside on(beside);
+        for (int rep = 0; rep < 3; ++rep) {  // (dw and db accumulate)
+          if (fp8)
+            ops::linear_backward_fp8(g.dx, g.dw, g.db, dout, x, w16, ops::Fp8Recipe{}, nullptr, Tensor(), nullptr);
+          else
+            ops::linear_backward(g.dx, g.dw, g.db, dout, x, w32);
+        }
+      }
+      side_stream::join();
+      side_stream::set_delays_for_tests(0, 0);
+      return Grads{to_host_f32(g.dx), to_host_f32(g.dw), to_host_f32(g.db)};
+    };
+    const Grads ref = run(false, 0, 0);
+    EXPECT_GT(rel_error(ref.dw, Tensor::zeros(ref.dw.shape(), DType::F32)), 0.0);
+    for (auto [compute_us, side_us] : {std::pair{0, 0}, std::pair{3000, 0}, std::pair{0, 3000}}) {
+      SCOPED_TRACE(std::string(fp8 ? "FP8" : "bf16") + ", compute delay " + std::to_string(compute_us) +
+                   " us, side delay " + std::to_string(side_us) + " us");
+      const Grads got = run(true, compute_us, side_us);
+      EXPECT_EQ(rel_error(got.dx, ref.dx), 0.0);
+      EXPECT_EQ(rel_error(got.dw, ref.dw), 0.0);
+      EXPECT_EQ(rel_error(got.db, ref.db), 0.0);
+    }
+  }
 }

@@ -31,7 +31,7 @@ namespace biofm::cuda_ctx {
 cudaStream_t stream();                 // the stream every op enqueues on: the compute stream,
                                        // or the side stream inside a side_stream::Scope
 cudaStream_t compute_stream();         // the compute stream, always
-cudaStream_t side_stream();            // the second, lowest-priority stream (core/side_stream.h)
+cudaStream_t side_stream();            // a second stream, same priority (core/side_stream.h)
 void set_current_stream(cudaStream_t s);  // what stream() returns on this thread (null: compute)
 cublasLtHandle_t cublaslt();           // created on first use
 void* cublaslt_workspace();            // 64 MiB, for cuBLASLt algorithms (one per stream)

@@ -21,8 +21,9 @@ void device_free(void* ptr, size_t bytes);
 // While `list` is set, device_free on this thread appends to it instead of returning the block to
 // the allocator (null: back to normal). For work queued on a stream other than the compute
 // stream (core/side_stream.h): its blocks are freed for real once that work has run.
+// Returns the list that was set before (so that scopes can nest).
 using DeferredFrees = std::vector<std::pair<void*, size_t>>;
-void device_defer_frees(DeferredFrees* list);
+DeferredFrees* device_defer_frees(DeferredFrees* list);
 void device_copy(void* dst, Device dst_dev, const void* src, Device src_dev, size_t bytes);
 void device_memset_zero(void* ptr, size_t bytes);
 // Page-locked host memory: copies between it and the GPU run asynchronously, in stream order.

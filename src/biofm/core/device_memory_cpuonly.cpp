@@ -12,7 +12,7 @@ int cuda_compute_capability() { return 0; }
 void select_cuda_device(int) { fail("this biofm was built without CUDA; use device=cpu"); }
 void* device_alloc(size_t) { fail("this biofm was built without CUDA; use device=cpu"); }
 void device_free(void*, size_t) {}
-void device_defer_frees(DeferredFrees*) {}
+DeferredFrees* device_defer_frees(DeferredFrees*) { return nullptr; }
 void device_copy(void*, Device, const void*, Device, size_t) {
   fail("this biofm was built without CUDA; use device=cpu");
 }

@@ -243,7 +243,11 @@ namespace {
 thread_local DeferredFrees* t_deferred = nullptr;
 }
 
-void device_defer_frees(DeferredFrees* list) { t_deferred = list; }
+DeferredFrees* device_defer_frees(DeferredFrees* list) {
+  DeferredFrees* previous = t_deferred;
+  t_deferred = list;
+  return previous;
+}
 
 void device_free(void* ptr, size_t bytes) {
   if (t_deferred && ptr) {

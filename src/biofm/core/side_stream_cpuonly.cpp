@@ -9,5 +9,6 @@ void Scope::enter() {}
 void Scope::hold(const Tensor&) {}
 void join() {}
 bool pending() { return false; }
+void set_delays_for_tests(int, int) {}
 
 }  // namespace biofm::side_stream

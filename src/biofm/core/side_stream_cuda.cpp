@@ -1,8 +1,11 @@
 // The side stream's scopes and joins (core/side_stream.h): events between the two streams, and
-// the memory each scope's work uses, kept until an event says that work has run.
+// the memory each scope's work uses, kept until it is safe to hand out again.
 #include "biofm/core/side_stream.h"
 
+#include <atomic>
+#include <chrono>
 #include <deque>
+#include <thread>
 #include <utility>
 
 #include "biofm/core/cuda_context.h"
@@ -18,25 +21,30 @@ struct Pending {
   DeferredFrees deferred;
 };
 
+void free_all(DeferredFrees& d) {
+  for (const auto& [ptr, bytes] : d) device_free(ptr, bytes);
+  d.clear();
+}
+
 struct State {
-  std::deque<Pending> pending;       // oldest first
-  std::vector<cudaEvent_t> events;   // recycled
-  cudaEvent_t start = nullptr;       // compute stream -> side stream, re-recorded per scope
-  cudaEvent_t joined = nullptr;      // side stream -> compute stream
+  std::deque<Pending> pending;      // oldest first
+  std::vector<cudaEvent_t> events;  // recycled
+  cudaEvent_t start = nullptr;      // compute stream -> side stream, re-recorded per scope
+  cudaEvent_t joined = nullptr;     // side stream -> compute stream
 
   cudaEvent_t new_event() {
-    cudaEvent_t e = nullptr;
     if (!events.empty()) {
-      e = events.back();
+      cudaEvent_t e = events.back();
       events.pop_back();
-    } else {
-      BIOFM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      return e;
     }
+    cudaEvent_t e = nullptr;
+    BIOFM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     return e;
   }
 
   void release(Pending& p) {
-    for (const auto& [ptr, bytes] : p.deferred) device_free(ptr, bytes);
+    free_all(p.deferred);
     p.held.clear();  // (their storage goes back to the allocator here, if these were the last references)
     events.push_back(p.done);
   }
@@ -75,6 +83,12 @@ State& state() {
   return s;
 }
 
+std::atomic<int> g_compute_delay_us{0}, g_side_delay_us{0};
+
+void CUDART_CB sleep_host(void* us) {
+  std::this_thread::sleep_for(std::chrono::microseconds(reinterpret_cast<intptr_t>(us)));
+}
+
 }  // namespace
 
 Scope::Scope(bool enabled)
@@ -85,31 +99,46 @@ Scope::Scope(bool enabled)
   s.release_behind();
   if (!s.start) BIOFM_CUDA_CHECK(cudaEventCreateWithFlags(&s.start, cudaEventDisableTiming));
   BIOFM_CUDA_CHECK(cudaEventRecord(s.start, cuda_ctx::compute_stream()));
-  BIOFM_CUDA_CHECK(cudaStreamWaitEvent(cuda_ctx::side_stream(), s.start, 0));
+  if (const int us = g_compute_delay_us.load(); us > 0)
+    BIOFM_CUDA_CHECK(cudaLaunchHostFunc(cuda_ctx::compute_stream(), &sleep_host, reinterpret_cast<void*>(intptr_t(us))));
+  // From the mark on, a freed block may still be in use by compute-stream work that the side
+  // work runs beside (the input gradient's temporaries): none is handed out before this scope's
+  // memory is.
+  outer_deferred_ = device_defer_frees(&deferred_);
 }
 
 void Scope::enter() {
   if (!active_ || entered_) return;
+  State& s = state();
+  done_ = s.new_event();  // (made here, not in the destructor, which must not throw)
+  cudaStream_t side = cuda_ctx::side_stream();
+  BIOFM_CUDA_CHECK(cudaStreamWaitEvent(side, s.start, 0));
+  if (const int us = g_side_delay_us.load(); us > 0)
+    BIOFM_CUDA_CHECK(cudaLaunchHostFunc(side, &sleep_host, reinterpret_cast<void*>(intptr_t(us))));
   entered_ = true;
-  cuda_ctx::set_current_stream(cuda_ctx::side_stream());
-  device_defer_frees(&deferred_);
+  cuda_ctx::set_current_stream(side);
 }
 
 Scope::~Scope() {
   if (!active_) return;
-  if (!entered_) {  // nothing queued on the side stream (its wait on `start` is harmless)
+  device_defer_frees(outer_deferred_);
+  if (!entered_) {  // nothing queued on the side stream: compute-stream order covers these frees
+    free_all(deferred_);
     held_.clear();
     return;
   }
-  device_defer_frees(nullptr);
   cuda_ctx::set_current_stream(nullptr);
   State& s = state();
   Pending p;
-  p.done = s.new_event();
-  // (an error here is sticky: the next CUDA check reports it)
-  (void)cudaEventRecord(p.done, cuda_ctx::side_stream());
+  p.done = static_cast<cudaEvent_t>(done_);
   p.held = std::move(held_);
   p.deferred = std::move(deferred_);
+  if (cudaEventRecord(p.done, cuda_ctx::side_stream()) != cudaSuccess) {
+    // No event to wait for: this memory can never be shown safe, so it is never handed out.
+    static auto* kept = new std::vector<Pending>;
+    kept->push_back(std::move(p));
+    return;
+  }
   s.pending.push_back(std::move(p));
 }
 
@@ -129,5 +158,10 @@ void join() {
 }
 
 bool pending() { return !state().pending.empty(); }
+
+void set_delays_for_tests(int compute_us, int side_us) {
+  g_compute_delay_us.store(compute_us);
+  g_side_delay_us.store(side_us);
+}
 
 }  // namespace biofm::side_stream

@@ -264,6 +264,9 @@ class PlanCache {
     // GEMMs favour algorithms that lose inside a step.
     const size_t flush_bytes = size_t(64) << 20;
     Tensor flush = Tensor::empty({int64_t(flush_bytes)}, DType::U8, Device::CUDA);
+    // Timed alone: a GEMM tuned on the side stream (core/side_stream.h) would otherwise share the
+    // GPU with the compute stream's queued work.
+    if (cuda_ctx::stream() != cuda_ctx::compute_stream()) BIOFM_CUDA_CHECK(cudaDeviceSynchronize());
     cudaEvent_t e0, e1;
     BIOFM_CUDA_CHECK(cudaEventCreate(&e0));
     BIOFM_CUDA_CHECK(cudaEventCreate(&e1));

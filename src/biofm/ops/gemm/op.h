@@ -17,8 +17,9 @@ void linear_forward(Tensor& out, const Tensor& x, const Tensor& w, const Tensor&
 void linear_backward(Tensor& dx, Tensor& dw, Tensor& dbias, const Tensor& dout, const Tensor& x,
                      const Tensor& w);
 
-// While a WeightGradsBeside(true) lives on this thread, the CUDA linear backward ops (bf16 and
-// FP8 with per-tensor scales) queue their weight and bias gradients on the side stream, beside
+// While a WeightGradsBeside(true) lives on this thread, the CUDA linear backward ops (bf16, and
+// so the emulated recipes that call it, and FP8 with per-tensor scales) queue their weight and
+// bias gradients on the side stream, beside
 // the input gradient (core/side_stream.h, whose rules the caller keeps: no writes to dout or x
 // and no reads of dw or dbias before side_stream::join()). The model's backward sets it for the
 // transformer layers (ops.wgrad_stream). No effect on the CPU.
