@@ -27,6 +27,7 @@
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
 #include "cuda_test_util.h"
+#include "small_models.h"
 
 using namespace biofm;
 using namespace biofm::cudatest;
@@ -367,37 +368,15 @@ void expect_release_keeps_gradients(const ReleaseCase& rc) {
 // run-to-run noise only: cuDNN's attention backward and the embedding backward add with atomics.
 TEST(CudaFp8, ReleasingInputsKeepsTheGradientsAndSavesMemory) {
   BIOFM_REQUIRE_GPU();
-  Esm2Config ec;
-  ec.hidden_size = 256;
-  ec.num_hidden_layers = 3;
-  ec.num_attention_heads = 4;
-  ec.intermediate_size = 1024;
-  ReaderOptions ro;
-  SequenceDataset proteins = SequenceDataset::load(src("data/proteins_sample.fasta"), ro);
-  MlmOptions mo;
-  mo.max_seq_length = 256;
-  mo.max_tokens_per_batch = 4096;
-  MlmBatcher mlm(proteins, mo);
+  const Esm2Config ec = small_esm2_config();
   const std::string etop = "esm.encoder.layer.2.";
   expect_release_keeps_gradients({"esm2", [&] { return std::make_unique<Esm2Model>(ec, Device::CUDA, Precision::Bf16Mixed); },
-                                  mlm.next().to(Device::CUDA), etop + "intermediate.dense.weight",
+                                  protein_batches(1)[0], etop + "intermediate.dense.weight",
                                   etop + "output.dense.weight", etop + "attention.self.query.weight", 3, 256, 1024});
-  LlamaConfig lc;
-  lc.vocab_size = 256;
-  lc.hidden_size = 128;
-  lc.intermediate_size = 512;
-  lc.num_hidden_layers = 3;
-  lc.num_attention_heads = 2;
-  lc.num_key_value_heads = 1;
-  lc.max_position_embeddings = 1024;
-  SequenceDataset dna = SequenceDataset::load(src("data/dna_sample.fasta"), ro);
-  CausalLmOptions co;
-  co.max_seq_length = 1024;
-  co.max_tokens_per_batch = 4096;
-  CausalLmBatcher clm(dna, co);
+  const LlamaConfig lc = small_llama_config();
   const std::string ltop = "model.layers.2.";
   expect_release_keeps_gradients({"llama", [&] { return std::make_unique<LlamaModel>(lc, Device::CUDA, Precision::Bf16Mixed); },
-                                  clm.next().to(Device::CUDA), ltop + "mlp.gate_proj.weight", ltop + "mlp.down_proj.weight",
+                                  dna_batches(1)[0], ltop + "mlp.gate_proj.weight", ltop + "mlp.down_proj.weight",
                                   ltop + "self_attn.q_proj.weight", 3, 128, 512});
 }
 

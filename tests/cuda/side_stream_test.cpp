@@ -17,21 +17,15 @@
 #include "biofm/core/cuda_context.h"
 #include "biofm/core/device_memory_stats.h"
 #include "biofm/core/side_stream.h"
-#include "biofm/data/causal.h"
-#include "biofm/data/dataset.h"
-#include "biofm/data/mlm.h"
-#include "biofm/models/esm2/model.h"
-#include "biofm/models/llama/model.h"
 #include "biofm/ops/gemm/op.h"
 #include "biofm/ops/fp8/op.h"
 #include "cuda_test_util.h"
+#include "small_models.h"
 
 using namespace biofm;
 using namespace biofm::cudatest;
 
 namespace {
-
-std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
 
 // A host function queued on a stream that holds it until the test lets go.
 struct Gate {
@@ -214,36 +208,14 @@ void expect_same_gradients(const Case& c) {
 // side stream as it runs, with its work delayed, and with the compute stream delayed.
 TEST(CudaSideStream, WeightGradientsBesideTrainAsOnOneStream) {
   BIOFM_REQUIRE_GPU();
-  ReaderOptions ro;
-  Esm2Config ec;
-  ec.hidden_size = 256;
-  ec.num_hidden_layers = 3;
-  ec.num_attention_heads = 4;
-  ec.intermediate_size = 1024;
-  SequenceDataset proteins = SequenceDataset::load(src("data/proteins_sample.fasta"), ro);
-  MlmOptions mo;
-  mo.max_seq_length = 256;
-  mo.max_tokens_per_batch = 4096;
-  MlmBatcher mlm(proteins, mo);
-  Batch e1 = mlm.next().to(Device::CUDA), e2 = mlm.next().to(Device::CUDA);
-  expect_same_gradients({"esm2", [&] { return std::make_unique<Esm2Model>(ec, Device::CUDA, Precision::Bf16Mixed); },
-                         e1, e2, 3});
-  LlamaConfig lc;
-  lc.vocab_size = 256;
-  lc.hidden_size = 128;
-  lc.intermediate_size = 512;
-  lc.num_hidden_layers = 3;
-  lc.num_attention_heads = 2;
-  lc.num_key_value_heads = 1;
-  lc.max_position_embeddings = 1024;
-  SequenceDataset dna = SequenceDataset::load(src("data/dna_sample.fasta"), ro);
-  CausalLmOptions co;
-  co.max_seq_length = 1024;
-  co.max_tokens_per_batch = 4096;
-  CausalLmBatcher clm(dna, co);
-  Batch l1 = clm.next().to(Device::CUDA), l2 = clm.next().to(Device::CUDA);
-  expect_same_gradients({"llama", [&] { return std::make_unique<LlamaModel>(lc, Device::CUDA, Precision::Bf16Mixed); },
-                         l1, l2, 3});
+  const Esm2Config ec = small_esm2_config();
+  const std::vector<Batch> e = protein_batches(2);
+  expect_same_gradients(
+      {"esm2", [&] { return std::make_unique<Esm2Model>(ec, Device::CUDA, Precision::Bf16Mixed); }, e[0], e[1], 3});
+  const LlamaConfig lc = small_llama_config();
+  const std::vector<Batch> l = dna_batches(2);
+  expect_same_gradients(
+      {"llama", [&] { return std::make_unique<LlamaModel>(lc, Device::CUDA, Precision::Bf16Mixed); }, l[0], l[1], 3});
 }
 
 // The ops on their own, the input gradient's temporaries included (a weight converted to bf16 for
