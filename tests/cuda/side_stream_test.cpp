@@ -137,12 +137,14 @@ struct Run {
 };
 
 // One step's gradients; how: 0 one stream, 1 side stream, 2 side stream with its work delayed,
-// 3 side stream with the compute stream delayed after each scope's mark.
-Run run_step(const Case& c, int how, int fp8) {
+// 3 side stream with the compute stream delayed after each scope's mark. recompute: every layer
+// recomputed in backward (FP8 layers then quantize their inputs again there).
+Run run_step(const Case& c, int how, int fp8, bool recompute) {
   testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.wgrad_stream = how > 0; });
   side_stream::set_delays_for_tests(how == 3 ? 2000 : 0, how == 2 ? 2000 : 0);
   std::unique_ptr<LanguageModel> m = c.make();
   m->params().init(5);
+  if (recompute) m->set_recompute(true);
   if (fp8 == 1) m->set_fp8(ops::Fp8Recipe{});
   if (fp8 == 2) {
     ops::LayerQuant lq;
@@ -167,11 +169,14 @@ Run run_step(const Case& c, int how, int fp8) {
 }
 
 void expect_same_gradients(const Case& c) {
-  for (int fp8 : {0, 1, 2}) {
-    SCOPED_TRACE(std::string(c.name) + (fp8 == 0 ? " bf16" : fp8 == 1 ? " FP8 current" : " FP8 delayed"));
-    (void)run_step(c, 1, fp8);  // (the first run on the side stream allocates its cuBLASLt workspace)
-    const Run off = run_step(c, 0, fp8), off2 = run_step(c, 0, fp8);
-    const Run on[3] = {run_step(c, 1, fp8), run_step(c, 2, fp8), run_step(c, 3, fp8)};
+  for (int mode = 0; mode < 4; ++mode) {
+    const int fp8 = mode == 3 ? 1 : mode;
+    const bool rc = mode == 3;  // FP8 current scaling under recompute
+    SCOPED_TRACE(std::string(c.name) + (fp8 == 0 ? " bf16" : fp8 == 1 ? " FP8 current" : " FP8 delayed") +
+                 (rc ? ", recompute" : ""));
+    (void)run_step(c, 1, fp8, rc);  // (the first run on the side stream allocates its cuBLASLt workspace)
+    const Run off = run_step(c, 0, fp8, rc), off2 = run_step(c, 0, fp8, rc);
+    const Run on[3] = {run_step(c, 1, fp8, rc), run_step(c, 2, fp8, rc), run_step(c, 3, fp8, rc)};
     // Per parameter: where two one-stream runs agree bit for bit (no atomic add upstream of it
     // in backward), the side-stream runs must too; elsewhere they may differ by the run-to-run
     // spread (cuDNN's attention backward and the embedding backward add with atomics).
@@ -190,10 +195,10 @@ void expect_same_gradients(const Case& c) {
           EXPECT_LE(d, std::max(4 * noise, 1e-6)) << "parameter " << i << " (side-stream mode " << k + 1 << ")";
       }
     }
-    std::printf("[side stream] %s fp8=%d: %d of %zu gradients bit-exact run to run (and with the side stream); "
+    std::printf("[side stream] %s fp8=%d%s: %d of %zu gradients bit-exact run to run (and with the side stream); "
                 "worst difference %.2e (run to run %.2e); step peak %.1f / %.1f MiB above the model\n",
-                c.name, fp8, exact, off.grads.size(), worst, worst_noise, double(on[0].peak) / (1 << 20),
-                double(off2.peak) / (1 << 20));
+                c.name, fp8, rc ? " recompute" : "", exact, off.grads.size(), worst, worst_noise,
+                double(on[0].peak) / (1 << 20), double(off2.peak) / (1 << 20));
     EXPECT_GT(exact, int(off.grads.size()) / 4) << "too few exact parameters for the check to mean much";
     // The memory the side stream's work holds is bounded (a few linears' worth, released as the
     // compute stream passes them), not kept until the end of backward.
