@@ -132,6 +132,8 @@ int cmd_bench(int argc, char** argv) {
       model->layer_quant().empty() ? std::string()
                                    : ops::describe_layer_quant(model->layer_quant(), device == Device::CPU ? "fp32" : "bf16");
   if (!by_layer.empty()) std::printf("precision by layer: %s\n", by_layer.c_str());
+  if (device == Device::CUDA)
+    std::printf("weight gradients on a second CUDA stream: %s (ops.wgrad_stream)\n", cfg.ops.wgrad_stream ? "on" : "off");
   std::fflush(stdout);
   int64_t rows = 0, real = 0;
   double flops_seed = 0;
@@ -173,6 +175,7 @@ int cmd_bench(int argc, char** argv) {
       {"tokens_per_batch", cfg.dataset.max_tokens_per_batch},
       {"grad_acc_steps", cfg.grad_acc_steps},
       {"recompute_layers", cfg.recompute_layers},
+      {"wgrad_stream", device == Device::CUDA && cfg.ops.wgrad_stream},  // weight gradients beside (core/side_stream.h)
       {"steps", steps},
       {"step_time_s", secs / double(steps)},
       {"real_tokens_per_sec", double(real) / secs},
