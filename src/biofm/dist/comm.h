@@ -63,8 +63,17 @@ class Communicator {
 std::unique_ptr<Communicator> make_communicator(Coordinator& coord, Device device, const DistEnv& env,
                                                 int max_ctas = 0);
 
+// The communicator of a group of consecutive ranks [first_rank, first_rank + size) that this
+// rank belongs to (context parallelism's groups); its rank() counts from the group's first.
+// Collective over the whole run: every rank calls it, each for its own group, in the same order.
+// CPU processes (Gloo) only for now: on GPUs it fails, naming what is missing.
+std::unique_ptr<Communicator> make_group_communicator(Coordinator& coord, Device device, const DistEnv& env,
+                                                      int first_rank, int size);
+
 // Per backend (comm_nccl_cuda.cpp, comm_gloo.cpp; stubs that fail where not built).
 std::unique_ptr<Communicator> make_nccl_communicator(Coordinator& coord, int max_ctas);
 std::unique_ptr<Communicator> make_gloo_communicator(Coordinator& coord, bool single_host);
+std::unique_ptr<Communicator> make_gloo_group_communicator(Coordinator& coord, bool single_host, int first_rank,
+                                                           int size);
 
 }  // namespace biofm

@@ -80,7 +80,9 @@ void set_sum(Options& o, Tensor& t, const char* what) {
 
 class GlooCommunicator : public Communicator {
  public:
-  GlooCommunicator(Coordinator& coord, bool single_host) {
+  // The ranks of one group (every rank of the run, or a subgroup: context parallelism) find
+  // each other under their own prefix of the store.
+  GlooCommunicator(Coordinator& coord, bool single_host, const std::string& prefix, int rank, int size) {
     // Gloo writes to its peers' sockets without MSG_NOSIGNAL: a peer that died would kill this
     // rank with SIGPIPE (exit 141, no message) before the coordinator names the dead rank.
     // Ignored, the write fails with EPIPE and the failure is reported (PyTorch runs Gloo in a
@@ -98,13 +100,13 @@ class GlooCommunicator : public Communicator {
       attr.hostname = host;
     }
     auto device = gloo::transport::tcp::CreateDevice(attr);
-    auto ctx = std::make_shared<gloo::rendezvous::Context>(coord.rank(), coord.world_size());
+    auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
     CoordinatorStore store(coord);
-    gloo::rendezvous::PrefixStore prefixed("gloo", store);
+    gloo::rendezvous::PrefixStore prefixed(prefix, store);
     try {
       ctx->connectFullMesh(prefixed, device);
     } catch (const std::exception& e) {
-      fail("gloo: connecting the ", coord.world_size(), " ranks failed: ", e.what());
+      fail("gloo: connecting the ", size, " ranks of ", prefix, " failed: ", e.what());
     }
     // Generous: a slow step on another rank is not a failure (the coordinator's watchdog
     // catches ranks that are gone or hung).
@@ -167,7 +169,14 @@ class GlooCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_gloo_communicator(Coordinator& coord, bool single_host) {
-  return std::make_unique<GlooCommunicator>(coord, single_host);
+  return std::make_unique<GlooCommunicator>(coord, single_host, "gloo", coord.rank(), coord.world_size());
+}
+
+std::unique_ptr<Communicator> make_gloo_group_communicator(Coordinator& coord, bool single_host, int first_rank,
+                                                           int size) {
+  const int rank = coord.rank() - first_rank;
+  if (rank < 0 || rank >= size) fail("gloo: rank ", coord.rank(), " is not in the group of ranks ", first_rank, "..", first_rank + size - 1);
+  return std::make_unique<GlooCommunicator>(coord, single_host, "gloo-group" + std::to_string(first_rank), rank, size);
 }
 
 }  // namespace biofm
@@ -175,6 +184,10 @@ std::unique_ptr<Communicator> make_gloo_communicator(Coordinator& coord, bool si
 #else
 
 namespace biofm {
+
+std::unique_ptr<Communicator> make_gloo_group_communicator(Coordinator& coord, bool single_host, int, int) {
+  return make_gloo_communicator(coord, single_host);
+}
 
 std::unique_ptr<Communicator> make_gloo_communicator(Coordinator&, bool) {
   fail("multi-process training on CPUs needs Gloo, and this biofm was built without it "

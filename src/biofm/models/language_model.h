@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "biofm/core/error.h"
 #include "biofm/core/precision.h"
 #include "biofm/data/batch.h"
 #include "biofm/models/blocks/common.h"
@@ -55,6 +56,14 @@ class LanguageModel {
   // Called around each layer's forward and backward (blocks/common.h: LayerEvent), in every
   // forward pass (training, evaluation, inference) and backward pass.
   virtual void set_layer_hook(LayerHook hook) = 0;
+  // Context parallelism (data/context_parallel.h): batches carrying a ContextParallelShard
+  // gather their group's rows through `group` in attention. Null: none (the default).
+  virtual void set_context_parallel_group(Communicator* group) {
+    if (group) fail("the ", family(), " model has no context parallelism");
+  }
+  // The token whose share of each sequence ESM-2's token dropout rescales by; -1 for models
+  // without token dropout. A context-parallel share carries the factors (whole sequences').
+  virtual int32_t token_dropout_mask_id() const { return -1; }
   // [begin, end) of layer l's parameters in the flat buffers.
   virtual std::pair<int64_t, int64_t> layer_param_range(int layer) const = 0;
 

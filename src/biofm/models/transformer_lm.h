@@ -70,6 +70,8 @@ class TransformerLM : public LanguageModel {
   std::vector<std::pair<std::string, Tensor>> quant_state() const override;
   void set_quant_stats(ops::QuantStatsCollector* c) override { ctx_.stats = c; }
   void set_layer_hook(LayerHook hook) override { layer_hook_ = std::move(hook); }
+  void set_context_parallel_group(Communicator* group) override { ctx_.cp_group = group; }
+  int32_t token_dropout_mask_id() const override { return spec_.esm_rescale ? spec_.mask_token_id : -1; }
   std::pair<int64_t, int64_t> layer_param_range(int layer) const override;
 
   Tensor hidden_states(const Batch& b) override;

@@ -200,6 +200,9 @@ Registry build_registry() {
   BIND(output_dir, .aliases = {"out_dir", "run_dir"}, .help = "run directory");
   BIND(recompute, .aliases = {"activation_checkpointing", "gradient_checkpointing"},
        .help = "recompute activations in backward");
+  BIND(cp_size, .range = ge(1), .aliases = {"distributed.cp_size", "context_parallel_size"},
+       .help = "context parallelism: each batch's sequences are split over groups of this many ranks (the "
+               "recipes' cp_size); world_size / cp_size groups train data-parallel; CPU processes only for now");
   BIND(recompute_layers, .range = ge(-1), .aliases = {"activation_checkpointing_layers"},
        .help = "with recompute: recompute only the first N layers and keep the activations of the rest "
                "(trades memory for speed); -1 = all layers");

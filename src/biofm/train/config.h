@@ -221,6 +221,7 @@ struct TrainConfig {
   std::string output_dir = "runs/default";
   bool recompute = false;  // activation recompute in backward
   int recompute_layers = -1;  // with recompute: how many layers (the first ones) recompute; -1 = all
+  int cp_size = 1;  // context parallelism: ranks that share each batch's sequences (the recipes' key)
 
   Model model;
   Dataset dataset;

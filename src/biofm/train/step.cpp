@@ -27,7 +27,8 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
   for (size_t i = 0; i < micro.size(); ++i) {
     const Batch& hb = micro[i];
     if (sync_ && i + 1 == micro.size()) sync_->arm();  // reductions overlap the last backward
-    if (hb.num_label_tokens == 0) {
+    // (context parallelism: a share without labels still takes part in its group's attention)
+    if (hb.num_label_tokens == 0 && !(hb.cp && hb.cp->group_label_tokens > 0)) {
       if (sync_) sync_->skip_micro_batch();
       continue;
     }

@@ -16,6 +16,7 @@
 
 #include "biofm/core/device_memory.h"
 #include "biofm/core/device_memory_stats.h"
+#include "biofm/data/context_parallel.h"
 #include "biofm/data/rank_slice.h"
 #include "biofm/dist/comm.h"
 #include "biofm/dist/coordinator.h"
@@ -55,12 +56,13 @@ std::string tuned_gemms_text(int64_t choices) {
 // Multi-process: each rank evaluates its share (rank_slice.h) and the sums are added over ranks.
 // fsdp: every forward pass is collective, so ranks go in rounds of one batch each, a rank without
 // a batch taking part in the round's gathers only.
+// Context parallelism: the ranks of a group evaluate the same batches (each its rows of them);
+// data_rank / data_world number the data-parallel groups.
 json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batches, Coordinator* ranks,
-                       FsdpSync* fsdp) {
+                       FsdpSync* fsdp, int data_rank, int data_world) {
   data.reset_eval();
-  // (max_batches counts the held-out set's batches, over all ranks: this rank's share of them)
-  if (ranks && max_batches > 0)
-    max_batches = (max_batches - ranks->rank() + ranks->world_size() - 1) / ranks->world_size();
+  // (max_batches counts the held-out set's batches, over all groups: this group's share of them)
+  if (ranks && max_batches > 0) max_batches = (max_batches - data_rank + data_world - 1) / data_world;
   Batch b;
   LossSums total;
   int64_t n = 0;
@@ -253,11 +255,21 @@ class TrainingRun {
     }
     train_set_ = load_corpus(cfg_, /*val=*/false);
     if (!cfg_.dataset.val_path.empty()) val_set_ = load_corpus(cfg_, /*val=*/true);
+    const int cp = cfg_.cp_size;
+    if (env_.world_size % cp != 0)
+      fail("cp_size=", cp, " splits sequences over groups of ", cp, " ranks, but this run has ",
+           env_.world_size, " rank(s): start a multiple of ", cp, " (biofm launch --nproc-per-node ", cp, " ...)");
+    if (cp > 1 && device_ == Device::CUDA)
+      fail("context parallelism (cp_size=", cp, ") runs on CPU processes only in this version (the "
+           "attention of a group's rows is not built for the GPU yet); use device=cpu or cp_size=1");
     if (env_.distributed()) connect_ranks();
-    const int rank = env_.rank, world = env_.world_size;
-    data_ = slice_for_rank(make_batch_source(cfg_, *train_set_), rank, world, cfg_.grad_acc_steps);
-    if (val_set_) val_data_ = slice_for_rank(make_batch_source(cfg_, *val_set_), rank, world, 1);
+    // Data parallelism hands batches to groups of cp ranks; the ranks of a group share each one.
+    dp_rank_ = env_.rank / cp;
+    dp_world_ = env_.world_size / cp;
+    data_ = slice_for_rank(make_batch_source(cfg_, *train_set_), dp_rank_, dp_world_, cfg_.grad_acc_steps);
+    if (val_set_) val_data_ = slice_for_rank(make_batch_source(cfg_, *val_set_), dp_rank_, dp_world_, 1);
     build_model();
+    if (cp > 1) split_sequences_over_group(cp);
     out_dir_ = cfg_.output_dir;
     ckpt_dir_ = cfg_.resolved_ckpt_dir();
     if (root_) {
@@ -330,12 +342,27 @@ class TrainingRun {
     // a rank stuck in it is named instead of the others waiting in a collective for ever.
     coord_->set_step(0, Coordinator::Phase::Io);
     comm_ = make_communicator(*coord_, device_, env_, cfg_.distributed.comm_sms);
+    const int cp = cfg_.cp_size;
+    const std::string cp_text = cp > 1 ? ", context parallel in groups of " + std::to_string(cp) + " ranks (" +
+                                             std::to_string(env_.world_size / cp) + " data-parallel)"
+                                       : "";
     if (root_)
-      std::printf("distributed: %d ranks (%s), %s, strategy %s%s%s\n", env_.world_size, env_.source.c_str(),
-                  comm_->name().c_str(), strategy_name(cfg_.distributed.strategy),
+      std::printf("distributed: %d ranks (%s), %s, strategy %s%s%s%s\n", env_.world_size, env_.source.c_str(),
+                  comm_->name().c_str(), strategy_name(cfg_.distributed.strategy), cp_text.c_str(),
                   cfg_.distributed.bf16_reduce ? ", bf16 gradient reduction" : "",
                   cfg_.distributed.nccl_symmetric && !sharded_gradients()
                       ? ", symmetric-memory reduction (if the backend has it)" : "");
+  }
+
+  // Context parallelism: this rank's group (ranks dp_rank·cp .. dp_rank·cp + cp - 1) and its
+  // share of every batch's sequences (data/context_parallel.h).
+  void split_sequences_over_group(int cp) {
+    cp_comm_ = make_group_communicator(*coord_, device_, env_, dp_rank_ * cp, cp);
+    model_->set_context_parallel_group(cp_comm_.get());
+    const int32_t pad = family_named(cfg_.model.family).tokenizer().pad_id(), mask = model_->token_dropout_mask_id();
+    const int cp_rank = env_.rank % cp;
+    data_ = slice_for_context_parallel(std::move(data_), cp_rank, cp, pad, mask);
+    if (val_data_) val_data_ = slice_for_context_parallel(std::move(val_data_), cp_rank, cp, pad, mask);
   }
 
   void build_model() {
@@ -484,7 +511,8 @@ class TrainingRun {
       if (val_data_ && cfg_.dataset.val_every_n_steps > 0 && done % cfg_.dataset.val_every_n_steps == 0) {
         // (on its own schedule, whatever logger.frequency is)
         if (rec.is_null()) rec = {{"step", done}, {"elapsed", seconds_since(t_start_)}};
-        rec.update(evaluate_held_out(*model_, *val_data_, cfg_.dataset.val_max_batches, coord_.get(), fsdp_));
+        rec.update(evaluate_held_out(*model_, *val_data_, cfg_.dataset.val_max_batches, coord_.get(), fsdp_, dp_rank_,
+                                     dp_world_));
       }
       if (!rec.is_null()) metrics_.write(rec);
       // Every rank stops after the same step: a signal to any (Slurm signals them all, but not
@@ -644,6 +672,8 @@ class TrainingRun {
   bool root_ = true;                    // rank 0 (or the only process): logs, writes, exports
   std::unique_ptr<Coordinator> coord_;  // multi-process only
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<Communicator> cp_comm_;  // context parallelism: this rank's group
+  int dp_rank_ = 0, dp_world_ = 1;         // this rank's data-parallel group, and how many there are
   std::unique_ptr<SequenceCorpus> train_set_, val_set_;
   std::unique_ptr<BatchSource> data_, val_data_;
   std::unique_ptr<LanguageModel> model_;

@@ -2,7 +2,10 @@
 
 #include <cmath>
 
+#include "biofm/core/error.h"
 #include "biofm/core/profiling.h"
+#include "biofm/dist/comm.h"
+#include "biofm/ops/embedding/op.h"
 #include "biofm/ops/attention/op.h"
 #include "biofm/ops/options.h"
 #include "biofm/ops/rope/op.h"
@@ -24,8 +27,11 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
   a.attn = ctx_->act({T, nh, hd});
   const float scale = 1.0f / std::sqrt(float(hd));
   const ops::AttentionShape shape{scale, spec_.causal, b.max_seqlen, b.uniform()};
-  // Training, scoring, embedding: rope in place, attention reads q, k, v from the packed rows.
-  if (reads_packed_qkv(spec_, packed.device(), packed.dtype(), b.uniform(), cache != nullptr)) {
+  if (b.cp) {
+    if (cache) fail("context parallelism does not decode");
+    ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
+    forward_context_parallel(b, a, packed);
+  } else if (reads_packed_qkv(spec_, packed.device(), packed.dtype(), b.uniform(), cache != nullptr)) {
     ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
     a.qkv = packed;
     a.lse = ctx_->f32({T, nh});
@@ -66,8 +72,10 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
   out_.backward(dattn, dout, a.attn.view({T, nh * hd}), &a.fp8_o, dout_amax);
   const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, b.max_seqlen, b.uniform()};
   Tensor dpacked = ctx_->act({T, (nh + 2 * nkv) * hd}), dpacked_amax;
-  if (a.qkv.defined()) {
-    {
+  if (a.qkv.defined()) {  // (also context parallelism's: the group's rows)
+    if (b.cp) {
+      backward_context_parallel(dpacked, b, a, dattn);
+    } else {
       NvtxRange r("sdpa backward");
       ops::attention_backward_packed(dpacked, dattn.view({T, nh, hd}), a.qkv, ops::QkvHeads{nh, nkv, hd}, a.attn,
                                      a.lse, b.cu_seqlens, b.seq_lens, shape);
@@ -88,6 +96,69 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
   }
   dxn = ctx_->act({T, qkv_.weight().size(1)});  // (xn may have been dropped: Fp8SavedInput::replaces_x)
   qkv_.backward(dxn, dpacked, xn, &a.fp8_qkv, dpacked_amax);
+}
+
+// ---- Context parallelism ----
+// Each rank of the group holds some rows of every sequence (data/context_parallel.h). This is
+// the reference form: every rank gathers the group's q|k|v rows, runs attention over the whole
+// group's batch (the same on every rank) and keeps its own rows of the output; backward gathers
+// the output gradients the same way. No partial sums cross ranks, so the result is the
+// attention of one process over the whole batch. (It spends cp_size times the attention work of
+// a rank's share; a form that exchanges keys and values only is the next step.)
+
+namespace {
+
+// The group's rows of `local` [T, W] in the group's layout [global_rows, W]: every rank's rows
+// gathered (rank k's at [k·T, (k+1)·T)), then put in sequence order.
+Tensor gather_group_rows(const BlockContext& ctx, const Tensor& local, const ContextParallelShard& cp) {
+  if (!ctx.cp_group) fail("a context-parallel batch reached a model without its context-parallel group");
+  Communicator& group = *ctx.cp_group;
+  const int64_t T = local.size(0), W = local.numel() / std::max<int64_t>(T, 1);
+  const Tensor rows = local.view({T, W});
+  Tensor gathered = Tensor::empty({int64_t(cp.cp_size) * T, W}, local.dtype(), local.device());
+  group.group_begin();
+  for (int k = 0; k < cp.cp_size; ++k) {
+    Tensor dst = gathered.narrow0(int64_t(k) * T, T);
+    group.broadcast_from(rows, dst, k);
+  }
+  group.group_end();
+  group.join();
+  Tensor global = Tensor::empty({cp.global_rows, W}, local.dtype(), local.device());
+  ops::embedding_forward(global, cp.gathered_to_global, gathered);
+  return global;
+}
+
+}  // namespace
+
+void SelfAttention::forward_context_parallel(const Batch& b, AttentionActs& a, const Tensor& packed) const {
+  const ContextParallelShard& cp = *b.cp;
+  const int64_t T = packed.size(0), G = cp.global_rows, nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
+  const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, cp.global_max_seqlen, cp.global_uniform};
+  a.qkv = gather_group_rows(*ctx_, packed, cp);
+  a.group_out = ctx_->act({G, nh, hd});
+  a.lse = ctx_->f32({G, nh});
+  {
+    NvtxRange r("sdpa forward");
+    ops::attention_forward_packed(a.group_out, a.lse, a.qkv, ops::QkvHeads{nh, nkv, hd}, cp.global_cu_seqlens,
+                                  cp.global_seq_lens, shape);
+  }
+  Tensor mine = a.attn.view({T, nh * hd});
+  ops::embedding_forward(mine, cp.local_to_global, a.group_out.view({G, nh * hd}));
+}
+
+void SelfAttention::backward_context_parallel(Tensor& dpacked, const Batch& b, AttentionActs& a,
+                                              const Tensor& dattn) const {
+  const ContextParallelShard& cp = *b.cp;
+  const int64_t G = cp.global_rows, nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
+  const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, cp.global_max_seqlen, cp.global_uniform};
+  const Tensor group_dout = gather_group_rows(*ctx_, dattn, cp);
+  Tensor group_dqkv = ctx_->act({G, (nh + 2 * nkv) * hd});
+  {
+    NvtxRange r("sdpa backward");
+    ops::attention_backward_packed(group_dqkv, group_dout.view({G, nh, hd}), a.qkv, ops::QkvHeads{nh, nkv, hd},
+                                   a.group_out, a.lse, cp.global_cu_seqlens, cp.global_seq_lens, shape);
+  }
+  ops::embedding_forward(dpacked, cp.local_to_global, group_dqkv);
 }
 
 }  // namespace biofm

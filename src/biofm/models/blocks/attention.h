@@ -35,6 +35,7 @@ struct AttentionActs {
   Tensor qkv;      // the projection's output, q and k rotated in place (what backward reads)
   Tensor q, k, v;  // instead of qkv: decoding (k, v also go to the cache), or ops.attention_packed_qkv off
   Tensor attn, lse;
+  Tensor group_out;  // context parallelism: the group's attention output (qkv and lse are the group's too)
   ops::Fp8SavedInput fp8_qkv, fp8_o;
 };
 
@@ -63,6 +64,10 @@ class SelfAttention {
                 const Tensor& dout_amax = Tensor()) const;
 
  private:
+  // Context parallelism: attention over the group's rows (b.cp), this rank's rows out.
+  void forward_context_parallel(const Batch& b, AttentionActs& a, const Tensor& packed) const;
+  void backward_context_parallel(Tensor& dpacked, const Batch& b, AttentionActs& a, const Tensor& dattn) const;
+
   const BlockContext* ctx_ = nullptr;
   AttentionSpec spec_;
   Linear qkv_, out_;

@@ -18,6 +18,8 @@
 
 namespace biofm {
 
+class Communicator;
+
 // Whether t's data starts on a 16-byte boundary (an undefined t counts as aligned): what the
 // vectorized CUDA kernels and cuBLASLt's FP8 GEMMs need of their operands.
 inline bool aligned16(const Tensor& t) { return !t.defined() || reinterpret_cast<uintptr_t>(t.raw()) % 16 == 0; }
@@ -47,6 +49,9 @@ struct BlockContext {
   // their weight and bias gradients on the side stream (core/side_stream.h); the model joins
   // it before anything reads those gradients.
   bool grads_beside = false;
+  // Context parallelism (data/context_parallel.h): the group whose ranks share each batch's
+  // sequences; the attention blocks gather the group's rows through it. Null: no such group.
+  Communicator* cp_group = nullptr;
 
   // The layer's quantization, or null for the compute precision (also for layer < 0: the
   // embedding and the head always run in the compute precision, as in the recipes).

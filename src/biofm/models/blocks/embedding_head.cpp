@@ -11,7 +11,11 @@ Tensor TokenEmbedding::forward(const Batch& b, Acts& a) const {
   const Tensor table = table_.weight(p);
   Tensor x = ctx_->act({b.num_rows(), table.size(1)});
   ops::embedding_forward(x, b.input_ids, table);
-  if (esm_rescale_) {
+  if (esm_rescale_ && b.cp) {
+    // A context-parallel share holds parts of sequences: the factors come from whole ones.
+    a.row_scale = b.cp->token_dropout_scale;
+    ops::scale_rows_inplace(x, a.row_scale);
+  } else if (esm_rescale_) {
     a.row_scale = ctx_->f32({b.num_rows()});
     ops::esm_token_dropout_forward(x, a.row_scale, b.input_ids, b.cu_seqlens, b.seq_lens, mask_token_id_);
   }

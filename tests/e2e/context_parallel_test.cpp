@@ -1,0 +1,80 @@
+// Context parallelism on CPU processes (Gloo), as users run it: `biofm launch --nproc-per-node
+// N train ... cp_size=C` (the recipes' key). A group of C ranks splits
+// every sequence of its batches and trains exactly as one process on the whole batches (fp32:
+// within 1e-5 per step, final models alike): ESM-2 with its token dropout (factors of whole
+// sequences) and bidirectional attention, Llama with causal attention, and groups side by side
+// under data parallelism.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "e2e/cli_run.h"
+#include "e2e/dist_run.h"
+
+using namespace biofm::testkit;
+
+namespace {
+
+// A tiny Llama on the bundled DNA (fp32 CPU), one log record per step, validation every 3.
+std::string tiny_llama_args(const std::string& out, int steps, int grad_acc) {
+  return "train --config-dir " + src("configs") + " --config-name llama3_sanity output_dir=" + out +
+         " dataset.path=" + src("data/dna_sample.fasta") + " dataset.val_path=" + src("data/dna_val.fasta") +
+         " dataset.val_every_n_steps=3 dataset.val_max_batches=2 model.config.hidden_size=32"
+         " model.config.num_hidden_layers=2 model.config.num_attention_heads=4 model.config.num_key_value_heads=2"
+         " model.config.intermediate_size=64 dataset.max_seq_length=100 dataset.stride=16"
+         " dataset.max_tokens_per_batch=400 logger.frequency=1 checkpoint.save_every_n_steps=0 num_threads=1"
+         " scheduler.warmup_steps=2 grad_acc_steps=" +
+         std::to_string(grad_acc) + " num_train_steps=" + std::to_string(steps);
+}
+
+}  // namespace
+
+TEST(ContextParallel, TwoRanksSplittingEachSequenceTrainAsOneProcess) {
+  const std::string one = fresh_dir("cp_esm_one"), two = fresh_dir("cp_esm_two");
+  RunResult a = run_biofm(tiny_args(one, 6, 1));
+  ASSERT_EQ(a.code, 0) << a.output;
+  RunResult b = run_biofm(launch(2) + tiny_args(two, 6, 1) + " cp_size=2");
+  ASSERT_EQ(b.code, 0) << b.output;
+  EXPECT_NE(b.output.find("context parallel in groups of 2 ranks (1 data-parallel)"), std::string::npos) << b.output;
+  const auto ra = train_records(one + "/metrics.jsonl"), rb = train_records(two + "/metrics.jsonl");
+  ASSERT_EQ(rb.size(), 6u);
+  expect_same_curve(rb, ra);
+  expect_same_tensors(two + "/final_model/model.safetensors", one + "/final_model/model.safetensors");
+}
+
+TEST(ContextParallel, CausalAttentionOverSplitSequencesTrainsAsOneProcess) {
+  const std::string one = fresh_dir("cp_llama_one"), two = fresh_dir("cp_llama_two");
+  RunResult a = run_biofm(tiny_llama_args(one, 6, 1));
+  ASSERT_EQ(a.code, 0) << a.output;
+  RunResult b = run_biofm(launch(2) + tiny_llama_args(two, 6, 1) + " cp_size=2");
+  ASSERT_EQ(b.code, 0) << b.output;
+  const auto ra = train_records(one + "/metrics.jsonl"), rb = train_records(two + "/metrics.jsonl");
+  ASSERT_EQ(rb.size(), 6u);
+  expect_same_curve(rb, ra);
+  expect_same_tensors(two + "/final_model/model.safetensors", one + "/final_model/model.safetensors");
+}
+
+TEST(ContextParallel, TwoGroupsOfTwoTrainAsOneProcessWithTwoMicroBatches) {
+  const std::string one = fresh_dir("cp_dp_one"), four = fresh_dir("cp_dp_four");
+  RunResult a = run_biofm(tiny_args(one, 4, 2));
+  ASSERT_EQ(a.code, 0) << a.output;
+  RunResult b = run_biofm(launch(4) + tiny_args(four, 4, 1) + " cp_size=2 distributed.strategy=fsdp");
+  ASSERT_EQ(b.code, 0) << b.output;
+  EXPECT_NE(b.output.find("context parallel in groups of 2 ranks (2 data-parallel)"), std::string::npos) << b.output;
+  const auto ra = train_records(one + "/metrics.jsonl"), rb = train_records(four + "/metrics.jsonl");
+  ASSERT_EQ(rb.size(), 4u);
+  expect_same_curve(rb, ra);
+  EXPECT_EQ(rb.back()["world_size"], 4);
+}
+
+TEST(ContextParallel, GroupSizesThatCannotRunAreRefused) {
+  const std::string dir = fresh_dir("cp_bad");
+  RunResult three = run_biofm(launch(2) + tiny_args(dir, 2, 1) + " cp_size=3");
+  EXPECT_EQ(three.code, 1) << three.output;
+  EXPECT_NE(three.output.find("cp_size=3"), std::string::npos) << three.output;
+  RunResult alone = run_biofm(tiny_args(dir, 2, 1) + " cp_size=2");
+  EXPECT_EQ(alone.code, 1) << alone.output;
+  EXPECT_NE(alone.output.find("this run has 1 rank(s)"), std::string::npos) << alone.output;
+  RunResult zero = run_biofm(tiny_args(dir, 2, 1) + " cp_size=0");
+  EXPECT_EQ(zero.code, 2) << zero.output;
+}
