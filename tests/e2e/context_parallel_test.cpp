@@ -3,7 +3,7 @@
 // every sequence of its batches and trains exactly as one process on the whole batches (fp32:
 // within 1e-5 per step, final models alike): ESM-2 with its token dropout (factors of whole
 // sequences) and bidirectional attention, Llama with causal attention, and groups side by side
-// under data parallelism.
+// under data parallelism; its checkpoints resume without it.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -65,6 +65,22 @@ TEST(ContextParallel, TwoGroupsOfTwoTrainAsOneProcessWithTwoMicroBatches) {
   ASSERT_EQ(rb.size(), 4u);
   expect_same_curve(rb, ra);
   EXPECT_EQ(rb.back()["world_size"], 4);
+}
+
+// The data cursor is global and nothing of a checkpoint depends on the groups: steps 1-3 in a
+// group of two, 4-6 in one process, as six steps in one process (a constant learning rate, so
+// the stopped run has the six-step run's schedule).
+TEST(ContextParallel, ResumesWithoutContextParallelism) {
+  const std::string straight = fresh_dir("cp_straight"), moved = fresh_dir("cp_moved");
+  const std::string constant = " scheduler.type=constant";
+  RunResult a = run_biofm(tiny_args(straight, 6, 1) + constant);
+  ASSERT_EQ(a.code, 0) << a.output;
+  RunResult b = run_biofm(launch(2) + tiny_args(moved, 3, 1) + constant + " cp_size=2");
+  ASSERT_EQ(b.code, 0) << b.output;
+  RunResult c = run_biofm(tiny_args(moved, 6, 1) + constant);
+  ASSERT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
+  expect_same_curve(train_records(moved + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
 }
 
 TEST(ContextParallel, GroupSizesThatCannotRunAreRefused) {
