@@ -25,8 +25,8 @@ struct BatchShape {
 // group's batch is padded to a multiple of 2·cp_size rows and cut into 2·cp_size chunks; rank r
 // holds chunks r and 2·cp_size-1-r (the recipes' load-balanced split: causal attention costs the
 // same on every rank). Token-wise work runs on the local rows; attention gathers every rank's
-// rows into the group's layout ("global", one slot of padded length per sequence) and takes its
-// own rows back out.
+// keys and values into the group's layout ("global", one slot of padded length per sequence)
+// and attends with the local rows' queries.
 struct ContextParallelShard {
   int cp_rank = 0, cp_size = 1;
   Tensor global_cu_seqlens;  // I32 [B+1]: slot starts in the group's layout

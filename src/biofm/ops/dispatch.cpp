@@ -122,6 +122,17 @@ void attention_forward_packed(Tensor& out, Tensor& lse, const Tensor& qkv, const
                               const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
   BIOFM_DISPATCH(qkv.device(), attention_forward_packed, out, lse, qkv, heads, cu_seqlens, seq_lens, a);
 }
+void attention_forward_packed_rows(Tensor& out, Tensor& lse, const Tensor& qkv, const QkvHeads& heads,
+                                   const Tensor& rows, const Tensor& cu_seqlens, const Tensor& seq_lens,
+                                   const AttentionShape& a) {
+  BIOFM_DISPATCH(qkv.device(), attention_forward_packed_rows, out, lse, qkv, heads, rows, cu_seqlens, seq_lens, a);
+}
+void attention_backward_packed_rows(Tensor& dq_rows, Tensor& dkv, const Tensor& dout, const Tensor& qkv,
+                                    const QkvHeads& heads, const Tensor& out, const Tensor& lse, const Tensor& rows,
+                                    const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
+  BIOFM_DISPATCH(qkv.device(), attention_backward_packed_rows, dq_rows, dkv, dout, qkv, heads, out, lse, rows,
+                 cu_seqlens, seq_lens, a);
+}
 void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& qkv, const QkvHeads& heads,
                                const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
                                const Tensor& seq_lens, const AttentionShape& a) {

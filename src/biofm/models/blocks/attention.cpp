@@ -5,6 +5,7 @@
 #include "biofm/core/error.h"
 #include "biofm/core/profiling.h"
 #include "biofm/dist/comm.h"
+#include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/embedding/op.h"
 #include "biofm/ops/attention/op.h"
 #include "biofm/ops/options.h"
@@ -99,20 +100,23 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
 }
 
 // ---- Context parallelism ----
-// Each rank of the group holds some rows of every sequence (data/context_parallel.h). This is
-// the reference form: every rank gathers the group's q|k|v rows, runs attention over the whole
-// group's batch (the same on every rank) and keeps its own rows of the output; backward gathers
-// the output gradients the same way. No partial sums cross ranks, so the result is the
-// attention of one process over the whole batch. (It spends cp_size times the attention work of
-// a rank's share; a form that exchanges keys and values only is the next step.)
+// Each rank of the group holds some rows of every sequence (data/context_parallel.h). Forward
+// gathers the group's q|k|v rows (every rank's keys and values; the queries ride along unread)
+// and computes its own rows' attention against them; backward computes its rows' dq and its
+// contributions to every row's dk, dv, which are summed at the rows' owners. (The GPU form will
+// gather only keys and values; this is the CPU reference.)
 
 namespace {
+
+Communicator& group_of(const BlockContext& ctx) {
+  if (!ctx.cp_group) fail("a context-parallel batch reached a model without its context-parallel group");
+  return *ctx.cp_group;
+}
 
 // The group's rows of `local` [T, W] in the group's layout [global_rows, W]: every rank's rows
 // gathered (rank k's at [k·T, (k+1)·T)), then put in sequence order.
 Tensor gather_group_rows(const BlockContext& ctx, const Tensor& local, const ContextParallelShard& cp) {
-  if (!ctx.cp_group) fail("a context-parallel batch reached a model without its context-parallel group");
-  Communicator& group = *ctx.cp_group;
+  Communicator& group = group_of(ctx);
   const int64_t T = local.size(0), W = local.numel() / std::max<int64_t>(T, 1);
   const Tensor rows = local.view({T, W});
   Tensor gathered = Tensor::empty({int64_t(cp.cp_size) * T, W}, local.dtype(), local.device());
@@ -128,37 +132,49 @@ Tensor gather_group_rows(const BlockContext& ctx, const Tensor& local, const Con
   return global;
 }
 
+// The reverse: of `global` [global_rows, W] (one rank's contributions to every row), the sum
+// over the group's ranks of this rank's rows [T, W].
+Tensor reduce_to_owners(const BlockContext& ctx, const Tensor& global, const ContextParallelShard& cp, int64_t T) {
+  Communicator& group = group_of(ctx);
+  const int64_t W = global.size(1);
+  Tensor by_rank = Tensor::zeros({int64_t(cp.cp_size) * T, W}, global.dtype(), global.device());
+  ops::embedding_backward(by_rank, global, cp.gathered_to_global);  // (a permutation: each slot once)
+  Tensor mine = Tensor::empty({T, W}, global.dtype(), global.device());
+  group.group_begin();
+  for (int k = 0; k < cp.cp_size; ++k) group.reduce_sum_to(by_rank.narrow0(int64_t(k) * T, T), mine, k);
+  group.group_end();
+  group.join();
+  return mine;
+}
+
 }  // namespace
 
 void SelfAttention::forward_context_parallel(const Batch& b, AttentionActs& a, const Tensor& packed) const {
   const ContextParallelShard& cp = *b.cp;
-  const int64_t T = packed.size(0), G = cp.global_rows, nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
+  const int64_t T = packed.size(0), nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
   const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, cp.global_max_seqlen, cp.global_uniform};
   a.qkv = gather_group_rows(*ctx_, packed, cp);
-  a.group_out = ctx_->act({G, nh, hd});
-  a.lse = ctx_->f32({G, nh});
-  {
-    NvtxRange r("sdpa forward");
-    ops::attention_forward_packed(a.group_out, a.lse, a.qkv, ops::QkvHeads{nh, nkv, hd}, cp.global_cu_seqlens,
-                                  cp.global_seq_lens, shape);
-  }
-  Tensor mine = a.attn.view({T, nh * hd});
-  ops::embedding_forward(mine, cp.local_to_global, a.group_out.view({G, nh * hd}));
+  a.lse = ctx_->f32({T, nh});
+  NvtxRange r("sdpa forward");
+  ops::attention_forward_packed_rows(a.attn, a.lse, a.qkv, ops::QkvHeads{nh, nkv, hd}, cp.local_to_global,
+                                     cp.global_cu_seqlens, cp.global_seq_lens, shape);
 }
 
 void SelfAttention::backward_context_parallel(Tensor& dpacked, const Batch& b, AttentionActs& a,
                                               const Tensor& dattn) const {
   const ContextParallelShard& cp = *b.cp;
-  const int64_t G = cp.global_rows, nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
+  const int64_t T = dattn.size(0), G = cp.global_rows, nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
   const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, cp.global_max_seqlen, cp.global_uniform};
-  const Tensor group_dout = gather_group_rows(*ctx_, dattn, cp);
-  Tensor group_dqkv = ctx_->act({G, (nh + 2 * nkv) * hd});
+  Tensor dkv = ctx_->act({G, (nh + 2 * nkv) * hd});
   {
     NvtxRange r("sdpa backward");
-    ops::attention_backward_packed(group_dqkv, group_dout.view({G, nh, hd}), a.qkv, ops::QkvHeads{nh, nkv, hd},
-                                   a.group_out, a.lse, cp.global_cu_seqlens, cp.global_seq_lens, shape);
+    ops::attention_backward_packed_rows(dpacked, dkv, dattn.view({T, nh, hd}), a.qkv, ops::QkvHeads{nh, nkv, hd},
+                                        a.attn, a.lse, cp.local_to_global, cp.global_cu_seqlens,
+                                        cp.global_seq_lens, shape);
   }
-  ops::embedding_forward(dpacked, cp.local_to_global, group_dqkv);
+  // dpacked holds this rank's dq (k, v parts zero); add every rank's dk, dv of its rows.
+  const Tensor mine = reduce_to_owners(*ctx_, dkv, cp, T);
+  ops::add_inplace(dpacked, mine);
 }
 
 }  // namespace biofm

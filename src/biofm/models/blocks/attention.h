@@ -32,10 +32,10 @@ struct KvCache {
 
 // What backward needs from forward (FP8: the inputs' transposed codes when kept).
 struct AttentionActs {
-  Tensor qkv;      // the projection's output, q and k rotated in place (what backward reads)
+  Tensor qkv;      // the projection's output, q and k rotated in place (what backward reads;
+                   // context parallelism: the group's rows)
   Tensor q, k, v;  // instead of qkv: decoding (k, v also go to the cache), or ops.attention_packed_qkv off
   Tensor attn, lse;
-  Tensor group_out;  // context parallelism: the group's attention output (qkv and lse are the group's too)
   ops::Fp8SavedInput fp8_qkv, fp8_o;
 };
 

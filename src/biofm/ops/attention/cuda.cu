@@ -1038,4 +1038,16 @@ void attention_prepare_forward(Device, DType dtype, const std::vector<AttentionB
   cudnn_sdpa_prebuild(calls, /*backward=*/false);
 }
 
+// Context parallelism's share attention has a CPU reference only so far (the trainer refuses
+// cp_size > 1 on the GPU before any work); these say so should anything else call them.
+void attention_forward_packed_rows(Tensor&, Tensor&, const Tensor&, const QkvHeads&, const Tensor&, const Tensor&,
+                                   const Tensor&, const AttentionShape&) {
+  fail("attention_forward_packed_rows: context parallelism's attention is not built for the GPU yet");
+}
+void attention_backward_packed_rows(Tensor&, Tensor&, const Tensor&, const Tensor&, const QkvHeads&, const Tensor&,
+                                    const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                    const AttentionShape&) {
+  fail("attention_backward_packed_rows: context parallelism's attention is not built for the GPU yet");
+}
+
 }  // namespace biofm::ops::cuda

@@ -57,6 +57,22 @@ void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& q
                                const Tensor& out, const Tensor& lse, const Tensor& cu_seqlens,
                                const Tensor& seq_lens, const AttentionShape& a);
 
+// Context parallelism: the attention of some of a batch's query rows (a rank's share of its
+// group's batch, data/context_parallel.h) against all of the batch's keys and values. qkv [N, W]
+// holds the batch's packed q | k | v rows (rope applied) as attention_forward_packed reads them;
+// rows (I32 [T]) names the batch row each query row t stands for. Row t attends as batch row
+// rows[t] does in attention_forward_packed (within its sequence; causally by position); a row
+// past its sequence's end gets zero output and lse 0. out [T, Hq, D], lse [T, Hq].
+// Backward: dq_rows [T, W] gets the share's dq in its q parts (k and v parts zeroed); dkv [N, W]
+// gets the share's contributions to every batch row's dk and dv in its k and v parts (q parts
+// zeroed): summed over a group's ranks they are the batch's dk, dv. CPU only for now.
+void attention_forward_packed_rows(Tensor& out, Tensor& lse, const Tensor& qkv, const QkvHeads& heads,
+                                   const Tensor& rows, const Tensor& cu_seqlens, const Tensor& seq_lens,
+                                   const AttentionShape& a);
+void attention_backward_packed_rows(Tensor& dq_rows, Tensor& dkv, const Tensor& dout, const Tensor& qkv,
+                                    const QkvHeads& heads, const Tensor& out, const Tensor& lse, const Tensor& rows,
+                                    const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
+
 // The forward passes a caller will run next, one entry per batch, so that their start-up work
 // overlaps computation: on the GPU the cuDNN graphs they need are built ahead, each on a thread of
 // its own (a forward pass that needs one still being built waits for it); nothing on the CPU.
@@ -72,6 +88,7 @@ void attention_prepare_forward(Device device, DType dtype, const std::vector<Att
                                const QkvHeads& heads, bool causal);
 
 BIOFM_BACKENDS(attention_forward, attention_backward, attention_decode, attention_forward_packed,
-               attention_backward_packed, attention_prepare_forward)
+               attention_backward_packed, attention_prepare_forward, attention_forward_packed_rows,
+               attention_backward_packed_rows)
 
 }  // namespace biofm::ops
