@@ -608,6 +608,10 @@ void check_train_config(const TrainConfig& c) {
                                        c.distributed.strategy == ParallelStrategy::Fsdp))
     err("distributed.nccl_symmetric=true applies to ddp and zero1 (their all-reduced gradient buffer); ",
         strategy_name(c.distributed.strategy), " reduces each layer's gradients into their owners' shards: set it to false");
+  if (c.cp_size > 1 && (c.fp8_config.enabled || c.fp4_config.enabled))
+    err("cp_size=", c.cp_size, " with ", c.fp8_config.enabled ? "fp8_config" : "fp4_config",
+        ".enabled=true: context parallelism does not yet share the quantization's amax over its group, so each "
+        "rank would scale its part of a tensor on its own; train context-parallel in bf16/fp32 for now");
   if (c.profiler.range_times && c.profiler.start_step < 0)
     err("profiler.range_times=true times the steps of the profiler window: set profiler.start_step and "
         "profiler.end_step too");
