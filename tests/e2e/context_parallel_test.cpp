@@ -41,6 +41,10 @@ TEST(ContextParallel, TwoRanksSplittingEachSequenceTrainAsOneProcess) {
   ASSERT_EQ(rb.size(), 6u);
   expect_same_curve(rb, ra);
   expect_same_tensors(two + "/final_model/model.safetensors", one + "/final_model/model.safetensors");
+  // Each token trained once over the group (ranks that each took the whole batch would double it
+  // and still give the same mean loss).
+  for (size_t i = 0; i < rb.size(); ++i)
+    EXPECT_EQ(rb[i]["unpadded_tokens_per_step"], ra[i]["unpadded_tokens_per_step"]) << "step " << i + 1;
 }
 
 // Recompute runs each layer's forward (and its gathers) again in backward; padded batches put
@@ -109,6 +113,10 @@ TEST(ContextParallel, GroupSizesThatCannotRunAreRefused) {
   EXPECT_NE(alone.output.find("this run has 1 rank(s)"), std::string::npos) << alone.output;
   RunResult zero = run_biofm(tiny_args(dir, 2, 1) + " cp_size=0");
   EXPECT_EQ(zero.code, 2) << zero.output;
+  // Not built for the GPU yet: said before any work.
+  RunResult gpu = run_biofm(tiny_args(dir, 2, 1) + " cp_size=2 device=cuda");
+  EXPECT_EQ(gpu.code, 1) << gpu.output;
+  EXPECT_NE(gpu.output.find("cp_size=2 with device=cuda"), std::string::npos) << gpu.output;
   // FP8 scales a tensor by its amax, which a group does not share yet: refused, not approximated.
   RunResult fp8 = run_biofm(launch(2) + tiny_args(dir, 2, 1) + " cp_size=2 fp8_config.enabled=true");
   EXPECT_EQ(fp8.code, 1) << fp8.output;

@@ -101,6 +101,9 @@ class GlooCommunicator : public Communicator {
     }
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    // (before connecting: Gloo waits for its peers' addresses that long, 30 s by default, and a
+    // group may connect after its ranks built or loaded the model, which takes them unequal times)
+    ctx->setTimeout(std::chrono::minutes(30));
     CoordinatorStore store(coord);
     gloo::rendezvous::PrefixStore prefixed(prefix, store);
     try {

@@ -608,6 +608,9 @@ void check_train_config(const TrainConfig& c) {
                                        c.distributed.strategy == ParallelStrategy::Fsdp))
     err("distributed.nccl_symmetric=true applies to ddp and zero1 (their all-reduced gradient buffer); ",
         strategy_name(c.distributed.strategy), " reduces each layer's gradients into their owners' shards: set it to false");
+  if (c.cp_size > 1 && c.device == Device::CUDA)
+    err("cp_size=", c.cp_size, " with device=cuda: context parallelism runs on CPU processes only in this version "
+        "(its GPU attention and NCCL groups are not built yet); use device=cpu or cp_size=1");
   if (c.cp_size > 1 && (c.fp8_config.enabled || c.fp4_config.enabled))
     err("cp_size=", c.cp_size, " with ", c.fp8_config.enabled ? "fp8_config" : "fp4_config",
         ".enabled=true: context parallelism does not yet share the quantization's amax over its group, so each "

@@ -24,7 +24,8 @@ double seed_formula_flops(const ModelDims& d, const Batch& b) {
   }();
   for (int64_t i = 0; i < n; ++i) {
     const double s = padded ? double(cu[i + 1] - cu[i]) : double(lens[i]);
-    sum_s2 += s * s;
+    // A context-parallel share's queries attend the whole sequence: its rows × the sequence's.
+    sum_s2 += b.cp ? double(lens[i]) * double(b.cp->global_seq_lens.i32()[i]) : s * s;
   }
   return (24.0 * rows * H * H + 4.0 * sum_s2 * H) * 3.0 * L + 6.0 * rows * H * V;
 }

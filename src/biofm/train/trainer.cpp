@@ -253,15 +253,12 @@ class TrainingRun {
       omp_set_num_threads(cfg_.num_threads);
       openblas_set_num_threads(cfg_.num_threads);
     }
-    train_set_ = load_corpus(cfg_, /*val=*/false);
-    if (!cfg_.dataset.val_path.empty()) val_set_ = load_corpus(cfg_, /*val=*/true);
-    const int cp = cfg_.cp_size;
+    const int cp = cfg_.cp_size;  // (the GPU's refusal is the config check's)
     if (env_.world_size % cp != 0)
       fail("cp_size=", cp, " splits sequences over groups of ", cp, " ranks, but this run has ",
            env_.world_size, " rank(s): start a multiple of ", cp, " (biofm launch --nproc-per-node ", cp, " ...)");
-    if (cp > 1 && device_ == Device::CUDA)
-      fail("context parallelism (cp_size=", cp, ") runs on CPU processes only in this version (the "
-           "attention of a group's rows is not built for the GPU yet); use device=cpu or cp_size=1");
+    train_set_ = load_corpus(cfg_, /*val=*/false);
+    if (!cfg_.dataset.val_path.empty()) val_set_ = load_corpus(cfg_, /*val=*/true);
     if (env_.distributed()) connect_ranks();
     // Data parallelism hands batches to groups of cp ranks; the ranks of a group share each one.
     dp_rank_ = env_.rank / cp;
@@ -342,6 +339,10 @@ class TrainingRun {
     // a rank stuck in it is named instead of the others waiting in a collective for ever.
     coord_->set_step(0, Coordinator::Phase::Io);
     comm_ = make_communicator(*coord_, device_, env_, cfg_.distributed.comm_sms);
+    if (cfg_.cp_size > 1) {  // this rank's context-parallel group: ranks g·cp .. g·cp + cp - 1
+      const int cp = cfg_.cp_size;
+      cp_comm_ = make_group_communicator(*coord_, device_, env_, env_.rank / cp * cp, cp);
+    }
     const int cp = cfg_.cp_size;
     const std::string cp_text = cp > 1 ? ", context parallel in groups of " + std::to_string(cp) + " ranks (" +
                                              std::to_string(env_.world_size / cp) + " data-parallel)"
@@ -357,7 +358,6 @@ class TrainingRun {
   // Context parallelism: this rank's group (ranks dp_rank·cp .. dp_rank·cp + cp - 1) and its
   // share of every batch's sequences (data/context_parallel.h).
   void split_sequences_over_group(int cp) {
-    cp_comm_ = make_group_communicator(*coord_, device_, env_, dp_rank_ * cp, cp);
     model_->set_context_parallel_group(cp_comm_.get());
     const int32_t pad = family_named(cfg_.model.family).tokenizer().pad_id(), mask = model_->token_dropout_mask_id();
     const int cp_rank = env_.rank % cp;
@@ -649,6 +649,8 @@ class TrainingRun {
     if (coord_) {
       sync_.reset();
       fsdp_ = nullptr;
+      if (model_) model_->set_context_parallel_group(nullptr);
+      cp_comm_.reset();
       comm_.reset();
       coord_->finish();  // every rank is done: closing connections are not failures
     }
