@@ -7,7 +7,9 @@
 // to a multiple; its checkpoints resume without it.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "e2e/cli_run.h"
 #include "e2e/dist_run.h"
@@ -28,23 +30,39 @@ std::string tiny_llama_args(const std::string& out, int steps, int grad_acc) {
          std::to_string(grad_acc) + " num_train_steps=" + std::to_string(steps);
 }
 
+// One process (`alone(dir)`) and a context-parallel launch (`group(dir)`), each into a fresh
+// directory: both must succeed and give the same curve. Their records and directories back.
+struct Runs {
+  std::string one, group, group_output;
+  std::vector<nlohmann::json> ra, rb;
+};
+template <class Alone, class Group>
+Runs train_both(const std::string& tag, Alone alone, Group group) {
+  Runs r{fresh_dir(tag + "_one"), fresh_dir(tag + "_group"), "", {}, {}};
+  RunResult a = run_biofm(alone(r.one));
+  EXPECT_EQ(a.code, 0) << a.output;
+  RunResult b = run_biofm(group(r.group));
+  EXPECT_EQ(b.code, 0) << b.output;
+  r.group_output = b.output;
+  r.ra = train_records(r.one + "/metrics.jsonl");
+  r.rb = train_records(r.group + "/metrics.jsonl");
+  expect_same_curve(r.rb, r.ra);
+  return r;
+}
+
 }  // namespace
 
 TEST(ContextParallel, TwoRanksSplittingEachSequenceTrainAsOneProcess) {
-  const std::string one = fresh_dir("cp_esm_one"), two = fresh_dir("cp_esm_two");
-  RunResult a = run_biofm(tiny_args(one, 6, 1));
-  ASSERT_EQ(a.code, 0) << a.output;
-  RunResult b = run_biofm(launch(2) + tiny_args(two, 6, 1) + " cp_size=2");
-  ASSERT_EQ(b.code, 0) << b.output;
-  EXPECT_NE(b.output.find("context parallel in groups of 2 ranks (1 data-parallel)"), std::string::npos) << b.output;
-  const auto ra = train_records(one + "/metrics.jsonl"), rb = train_records(two + "/metrics.jsonl");
-  ASSERT_EQ(rb.size(), 6u);
-  expect_same_curve(rb, ra);
-  expect_same_tensors(two + "/final_model/model.safetensors", one + "/final_model/model.safetensors");
+  const Runs r = train_both("cp_esm", [](const std::string& d) { return tiny_args(d, 6, 1); },
+                            [](const std::string& d) { return launch(2) + tiny_args(d, 6, 1) + " cp_size=2"; });
+  EXPECT_NE(r.group_output.find("context parallel in groups of 2 ranks (1 data-parallel)"), std::string::npos)
+      << r.group_output;
+  ASSERT_EQ(r.rb.size(), 6u);
+  expect_same_tensors(r.group + "/final_model/model.safetensors", r.one + "/final_model/model.safetensors");
   // Each token trained once over the group (ranks that each took the whole batch would double it
   // and still give the same mean loss).
-  for (size_t i = 0; i < rb.size(); ++i)
-    EXPECT_EQ(rb[i]["unpadded_tokens_per_step"], ra[i]["unpadded_tokens_per_step"]) << "step " << i + 1;
+  for (size_t i = 0; i < r.rb.size(); ++i)
+    EXPECT_EQ(r.rb[i]["unpadded_tokens_per_step"], r.ra[i]["unpadded_tokens_per_step"]) << "step " << i + 1;
 }
 
 // Recompute runs each layer's forward (and its gathers) again in backward; padded batches put
@@ -53,38 +71,26 @@ TEST(ContextParallel, RecomputeAndPaddedBatchesTrainAsOneProcess) {
   for (const std::string extra : {" recompute=true", " dataset.packing=bshd dataset.micro_batch_size=3",
                                   " dataset.pad_to_multiple_of=8"}) {
     SCOPED_TRACE(extra);
-    const std::string one = fresh_dir("cp_var_one"), two = fresh_dir("cp_var_two");
-    RunResult a = run_biofm(tiny_args(one, 4, 1) + extra);
-    ASSERT_EQ(a.code, 0) << a.output;
-    RunResult b = run_biofm(launch(2) + tiny_args(two, 4, 1) + extra + " cp_size=2");
-    ASSERT_EQ(b.code, 0) << b.output;
-    expect_same_curve(train_records(two + "/metrics.jsonl"), train_records(one + "/metrics.jsonl"));
+    train_both("cp_var", [&](const std::string& d) { return tiny_args(d, 4, 1) + extra; },
+               [&](const std::string& d) { return launch(2) + tiny_args(d, 4, 1) + extra + " cp_size=2"; });
   }
 }
 
 TEST(ContextParallel, CausalAttentionOverSplitSequencesTrainsAsOneProcess) {
-  const std::string one = fresh_dir("cp_llama_one"), two = fresh_dir("cp_llama_two");
-  RunResult a = run_biofm(tiny_llama_args(one, 6, 1));
-  ASSERT_EQ(a.code, 0) << a.output;
-  RunResult b = run_biofm(launch(2) + tiny_llama_args(two, 6, 1) + " cp_size=2");
-  ASSERT_EQ(b.code, 0) << b.output;
-  const auto ra = train_records(one + "/metrics.jsonl"), rb = train_records(two + "/metrics.jsonl");
-  ASSERT_EQ(rb.size(), 6u);
-  expect_same_curve(rb, ra);
-  expect_same_tensors(two + "/final_model/model.safetensors", one + "/final_model/model.safetensors");
+  const Runs r = train_both("cp_llama", [](const std::string& d) { return tiny_llama_args(d, 6, 1); },
+                            [](const std::string& d) { return launch(2) + tiny_llama_args(d, 6, 1) + " cp_size=2"; });
+  ASSERT_EQ(r.rb.size(), 6u);
+  expect_same_tensors(r.group + "/final_model/model.safetensors", r.one + "/final_model/model.safetensors");
 }
 
 TEST(ContextParallel, TwoGroupsOfTwoTrainAsOneProcessWithTwoMicroBatches) {
-  const std::string one = fresh_dir("cp_dp_one"), four = fresh_dir("cp_dp_four");
-  RunResult a = run_biofm(tiny_args(one, 4, 2));
-  ASSERT_EQ(a.code, 0) << a.output;
-  RunResult b = run_biofm(launch(4) + tiny_args(four, 4, 1) + " cp_size=2 distributed.strategy=fsdp");
-  ASSERT_EQ(b.code, 0) << b.output;
-  EXPECT_NE(b.output.find("context parallel in groups of 2 ranks (2 data-parallel)"), std::string::npos) << b.output;
-  const auto ra = train_records(one + "/metrics.jsonl"), rb = train_records(four + "/metrics.jsonl");
-  ASSERT_EQ(rb.size(), 4u);
-  expect_same_curve(rb, ra);
-  EXPECT_EQ(rb.back()["world_size"], 4);
+  const Runs r = train_both("cp_dp", [](const std::string& d) { return tiny_args(d, 4, 2); }, [](const std::string& d) {
+    return launch(4) + tiny_args(d, 4, 1) + " cp_size=2 distributed.strategy=fsdp";
+  });
+  EXPECT_NE(r.group_output.find("context parallel in groups of 2 ranks (2 data-parallel)"), std::string::npos)
+      << r.group_output;
+  ASSERT_EQ(r.rb.size(), 4u);
+  EXPECT_EQ(r.rb.back()["world_size"], 4);
 }
 
 // The data cursor is global and nothing of a checkpoint depends on the groups: steps 1-3 in a
