@@ -256,6 +256,27 @@ TEST_P(DistributedStop, StopsAllRanksWithACheckpointAndTheSameCommandResumes) {
 
 INSTANTIATE_TEST_SUITE_P(Signals, DistributedStop, ::testing::Values("term", "group_int", "usr1"));
 
+// A launcher killed outright (SIGKILL: it cannot pass the stop on) still stops its ranks: they
+// get SIGTERM from the kernel, write a checkpoint and exit, instead of training on orphaned.
+// ([b]iofm: a pattern that does not match the shell running it)
+TEST(Distributed, RanksOfAKilledLauncherStopWithACheckpoint) {
+  const std::string dir = fresh_dir("dist_launcher_killed");
+  const std::string cmd = std::string(BIOFM_BINARY) + " " + launch(2) + tiny_args(dir, 100000, 1) +
+                          " checkpoint.save_every_n_steps=0";
+  const std::string script =
+      "cd " + dir + " && (setsid " + cmd + " > run.log 2>&1 & echo $! > launcher.pid; wait $!) & " +
+      "for i in $(seq 600); do grep -q '\"step\":4' " + dir + "/metrics.jsonl 2>/dev/null && break; sleep 0.2; done; " +
+      "kill -KILL $(cat " + dir + "/launcher.pid); wait; " +
+      "for i in $(seq 300); do pgrep -f '[b]iofm train .*output_dir=" + dir + " ' > /dev/null || break; sleep 0.2; done; " +
+      "pgrep -f '[b]iofm train .*output_dir=" + dir + " ' > /dev/null && echo RANKS-STILL-RUNNING; cat " + dir + "/run.log";
+  RunResult r = sh(script);
+  EXPECT_EQ(r.output.find("RANKS-STILL-RUNNING"), std::string::npos) << r.output;
+  int64_t saved = -1;
+  for (auto& e : fs::directory_iterator(dir + "/checkpoints"))
+    if (e.path().filename().string().rfind("step_", 0) == 0) saved = std::stoll(e.path().filename().string().substr(5));
+  EXPECT_GE(saved, 4) << r.output;
+}
+
 TEST(Distributed, ARankThatNeverArrivesFailsTheRendezvousInTime) {
   // Rank 0 alone of two, with distributed.rendezvous_timeout_s=2: a clear error naming rank 1
   // within seconds, not the default 300 s.

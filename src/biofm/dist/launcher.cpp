@@ -1,6 +1,7 @@
 #include "biofm/dist/launcher.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,7 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
     for (pid_t p : pids)
       if (p > 0) ::kill(p, sig);
   };
+  const pid_t launcher = ::getpid();
   for (int local = 0; local < o.nproc_per_node; ++local) {
     const int rank = o.node_rank * o.nproc_per_node + local;
     const pid_t pid = ::fork();
@@ -47,6 +49,10 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
       fail("launch: fork failed for local rank ", local, ": ", std::strerror(err));
     }
     if (pid == 0) {
+      // Should the launcher die without passing a stop on (SIGKILL, an OOM kill), its ranks get
+      // SIGTERM: they finish the step with a checkpoint and exit instead of training on orphaned.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != launcher) ::raise(SIGTERM);  // (it died before the prctl)
       ::setenv("RANK", std::to_string(rank).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(local).c_str(), 1);
