@@ -227,6 +227,12 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
   EXPECT_EQ(missing.code, 1);
   EXPECT_NE(missing.output.find("mine"), std::string::npos) << missing.output;  // lists the union
   EXPECT_EQ(missing.output.find("biofm_configs_"), std::string::npos) << missing.output;
+  // A mistake inside a user's file names that file where it is.
+  std::ofstream(user + "/typo.yaml") << "defaults: [esm2_sanity]\nnum_train_stepz: 3\n";
+  RunResult typo = sh(in_work + exe + " train --config-dir '" + user + "' --config-name typo");
+  EXPECT_EQ(typo.code, 1) << typo.output;
+  EXPECT_NE(typo.output.find(user + "/typo.yaml:2"), std::string::npos) << typo.output;
+  EXPECT_EQ(typo.output.find("biofm_configs_"), std::string::npos) << typo.output;
 }
 
 // A run writes the recipe keys, timestamps and TensorBoard files; biofm report turns two runs

@@ -1,5 +1,7 @@
 #include "biofm/cli/config_search.h"
 
+#include <cctype>
+
 #include <glob.h>
 #include <unistd.h>
 
@@ -154,11 +156,26 @@ TrainConfig load_composed(const std::vector<std::string>& dirs, const std::strin
   try {
     return load_train_config(overlay.path(), name, overrides);
   } catch (const Error& e) {
-    // Name the search path rather than the temporary overlay in the message.
+    // Name the file a message is about (the overlay's link leads to it), or the search path
+    // for a file that is in none of its directories, rather than the temporary overlay.
     std::string msg = e.what(), where;
     for (const auto& d : dirs) where += (where.empty() ? "" : ":") + d;
-    for (size_t p; (p = msg.find(overlay.path())) != std::string::npos;)
-      msg.replace(p, overlay.path().size(), "[" + where + "]");
+    const auto in_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; };
+    for (size_t p; (p = msg.find(overlay.path())) != std::string::npos;) {
+      size_t end = p + overlay.path().size();
+      std::string replacement = "[" + where + "]";
+      if (end < msg.size() && msg[end] == '/') {
+        size_t stop = end + 1;
+        while (stop < msg.size() && in_name(msg[stop])) ++stop;
+        const fs::path link = fs::path(overlay.path()) / msg.substr(end + 1, stop - end - 1);
+        std::error_code ec;
+        if (stop > end + 1 && fs::is_symlink(link, ec)) {
+          replacement = fs::read_symlink(link, ec).string();
+          end = stop;
+        }
+      }
+      msg.replace(p, end - p, replacement);
+    }
     throw Error(msg);
   }
 }
