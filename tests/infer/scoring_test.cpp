@@ -118,6 +118,15 @@ TEST(InferScoring, MutationErrorsNameTheLine) {
   EXPECT_EQ(sets[1].muts[1].pos, 3);
   EXPECT_EQ(sets[1].muts[1].mt, 'S');
   EXPECT_NE(error_of("variant,score\nK2A,1\n").find("'mutant' column"), std::string::npos);
+  // Quoted fields (R's write.csv quotes every string; RFC 4180 "" escapes; a comma inside quotes).
+  const auto quoted = read_mutations(
+      write_temp("q.csv", "\"mutated_sequence\",\"mutant\",\"note\"\n\"MATAY\",\"K2A\",\"a, \"\"b\"\"\"\n"
+                          "\"MKSAY\", \"T3S:M1L\" ,1\n"),
+      wt, tok);
+  ASSERT_EQ(quoted.size(), 2u);
+  EXPECT_EQ(quoted[0].text, "K2A");
+  EXPECT_EQ(quoted[1].text, "T3S:M1L");
+  EXPECT_NE(error_of("mutant,x\n\"K2A,1\n").find("muts.txt:2: unterminated quoted field"), std::string::npos);
 }
 
 // Per-base log-likelihoods over overlapping windows: each A/C/G/T base once, from the first

@@ -38,6 +38,33 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
+// One row of a CSV/TSV mutations table: fields split at `sep`, RFC 4180 quoting ("a,b" is one
+// field, "" inside quotes is a quote), each field trimmed. `where` names the line for errors.
+std::vector<std::string> split_row(const std::string& s, char sep, const std::string& where) {
+  std::vector<std::string> out;
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (quoted) {
+      if (c != '"') field += c;
+      else if (i + 1 < s.size() && s[i + 1] == '"') field += '"', ++i;
+      else quoted = false;
+    } else if (c == '"' && trim(field).empty()) {
+      field.clear();
+      quoted = true;
+    } else if (c == sep) {
+      out.push_back(trim(field));
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  if (quoted) fail(where, ": unterminated quoted field");
+  out.push_back(trim(field));
+  return out;
+}
+
 // The batches of `items` (each `tokens` long), built by `fill(item, ids, labels)`; `use(batch,
 // members, row0 of each)` reads the results. Longest first under the token budget; `model` is
 // told the batches' shapes first (LanguageModel::prepare_forward).
@@ -110,7 +137,7 @@ std::vector<MutationSet> read_mutations(const std::string& path, std::string_vie
     if (t.empty() || t[0] == '#') continue;
     if (column < 0 && sep == 0 && out.empty() && (t.find(',') != std::string::npos || t.find('\t') != std::string::npos)) {
       sep = t.find('\t') != std::string::npos ? '\t' : ',';
-      const std::vector<std::string> header = split(t, sep);
+      const std::vector<std::string> header = split_row(t, sep, path + ":" + std::to_string(lineno));
       for (size_t i = 0; i < header.size(); ++i)
         if (header[i] == "mutant") column = int64_t(i);
       if (column < 0) fail(path, ":", lineno, ": a table needs a 'mutant' column (header: ", t, ")");
@@ -118,7 +145,7 @@ std::vector<MutationSet> read_mutations(const std::string& path, std::string_vie
     }
     std::string field = t;
     if (sep) {
-      const std::vector<std::string> cells = split(t, sep);
+      const std::vector<std::string> cells = split_row(t, sep, path + ":" + std::to_string(lineno));
       if (int64_t(cells.size()) <= column) fail(path, ":", lineno, ": no 'mutant' column in this row");
       field = cells[size_t(column)];
     }
