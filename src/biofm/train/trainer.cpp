@@ -659,7 +659,8 @@ class TrainingRun {
       coord_->finish();  // every rank is done: closing connections are not failures
     }
     if (!root_) return;
-    std::printf("data: %s\n", data_->summary().c_str());
+    // (each rank reads and counts only its own batches' sequences)
+    std::printf("data%s: %s\n", env_.distributed() ? " (rank 0's batches)" : "", data_->summary().c_str());
     const long long steps = (long long)(summary_.end_step - summary_.start_step);
     if (have_first_)
       std::printf("done: %lld steps in %.1f s | loss %.4f -> %.4f\n", steps, summary_.wall_seconds,
