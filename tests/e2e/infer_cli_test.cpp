@@ -237,6 +237,22 @@ TEST(InferCli, ScoreAndEvalReadTheInputInPieces) {
   EXPECT_EQ(j["num_sequences"], 12);
 }
 
+// score, eval and generate run in one process: as one of several ranks each would do the whole
+// job into the same output, so they refuse (a usage error), and say embed is the one that splits.
+TEST(InferCli, OneProcessCommandsRefuseToBeOneOfSeveralRanks) {
+  const std::string d = dir("one_process");
+  const std::string input = head_fasta(src("data/proteins_val.fasta"), 4, d + "/in.fasta");
+  const std::string as_rank = kOneProcess + "RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 " + BIOFM_BINARY + " ";
+  for (const std::string cmd : {"score --model " + kEsm + " --input " + input + " --device cpu --output " + d + "/s.tsv",
+                                "eval --model " + kEsm + " --input " + input + " --device cpu",
+                                "generate --model " + kLlama + " --prompt ACGT --device cpu"}) {
+    RunResult r = testkit::sh(as_rank + cmd);
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.output;
+    EXPECT_NE(r.output.find("runs in one process, but this is rank 1 of 2"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(fs::exists(d + "/s.tsv"));
+}
+
 TEST(InferCli, EmbedSplitsShardsOverRanks) {
   // Two processes with the launcher's variables (as `biofm launch --nproc-per-node 2 embed ...`
   // sets them) each write the shards k with k mod 2 == rank; the one that finishes with every

@@ -98,10 +98,7 @@ int cmd_embed(int argc, char** argv) {
   const std::string model_dir = a.require("--model"), input = a.require("--input"), out_path = a.require("--output");
   const std::string out_format = a.get("--output-format", "safetensors");  // (one of its values: parse_flags)
   const bool one_file = out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0;
-  DistEnv env = detect_dist_env();
-  // An sbatch script with --ntasks N carries SLURM_PROCID / SLURM_NTASKS without being one of N
-  // tasks: only a job step (srun, which sets SLURM_STEP_NUM_TASKS) splits the work.
-  if (env.distributed() && env.source == "Slurm variables" && !process_env()("SLURM_STEP_NUM_TASKS")) env = DistEnv{};
+  const DistEnv env = detect_launched_ranks();
   if (env.distributed()) {
     const std::string who = "embed as rank " + std::to_string(env.rank) + " of " + std::to_string(env.world_size) + " (" + env.source + ")";
     if (out_format == "npy")

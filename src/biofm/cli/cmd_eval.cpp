@@ -327,6 +327,7 @@ int cmd_eval(int argc, char** argv) {
     return 0;
   }
   a.expect_no_positional();
+  require_one_process("eval");
   const std::string model_dir = a.require("--model");
   (void)a.require("--input");  // usage errors before any work
   const Device dev = parse_device(a.get("--device", "auto"));

@@ -55,6 +55,7 @@ int cmd_generate(int argc, char** argv) {
     return 0;
   }
   a.expect_no_positional();
+  require_one_process("generate");
   const std::string dir = a.require("--model"), prompt = a.require("--prompt");
   const Device dev = parse_device(a.get("--device", "auto"));
   apply_ops_flag(a);

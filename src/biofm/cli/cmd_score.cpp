@@ -114,6 +114,7 @@ int cmd_score(int argc, char** argv) {
     return 0;
   }
   a.expect_no_positional();
+  require_one_process("score");
   const std::string model_dir = a.require("--model"), input = a.require("--input");
   const Device dev = parse_device(a.get("--device", "auto"));
   apply_ops_flag(a);

@@ -9,6 +9,7 @@
 #include "biofm/core/device_memory.h"
 #include "biofm/core/error.h"
 #include "biofm/data/prepared.h"
+#include "biofm/dist/launch_env.h"
 #include "biofm/io/config.h"
 #include "biofm/train/config.h"
 #include "biofm/train/setup.h"
@@ -172,6 +173,15 @@ std::vector<int> parse_layers(const std::string& s, int L) {
   }
   if (out.empty()) usage_fail("--layers is empty");
   return out;
+}
+
+void require_one_process(const char* command) {
+  const DistEnv env = detect_launched_ranks();
+  if (env.distributed())
+    throw UsageError(std::string(command) + " runs in one process, but this is rank " + std::to_string(env.rank) +
+                     " of " + std::to_string(env.world_size) + " (" + env.source +
+                     "): every rank would do the whole job into the same output; run it without the launcher "
+                     "(embed and train split their work over ranks)");
 }
 
 }  // namespace biofm

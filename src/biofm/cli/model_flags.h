@@ -45,6 +45,10 @@ FlagSpec precision_flag(bool with_fp8 = true);  // --precision (generate: withou
 // unknown key names the nearest one). A key outside ops.* is a usage error.
 FlagSpec ops_flag();
 void apply_ops_flag(const Flags& f);
+// A command that runs in one process (score, eval, generate) refuses to be one of several
+// ranks (biofm launch, torchrun, srun): each would do the whole job into the same output. A
+// usage error naming the launcher.
+void require_one_process(const char* command);
 // family.load(dir, dev) for inference (the gradient buffer is released: forward passes only),
 // with an allocation failure (a config.json whose sizes pass the
 // limits but do not fit in memory) reported as a biofm::Error naming the directory.

@@ -118,4 +118,10 @@ DistEnv detect_dist_env(const EnvLookup& env) {
   return e;
 }
 
+DistEnv detect_launched_ranks(const EnvLookup& env) {
+  DistEnv d = detect_dist_env(env);
+  if (d.distributed() && d.source == "Slurm variables" && !env("SLURM_STEP_NUM_TASKS")) return DistEnv{};
+  return d;
+}
+
 }  // namespace biofm

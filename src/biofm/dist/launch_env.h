@@ -30,6 +30,12 @@ EnvLookup process_env();
 // that do not parse or contradict each other (rank >= world size, ...) throw, naming them.
 DistEnv detect_dist_env(const EnvLookup& env = process_env());
 
+// The same for a command that splits its work over ranks only when really started as one of
+// several (embed): an sbatch script with --ntasks N carries SLURM_PROCID / SLURM_NTASKS without
+// being one of N tasks, so Slurm's variables count only inside a job step (srun sets
+// SLURM_STEP_NUM_TASKS); elsewhere one process.
+DistEnv detect_launched_ranks(const EnvLookup& env = process_env());
+
 // The first host of a Slurm node list: "gpu[03-05,9],cpu1" → "gpu03".
 std::string first_slurm_host(const std::string& nodelist);
 
