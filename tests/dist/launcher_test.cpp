@@ -38,7 +38,7 @@ TEST(Launcher, EachProcessSeesItsRank) {
 }
 
 TEST(Launcher, AFailingRankStopsTheRunAndIsNamed) {
-  CliRun r = run("launch --nproc-per-node 2 --grace-seconds 5 eval --model /nonexistent/model --input x.fasta");
+  CliRun r = run("launch --nproc-per-node 2 --grace-seconds 5 embed --model /nonexistent/model --input x.fasta --output /nonexistent/out");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("exited with code 1"), std::string::npos) << r.out;
 }
