@@ -5,6 +5,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/data/pack.h"
+#include "biofm/ops/embedding/op.h"
 
 namespace biofm {
 
@@ -45,10 +46,9 @@ Batch context_parallel_share(const Batch& group, int cp_rank, int cp_size, int32
 
   // The group's layout: each sequence in a slot of its length rounded up to 2C rows.
   const size_t nseq = size_t(B);
-  std::vector<int32_t> gcu(nseq + 1, 0), glen(nseq, 0), padded(nseq, 0);
+  std::vector<int32_t> gcu(nseq + 1, 0), padded(nseq, 0);
   for (int64_t s = 0; s < B; ++s) {
     padded[size_t(s)] = int32_t((int64_t(len[s]) + 2 * C - 1) / (2 * C) * (2 * C));
-    glen[size_t(s)] = len[s];
     gcu[size_t(s) + 1] = gcu[size_t(s)] + padded[size_t(s)];
   }
   const int64_t global_rows = gcu[size_t(B)], T = global_rows / C;
@@ -66,14 +66,13 @@ Batch context_parallel_share(const Batch& group, int cp_rank, int cp_size, int32
       });
   }
 
-  // ESM-2's token dropout factor of each sequence, from all of its tokens (as the op computes it).
-  const double train_ratio = 0.15 * 0.8;
+  // ESM-2's token dropout factor of each sequence, from all of its tokens.
   std::vector<float> seq_factor(nseq, 1.0f);
   if (mask_id >= 0)
     for (int64_t s = 0; s < B; ++s) {
       int64_t n_mask = 0;
       for (int64_t i = cu[s]; i < cu[s] + len[s]; ++i) n_mask += ids[i] == mask_id;
-      seq_factor[size_t(s)] = float((1.0 - train_ratio) / (1.0 - double(n_mask) / double(len[s])));
+      seq_factor[size_t(s)] = ops::esm_token_dropout_factor(n_mask, len[s]);
     }
 
   std::vector<int32_t> out_ids, out_labels, out_pos, out_cu(1, 0), out_len;
@@ -119,7 +118,7 @@ Batch context_parallel_share(const Batch& group, int cp_rank, int cp_size, int32
   shard->cp_rank = cp_rank;
   shard->cp_size = C;
   shard->global_cu_seqlens = Tensor::from_i32({B + 1}, gcu);
-  shard->global_seq_lens = Tensor::from_i32({B}, glen);
+  shard->global_seq_lens = group.seq_lens;  // (whole sequences: the group's own lengths)
   shard->global_max_seqlen = group.max_seqlen;
   shard->global_rows = global_rows;
   bool uniform = B > 0 && group.max_seqlen > 0;

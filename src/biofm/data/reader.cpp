@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "biofm/core/error.h"
+#include "biofm/data/csv_fields.h"
 #include "biofm/data/line_reader.h"
 #include "biofm/data/parquet_rows.h"
 
@@ -119,6 +120,7 @@ struct SequenceReader::Impl {
   size_t seq_col = 0;
   long name_col = -1;
   std::vector<std::string> fields;
+  CsvFields csv;  // (its buffers reused record to record)
   // Parquet
   std::unique_ptr<ParquetRows> parquet;
 
@@ -216,42 +218,15 @@ struct SequenceReader::Impl {
       if (!line.empty()) break;  // blank lines between records are ignored
     }
     start_line = in.line_no();
-    std::string field;
-    bool quoted = false;  // inside a quoted section
-    size_t i = 0;
-    for (;;) {
-      if (i == line.size()) {
-        if (quoted) {
-          // The quoted field continues on the next line.
-          field += '\n';
-          if (!in.getline(line)) fail_at(start_line, std::string("unterminated quoted ") + table_kind() + " field");
-          i = 0;
-          continue;
-        }
-        fields.push_back(std::move(field));
-        return true;
-      }
-      char c = line[i++];
-      if (quoted) {
-        if (c == '"') {
-          if (i < line.size() && line[i] == '"') {
-            field += '"';
-            ++i;
-          } else {
-            quoted = false;
-          }
-        } else {
-          field += c;
-        }
-      } else if (c == delim) {
-        fields.push_back(std::move(field));
-        field.clear();
-      } else if (c == '"') {
-        quoted = true;
-      } else {
-        field += c;
-      }
+    csv.delim = delim;
+    csv.clear();
+    csv.add_line(line);
+    while (csv.in_quotes()) {
+      if (!in.getline(line)) fail_at(start_line, std::string("unterminated quoted ") + table_kind() + " field");
+      csv.add_line(line);
     }
+    fields.swap(csv.fields);
+    return true;
   }
 
   void read_csv_header() {

@@ -8,6 +8,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/data/causal.h"
+#include "biofm/data/csv_fields.h"
 #include "biofm/data/pack.h"
 #include "biofm/infer/batching.h"
 #include "biofm/io/atomic_file.h"
@@ -38,30 +39,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-// One row of a CSV/TSV mutations table: fields split at `sep`, RFC 4180 quoting ("a,b" is one
-// field, "" inside quotes is a quote), each field trimmed. `where` names the line for errors.
+// One row of a CSV/TSV mutations table, each field trimmed (quoted fields as RFC 4180; one line).
 std::vector<std::string> split_row(const std::string& s, char sep, const std::string& where) {
+  CsvFields row;
+  row.delim = sep;
+  row.add_line(s);
+  if (row.in_quotes()) fail(where, ": unterminated quoted field");
   std::vector<std::string> out;
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (quoted) {
-      if (c != '"') field += c;
-      else if (i + 1 < s.size() && s[i + 1] == '"') field += '"', ++i;
-      else quoted = false;
-    } else if (c == '"' && trim(field).empty()) {
-      field.clear();
-      quoted = true;
-    } else if (c == sep) {
-      out.push_back(trim(field));
-      field.clear();
-    } else {
-      field += c;
-    }
-  }
-  if (quoted) fail(where, ": unterminated quoted field");
-  out.push_back(trim(field));
+  for (const std::string& f : row.fields) out.push_back(trim(f));
   return out;
 }
 

@@ -339,11 +339,9 @@ class TrainingRun {
     // a rank stuck in it is named instead of the others waiting in a collective for ever.
     coord_->set_step(0, Coordinator::Phase::Io);
     comm_ = make_communicator(*coord_, device_, env_, cfg_.distributed.comm_sms);
-    if (cfg_.cp_size > 1) {  // this rank's context-parallel group: ranks g·cp .. g·cp + cp - 1
-      const int cp = cfg_.cp_size;
-      cp_comm_ = make_group_communicator(*coord_, device_, env_, env_.rank / cp * cp, cp);
-    }
     const int cp = cfg_.cp_size;
+    // this rank's context-parallel group: ranks g·cp .. g·cp + cp - 1
+    if (cp > 1) cp_comm_ = make_group_communicator(*coord_, device_, env_, env_.rank / cp * cp, cp);
     const std::string cp_text = cp > 1 ? ", context parallel in groups of " + std::to_string(cp) + " ranks (" +
                                              std::to_string(env_.world_size / cp) + " data-parallel)"
                                        : "";

@@ -33,6 +33,7 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
     ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
     forward_context_parallel(b, a, packed);
   } else if (reads_packed_qkv(spec_, packed.device(), packed.dtype(), b.uniform(), cache != nullptr)) {
+    // Training, scoring, embedding: rope in place, attention reads q, k, v from the packed rows.
     ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
     a.qkv = packed;
     a.lse = ctx_->f32({T, nh});
@@ -147,30 +148,33 @@ Tensor reduce_to_owners(const BlockContext& ctx, const Tensor& global, const Con
   return mine;
 }
 
+// The attention shape of the group's layout.
+ops::AttentionShape group_shape(const AttentionSpec& spec, const ContextParallelShard& cp) {
+  return {1.0f / std::sqrt(float(spec.head_dim)), spec.causal, cp.global_max_seqlen, cp.global_uniform};
+}
+
 }  // namespace
 
 void SelfAttention::forward_context_parallel(const Batch& b, AttentionActs& a, const Tensor& packed) const {
   const ContextParallelShard& cp = *b.cp;
   const int64_t T = packed.size(0), nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
-  const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, cp.global_max_seqlen, cp.global_uniform};
   a.qkv = gather_group_rows(*ctx_, packed, cp);
   a.lse = ctx_->f32({T, nh});
   NvtxRange r("sdpa forward");
   ops::attention_forward_packed_rows(a.attn, a.lse, a.qkv, ops::QkvHeads{nh, nkv, hd}, cp.local_to_global,
-                                     cp.global_cu_seqlens, cp.global_seq_lens, shape);
+                                     cp.global_cu_seqlens, cp.global_seq_lens, group_shape(spec_, cp));
 }
 
 void SelfAttention::backward_context_parallel(Tensor& dpacked, const Batch& b, AttentionActs& a,
                                               const Tensor& dattn) const {
   const ContextParallelShard& cp = *b.cp;
   const int64_t T = dattn.size(0), G = cp.global_rows, nh = spec_.heads, nkv = spec_.kv_heads, hd = spec_.head_dim;
-  const ops::AttentionShape shape{1.0f / std::sqrt(float(hd)), spec_.causal, cp.global_max_seqlen, cp.global_uniform};
   Tensor dkv = ctx_->act({G, (nh + 2 * nkv) * hd});
   {
     NvtxRange r("sdpa backward");
     ops::attention_backward_packed_rows(dpacked, dkv, dattn.view({T, nh, hd}), a.qkv, ops::QkvHeads{nh, nkv, hd},
                                         a.attn, a.lse, cp.local_to_global, cp.global_cu_seqlens,
-                                        cp.global_seq_lens, shape);
+                                        cp.global_seq_lens, group_shape(spec_, cp));
   }
   // dpacked holds this rank's dq (k, v parts zero); add every rank's dk, dv of its rows.
   const Tensor mine = reduce_to_owners(*ctx_, dkv, cp, T);

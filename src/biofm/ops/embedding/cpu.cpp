@@ -86,16 +86,13 @@ void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
   float* sc = scale_out.f32();
   // Rows outside every sequence's slot (past cu[B]) are padding too.
   std::fill(sc, sc + N, 0.0f);
-  const double train_ratio = 0.15 * 0.8;
   for (int64_t s = 0; s < B; ++s) {
     const int64_t start = cu[s], L = len[s];
     int64_t n_mask = 0;
     if (mask_id >= 0)
       for (int64_t i = start; i < start + L; ++i) n_mask += id[i] == mask_id;
     // mask_id < 0: token dropout off, real rows keep factor 1 (only padding is zeroed).
-    const float f =
-        mask_id < 0 ? 1.0f
-                    : float((1.0 - train_ratio) / (1.0 - double(n_mask) / double(L)));
+    const float f = mask_id < 0 ? 1.0f : esm_token_dropout_factor(n_mask, L);
     for (int64_t i = start; i < start + L; ++i) sc[i] = (mask_id >= 0 && id[i] == mask_id) ? 0.0f : f;
   }
   float* x = h.f32();

@@ -17,6 +17,12 @@ void embedding_backward(Tensor& dtable, const Tensor& dout, const Tensor& ids);
 // mask_id < 0 turns the dropout off: real rows keep factor 1, padding rows still become 0.
 // Rows past cu_seqlens[B] (if the batch has any) count as padding. Backward of the whole
 // step is scale_rows_inplace(dh, scale_out) followed by embedding_backward.
+// The factor of a sequence of len tokens, n_mask of them mask tokens: (1 - 0.15·0.8) / (1 -
+// n_mask/len), in double, rounded to fp32 (the CUDA kernel computes the same).
+inline float esm_token_dropout_factor(int64_t n_mask, int64_t len) {
+  const double train_ratio = 0.15 * 0.8;
+  return float((1.0 - train_ratio) / (1.0 - double(n_mask) / double(len)));
+}
 void esm_token_dropout_forward(Tensor& h, Tensor& scale_out, const Tensor& ids,
                                const Tensor& cu_seqlens, const Tensor& seq_lens, int32_t mask_id);
 // dh[N,C] *= scale (row-wise), in place.
