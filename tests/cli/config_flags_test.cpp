@@ -25,7 +25,9 @@ TEST(ConfigFlags, OverridesAreCheckedAsUsage) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(usage_message({"foo.bar=1"}).find("unknown config key 'foo.bar'; did you mean"), std::string::npos);
+  EXPECT_NE(usage_message({"foo.bar=1"}).find("unknown config key 'foo.bar'"), std::string::npos);
+  EXPECT_EQ(usage_message({"foo.bar=1"}).find("did you mean"), std::string::npos) << "near no key: nothing to offer";
+  EXPECT_NE(usage_message({"optimizer.lrr=1"}).find("did you mean 'optimizer.lr'"), std::string::npos);
   EXPECT_NE(usage_message({"num_train_steps=abc"}).find("config key 'num_train_steps' expects an int"), std::string::npos);
   EXPECT_NE(usage_message({"num_train_steps=-3"}).find("num_train_steps"), std::string::npos);
   EXPECT_NE(usage_message({"device=gpu"}).find("config key 'device' must be one of"), std::string::npos);

@@ -75,6 +75,10 @@ TEST(ExitCodes, BadFlagValuesAreUsageErrors) {
   expect_usage("bench", "--model esm2 --shape 9M", "unknown shape 'esm2:9M'");
   expect_usage("launch", "--nproc-per-node 0 info", "--nproc-per-node must lie in [1, 4096], got 0");
   expect_usage("info", "extra", "unexpected argument 'extra'");
+  // An empty value (an unset shell variable) is a missing value.
+  expect_usage("embed", "--model '' --input x --output y", "--model needs a value (DIR), got an empty one");
+  expect_usage("generate", "--model m --prompt=", "--prompt needs a value");
+  expect_usage("train", "--config-name esm2_sanity dataset.path=", "the override 'dataset.path=' leaves dataset.path empty: give it a value");
   // Flags themselves, as before.
   expect_usage("train", "--config-nmae esm2_sanity", "unknown option '--config-nmae'; did you mean '--config-name'?");
   expect_usage("train", "seed=1", "missing required option --config-name");
@@ -82,7 +86,7 @@ TEST(ExitCodes, BadFlagValuesAreUsageErrors) {
 
 TEST(ExitCodes, CommandLineConfigOverridesAreUsageErrors) {
   const std::string train = "--config-name esm2_sanity ";
-  expect_usage("train", train + "foo.bar=1", "unknown config key 'foo.bar'; did you mean");
+  expect_usage("train", train + "foo.bar=1", "unknown config key 'foo.bar' (");  // near no key: no suggestion
   expect_usage("train", train + "num_train_steps=abc", "config key 'num_train_steps' expects an int");
   expect_usage("train", train + "num_train_steps=-3", "config key 'num_train_steps'");
   expect_usage("train", train + "device=gpu", "config key 'device' must be one of");

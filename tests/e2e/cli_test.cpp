@@ -68,6 +68,15 @@ TEST(E2eTrain, ResumeIsBitIdentical) {
     EXPECT_TRUE(fs::exists(straight + "/final_model/" + f)) << f;
   EXPECT_FALSE(fs::exists(straight + "/.final_model.tmp"));
 
+  // The same command again: the run is finished, nothing is trained, the final model stays.
+  const auto written = fs::last_write_time(straight + "/final_model/model.safetensors");
+  RunResult again = run(tiny_train_args(straight, 6));
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("done: nothing to train: the run had already reached step 6 of num_train_steps=6"),
+            std::string::npos) << again.output;
+  EXPECT_EQ(fs::last_write_time(straight + "/final_model/model.safetensors"), written);
+  EXPECT_EQ(read_metrics(straight + "/metrics.jsonl").size(), 6u);
+
   // The exported model runs through embed and eval.
   std::string emb = straight + "/emb.safetensors";
   RunResult e = run("embed --model " + straight + "/final_model --input " + src("data/proteins_val.fasta") +

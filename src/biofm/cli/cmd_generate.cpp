@@ -62,7 +62,7 @@ int cmd_generate(int argc, char** argv) {
   if (a.get("--precision") == "fp8")
     throw UsageError("--precision fp8 is for embed, score and eval; generate takes bf16 or fp32");
   const InferencePrecision precision = parse_inference_precision(a.get("--precision"), dev);
-  if (prompt.empty()) fail("--prompt is empty");
+  if (prompt.empty()) usage_fail("--prompt is empty: give the sequence to continue");
   // Characters a DNA model never saw in training: refused (or, with --force, a warning).
   std::string odd;
   size_t odd_count = 0, first_odd = 0;

@@ -8,6 +8,12 @@ namespace biofm {
 
 void check_config_overrides(const std::vector<std::string>& overrides) {
   if (overrides.empty()) return;
+  // Keys a run cannot go without, emptied on the command line ("dataset.path=" from an unset
+  // shell variable): a missing value, so a usage error like a missing flag.
+  for (const std::string& o : overrides)
+    for (const char* key : {"dataset.path", "output_dir"})
+      if (o == std::string(key) + "=")
+        throw UsageError(std::string("the override '") + o + "' leaves " + key + " empty: give it a value");
   try {
     // The built-in defaults with the overrides on top: each override is checked as loading
     // checks it (config::load_string validates keys, types, enum values and ranges).

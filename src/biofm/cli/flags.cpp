@@ -76,6 +76,8 @@ Flags parse_flags(const CommandSpec& spec, int argc, char** argv, int first) {
     if (const std::vector<std::string> choices = flag_choices(*f);
         !choices.empty() && std::find(choices.begin(), choices.end(), value) == choices.end())
       usage_fail("biofm ", spec.name, ": ", f->name, " must be ", either_of(choices), ", got '", value, "'");
+    // (an unset shell variable: `--model "$DIR"`): a missing value, not a value to go and look for
+    if (value.empty()) usage_fail("biofm ", spec.name, ": ", f->name, " needs a value (", f->value, "), got an empty one");
     out.values_[f->name] = value;
   }
   return out;

@@ -338,7 +338,7 @@ bool Schema::is_section(const std::string& key) const { return children_.count(k
 size_t Schema::index(const std::string& key) const {
   auto it = index_.find(key);
   if (it == index_.end()) {
-    fail("unknown config key '", key, "'; did you mean '", suggest(key), "'?");
+    fail("unknown config key '", key, "'", did_you_mean(key));
   }
   return it->second;
 }
@@ -387,8 +387,8 @@ std::string Schema::suggest(const std::string& unknown_key) const {
   // (truncated like edit_distance's inputs: the component splits below run once per key)
   const std::string u = lower(unknown_key.substr(0, kSuggestChars));
   const std::string pu = parent_of(u), lu = last_of(u);
-  size_t best = std::numeric_limits<size_t>::max();
-  bool best_same_parent = false;
+  size_t best = std::numeric_limits<size_t>::max(), best_last = 0, best_full = 0;
+  bool best_same_parent = false, best_alias = false;
   const KeySpec* best_spec = nullptr;
   for (const auto& spec : keys_) {
     const std::string& c = spec.key;
@@ -420,9 +420,18 @@ std::string Schema::suggest(const std::string& unknown_key) const {
       best = score;
       best_same_parent = same_parent;
       best_spec = &spec;
+      best_last = d_last, best_full = d_full, best_alias = alias_full;
     }
   }
-  return best_spec->key;
+  // Only a near name is worth offering: its last component (or the whole key) a few edits away.
+  // ("foo.bar" is near no key; offering "seed" would only mislead.)
+  const bool near = best_alias || best_last <= std::max<size_t>(2, lu.size() / 2) || best_full <= u.size() / 3;
+  return near ? best_spec->key : "";
+}
+
+std::string Schema::did_you_mean(const std::string& unknown_key) const {
+  const std::string s = suggest(unknown_key);
+  return s.empty() ? "" : "; did you mean '" + s + "'?";
 }
 
 std::string Schema::describe() const {
@@ -707,7 +716,7 @@ struct Problems {
   // The unknown-key message; the suggestion (a search over every key) only where it is shown.
   void add_unknown_key(const Schema& schema, const std::string& key, const std::string& origin) {
     std::string msg = "unknown config key '" + key + "'";
-    if (list.size() < kMaxShown) msg += "; did you mean '" + schema.suggest(key) + "'?";
+    if (list.size() < kMaxShown) msg += schema.did_you_mean(key);
     add(msg + " (" + origin + ")");
   }
 };

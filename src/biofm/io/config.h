@@ -75,8 +75,11 @@ class Schema {
   const std::vector<std::string>& children(const std::string& section) const;
 
   // The valid leaf key nearest to `unknown`: edit distance on the whole path and on the last
-  // component (same section preferred), with aliases and initials ("learning_rate" -> "lr").
+  // component (same section preferred), with aliases and initials ("learning_rate" -> "lr");
+  // empty when no key is near ("foo.bar").
   std::string suggest(const std::string& unknown) const;
+  // "; did you mean 'KEY'?" for an error message, or "" when suggest() has nothing near.
+  std::string did_you_mean(const std::string& unknown) const;
 
   // Every key as `--help` lists it: "  optimizer.lr  float > 0, default 0.0004\n" and its help
   // on the next line, indented.

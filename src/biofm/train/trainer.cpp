@@ -642,7 +642,12 @@ class TrainingRun {
     if (auto timed = ProfilerWindow::take_timed(/*close=*/true)) write_range_times(*timed);
     prefetch_.reset();  // the source is ours again (its counters are read below)
     if (coord_) coord_->set_step(step_, Coordinator::Phase::Io);
-    if (cfg_.checkpoint.save_final_model && !stopped_) {
+    // A finished run started again trains nothing: its final model (if written) stands as it is.
+    const bool nothing_trained = summary_.end_step == summary_.start_step;
+    bool final_exists = root_ && std::filesystem::exists(out_dir_ + "/final_model/config.json");
+    if (coord_ && nothing_trained)  // rank 0's view decides for all: the export below is collective
+      final_exists = coord_->all_gather(final_exists ? "1" : "0")[0] == "1";
+    if (cfg_.checkpoint.save_final_model && !stopped_ && !(nothing_trained && final_exists)) {
       gather_full_params();
       summary_.final_model_dir = out_dir_ + "/final_model";
       if (root_) export_final_model(*model_, out_dir_, summary_.final_model_dir);
@@ -660,7 +665,11 @@ class TrainingRun {
     // (each rank reads and counts only its own batches' sequences)
     std::printf("data%s: %s\n", env_.distributed() ? " (rank 0's batches)" : "", data_->summary().c_str());
     const long long steps = (long long)(summary_.end_step - summary_.start_step);
-    if (have_first_)
+    if (nothing_trained && summary_.end_step >= cfg_.num_train_steps)
+      std::printf("done: nothing to train: the run had already reached step %lld of num_train_steps=%lld%s\n",
+                  (long long)summary_.end_step, (long long)cfg_.num_train_steps,
+                  final_exists ? " (its final model is left as it was)" : "");
+    else if (have_first_)
       std::printf("done: %lld steps in %.1f s | loss %.4f -> %.4f\n", steps, summary_.wall_seconds,
                   summary_.first_loss, summary_.last_loss);
     else
