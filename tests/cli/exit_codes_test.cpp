@@ -78,6 +78,8 @@ TEST(ExitCodes, BadFlagValuesAreUsageErrors) {
   // An empty value (an unset shell variable) is a missing value.
   expect_usage("embed", "--model '' --input x --output y", "--model needs a value (DIR), got an empty one");
   expect_usage("generate", "--model m --prompt=", "--prompt needs a value");
+  expect_usage("train", "--config-name esm2_sanity --cp_size=2",
+               "unknown option '--cp_size'; config keys are written without dashes: cp_size=2");
   expect_usage("train", "--config-name esm2_sanity dataset.path=", "the override 'dataset.path=' leaves dataset.path empty: give it a value");
   // Flags themselves, as before.
   expect_usage("train", "--config-nmae esm2_sanity", "unknown option '--config-nmae'; did you mean '--config-name'?");

@@ -96,7 +96,17 @@ TEST(DataInputFiles, NothingMatchedIsAnErrorNamingThePattern) {
   dir.write("notes.md", "x\n");
   msg = error_of([&] { SequenceDataset::load(dir.path.string()); });
   EXPECT_TRUE(contains(msg, "directory " + dir.path.string())) << msg;
-  EXPECT_TRUE(contains(msg, "no sequence files (1 file(s) with other extensions skipped")) << msg;
+  EXPECT_TRUE(contains(msg, "no sequence files (1 other file(s) skipped")) << msg;
+  EXPECT_TRUE(contains(msg, ".parquet")) << msg;
+
+  // A Hugging Face dataset folder: its metadata JSON is not data, and the data's subfolder is named.
+  TempDir hf;
+  hf.write("dataset_info.json", "{\"features\": {}}\n");
+  hf.write("README.md", "card\n");
+  std::filesystem::create_directories(hf.path / "data");
+  msg = error_of([&] { SequenceDataset::load(hf.path.string()); });
+  EXPECT_TRUE(contains(msg, "no sequence files (2 other file(s) skipped")) << msg;
+  EXPECT_TRUE(contains(msg, "subfolders are not searched: name them, e.g. " + (hf.path / "data" / "*").string())) << msg;
 
   msg = error_of([&] { SequenceDataset::load(" , "); });
   EXPECT_TRUE(contains(msg, "no input given")) << msg;

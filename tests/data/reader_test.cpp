@@ -154,7 +154,7 @@ TEST(DataReader, MalformedFilesNameFileAndLine) {
       {"missing_column.csv", "no column 'sequence'"},
       {"wrong_field_count.csv", ":3: expected 2 fields"},
       {"bad_line.jsonl", ":2: invalid JSON"},
-      {"missing_field.jsonl", ":2: no field 'sequence'"},
+      {"missing_field.jsonl", ":2: no field 'sequence' (the record has: id, seq); dataset.column / --column"},
   };
   for (const auto& c : cases) {
     std::string msg = error_of([&] { SequenceDataset::load(bad + c.file); });

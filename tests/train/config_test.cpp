@@ -75,7 +75,7 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   EXPECT_FALSE(c.fp8_config.quantized_model_init_kwargs.enabled);
   // Every schema key is a field and vice versa, and the schema defaults are the struct's.
   EXPECT_EQ(train_config_from(config::Config(train_config_schema())), TrainConfig{});
-  EXPECT_EQ(train_config_schema().keys().size(), 129u);
+  EXPECT_EQ(train_config_schema().keys().size(), 130u);
 }
 
 TEST(ConfigTrain, EveryConfigFileLoadsAndValidates) {
@@ -492,4 +492,64 @@ TEST(ConfigTrain, NcclSymmetricMemoryIsRefusedWhereNoWholeGradientIsReduced) {
 TEST(ConfigTrain, RangeTimesNeedTheProfilerWindow) {
   EXPECT_HAS(error_of([] { minimal({"profiler.range_times=true"}); }), "profiler.range_times=true times the steps");
   EXPECT_NO_THROW(minimal({"profiler.range_times=true", "profiler.start_step=2", "profiler.end_step=3"}));
+}
+
+// The recipes' spellings run as written (config::RecipeSpelling): read as ours, ignored with a
+// note, or refused saying what to write; in overrides and in config files alike.
+TEST(ConfigTrain, RecipeSpellingsAreReadAsOurs) {
+  TrainConfig c = minimal({"use_sequence_packing=false", "dataset.load_dataset_kwargs.path=y.fasta",
+                           "adamw_kwargs.lr=1e-3", "adamw_kwargs.betas=[0.9,0.95]",
+                           "lr_scheduler_kwargs.num_warmup_steps=7", "validation.data_path=v.fasta", "validation.eval_interval=50",
+                           "use_fp32_master_weights=false", "spike_no_more_embedding_init=true"});
+  EXPECT_EQ(c.dataset.packing, BatchMode::Bshd);
+  EXPECT_EQ(c.dataset.path, "y.fasta");
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(c.optimizer.betas[1], 0.95);
+  EXPECT_EQ(c.scheduler.warmup_steps, 7);
+  EXPECT_EQ(c.dataset.val_path, "v.fasta");
+  EXPECT_EQ(c.dataset.val_every_n_steps, 50);
+  EXPECT_EQ(c.precision, Precision::Bf16);
+  EXPECT_DOUBLE_EQ(c.model.config.embedding_init_std, 1.0);
+  // Later entries win, whichever spelling they use.
+  EXPECT_EQ(minimal({"use_sequence_packing=false", "dataset.packing=thd"}).dataset.packing, BatchMode::Thd);
+  EXPECT_EQ(minimal({"dataset.packing=thd", "use_sequence_packing=false"}).dataset.packing, BatchMode::Bshd);
+  // In a config file too.
+  TrainConfig f = load_train_config_string("dataset:\n  path: x.fasta\nuse_sequence_packing: false\nadamw_kwargs:\n  lr: 2.0e-4\n");
+  EXPECT_EQ(f.dataset.packing, BatchMode::Bshd);
+  EXPECT_DOUBLE_EQ(f.optimizer.lr, 2e-4);
+  // Keys with no effect here are accepted and change nothing.
+  EXPECT_EQ(minimal({"wandb_init_args.project=esm2", "wandb.name=run1", "use_meta_device=true", "hydra.verbose=true"}),
+            minimal());
+  // Refused with what to write instead; a value the recipe key does not take is named.
+  EXPECT_HAS(error_of([] { minimal({"model_tag=facebook/esm2_t6_8M_UR50D"}); }),
+             "'model_tag' is the recipes' key; it names the Hugging Face model");
+  EXPECT_HAS(error_of([] { minimal({"use_weight_decay_grouping=true"}); }), "optimizer.no_decay_on_1d_and_embeddings=true");
+  EXPECT_HAS(error_of([] { minimal({"use_sequence_packing=maybe"}); }),
+             "'use_sequence_packing' (the recipes' name for dataset.packing) takes true or false, got 'maybe'");
+  EXPECT_HAS(error_of([] { load_train_config_string("dataset:\n  path: x\nvalidation:\n  enabled: false\n"); }),
+             "'validation.enabled' is the recipes' key; biofm validates when dataset.val_path is set");
+  // What the command prints before it runs.
+  const auto notes = config::recipe_spelling_notes(
+      train_config_schema(), {"use_sequence_packing=true", "wandb_init_args.project=x", "optimizer.lr=1", "seed=3"});
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0], "read 'use_sequence_packing=true' (the recipes' name) as dataset.packing=thd");
+  EXPECT_HAS(notes[1], "ignored: 'wandb_init_args.project=x': biofm writes metrics.jsonl");
+}
+
+TEST(ConfigTrain, ProfilerEnabledTakesTheRecipesWindow) {
+  TrainConfig c = minimal({"profiler.enabled=true"});
+  EXPECT_EQ(c.profiler.start_step, 10);
+  EXPECT_EQ(c.profiler.end_step, 15);
+  c = minimal({"profiler.enabled=true", "profiler.start_step=3", "profiler.end_step=4"});
+  EXPECT_EQ(c.profiler.start_step, 3);
+  EXPECT_EQ(c.profiler.end_step, 4);
+  EXPECT_EQ(minimal().profiler.start_step, -1);
+}
+
+TEST(ConfigTrain, RecipeConfigNamesRunOrSayWhatToRun) {
+  EXPECT_EQ(load_train_config(kConfigs, "og2_7b_thd_gqa"), load_train_config(kConfigs, "og2_7b"));
+  EXPECT_EQ(load_train_config(kConfigs, "og2_7b_thd_gqa_fp8"), load_train_config(kConfigs, "og2_7b_fp8"));
+  const std::string msg = error_of([] { load_train_config(kConfigs, "L0_sanity"); });
+  EXPECT_HAS(msg, "config 'L0_sanity' not found");
+  EXPECT_HAS(msg, "the recipes' L0_sanity is --config-name esm2_sanity (ESM-2) or llama3_sanity");
 }

@@ -27,6 +27,7 @@ const CommandSpec kTrainSpec{
         "An override with an unknown key or a bad value is a usage error (exit 2); a config file's\n"
         "mistakes and the rules across keys are checked on the composed config (exit 1).",
     .help_tail = config_keys_help,
+    .takes_config_overrides = true,
 };
 
 int cmd_train(int argc, char** argv) {

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "biofm/io/config.h"  // edit_distance
+#include "biofm/train/config.h"
 
 namespace biofm {
 
@@ -58,6 +59,13 @@ Flags parse_flags(const CommandSpec& spec, int argc, char** argv, int first) {
     if (eq != std::string::npos) name = a.substr(0, eq), value = a.substr(eq + 1);
     const FlagSpec* f = find_flag(spec, name);
     if (!f) {
+      // `--cp_size=2` (as some recipe READMEs write it): a config key, written without dashes here
+      const size_t dashes = name.find_first_not_of('-');
+      const std::string key = dashes == std::string::npos ? "" : name.substr(dashes);
+      if (spec.takes_config_overrides && !key.empty() &&
+          (train_config_schema().find(key) || train_config_schema().recipe_spelling(key)))
+        usage_fail("biofm ", spec.name, ": unknown option '", name, "'; config keys are written without dashes: ", key,
+                   "=", eq == std::string::npos ? "VALUE" : value);
       std::string best = kHelpFlag.name;
       size_t best_d = config::edit_distance(name, best);
       for (const auto& g : spec.flags)

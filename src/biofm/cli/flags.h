@@ -63,6 +63,7 @@ struct CommandSpec {
   bool flags_end_at_positional = false;
   std::string details = {};              // more lines under the summary in --help
   std::string (*help_tail)() = nullptr;  // appended to --help after the options (train: config keys)
+  bool takes_config_overrides = false;   // train, bench: `key=value` positionals (a `--key=value` is named so)
 };
 
 // The values "a|b|c" of a flag's metavariable; empty when it is not such a list.

@@ -125,6 +125,8 @@ Scope::~Scope() {
   if (!entered_) {  // nothing queued on the side stream: compute-stream order covers these frees
     free_all(deferred_);
     held_.clear();
+    // (enter() took an event and then failed: back to the pool, unused)
+    if (done_) state().events.push_back(static_cast<cudaEvent_t>(done_));
     return;
   }
   cuda_ctx::set_current_stream(nullptr);

@@ -23,12 +23,16 @@ std::string trim(const std::string& s) {
 void add_directory(const std::string& dir, InputFiles& out) {
   std::vector<std::string> found;
   uint64_t skipped = 0;
+  std::string subfolder;  // one, to name in the message below
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     std::error_code ec2;
+    if (!name.empty() && name[0] != '.' && e.is_directory(ec2) && subfolder.empty()) subfolder = name;
     if (name.empty() || name[0] == '.' || !e.is_regular_file(ec2)) continue;
-    if (format_from_extension(name)) {
+    // A Hugging Face dataset folder's metadata (datasets' save_to_disk, hub repositories): not data.
+    const bool hf_metadata = name == "dataset_info.json" || name == "state.json" || name == "dataset_dict.json";
+    if (format_from_extension(name) && !hf_metadata) {
       found.push_back(e.path().string());
     } else {
       ++skipped;
@@ -37,9 +41,10 @@ void add_directory(const std::string& dir, InputFiles& out) {
   if (ec) fail("cannot list directory ", dir, ": ", ec.message());
   if (found.empty())
     fail("directory ", dir, " holds no sequence files (", skipped,
-         " file(s) with other extensions skipped; recognised: .fasta .fa .faa .fna .fas .ffn .csv .tsv "
-         ".tab .jsonl .json .txt, optionally .gz or .zst); name other files with a glob such as ",
-         (fs::path(dir) / "*.seq").string());
+         " other file(s) skipped; recognised: .fasta .fa .faa .fna .fas .ffn .csv .tsv .tab .jsonl .json .txt, "
+         "optionally .gz or .zst, and .parquet); ",
+         subfolder.empty() ? "name other files with a glob such as " + (fs::path(dir) / "*.seq").string()
+                           : "subfolders are not searched: name them, e.g. " + (fs::path(dir) / subfolder / "*").string());
   std::sort(found.begin(), found.end());  // by name: every entry shares the directory prefix
   out.files.insert(out.files.end(), found.begin(), found.end());
   out.skipped += skipped;

@@ -291,7 +291,12 @@ struct SequenceReader::Impl {
       }
       if (!j.is_object()) fail_at(l, "expected a JSON object per line");
       auto it = j.find(opt.column);
-      if (it == j.end()) fail_at(l, "no field '" + opt.column + "'");
+      if (it == j.end()) {
+        std::string fields;
+        for (auto f = j.begin(); f != j.end(); ++f) fields += (fields.empty() ? "" : ", ") + f.key();
+        fail_at(l, "no field '" + opt.column + "' (the record has: " + (fields.empty() ? "no fields" : fields) +
+                       "); dataset.column / --column names the field that holds the sequence");
+      }
       if (!it->is_string()) fail_at(l, "field '" + opt.column + "' is not a string");
       rec.line = l;
       rec.sequence = it->get<std::string>();

@@ -434,6 +434,21 @@ std::string Schema::did_you_mean(const std::string& unknown_key) const {
   return s.empty() ? "" : "; did you mean '" + s + "'?";
 }
 
+void Schema::add_recipe_spelling(RecipeSpelling r) {
+  if (find(r.recipe_key) || is_section(r.recipe_key)) fail("recipe spelling '", r.recipe_key, "' is one of our keys");
+  if (!r.key.empty() && !find(r.key)) fail("recipe spelling '", r.recipe_key, "' names an unknown key '", r.key, "'");
+  recipe_spellings_.push_back(std::move(r));
+}
+
+const RecipeSpelling* Schema::recipe_spelling(const std::string& key) const {
+  for (const auto& r : recipe_spellings_)
+    if (r.recipe_key == key) return &r;
+  for (std::string p = parent_of(key); !p.empty(); p = parent_of(p))
+    for (const auto& r : recipe_spellings_)
+      if (r.recipe_key == p + ".*") return &r;
+  return nullptr;
+}
+
 std::string Schema::describe() const {
   std::string s;
   for (const KeySpec& k : keys_) {
@@ -927,8 +942,25 @@ bool valid_key_syntax(const std::string& key) {
   return true;
 }
 
+// A recipe's value text as ours (RecipeSpelling::values); false when it is none of theirs.
+bool map_recipe_value(const RecipeSpelling& r, std::string& text) {
+  if (r.values.empty()) return true;
+  for (const auto& [from, to] : r.values)
+    if (lower(trim(text)) == from) {
+      text = to;
+      return true;
+    }
+  return false;
+}
+
+std::string recipe_value_problem(const RecipeSpelling& r, const std::string& key, const std::string& got) {
+  std::vector<std::string> theirs;
+  for (const auto& v : r.values) theirs.push_back(v.first);
+  return "'" + key + "' (the recipes' name for " + r.key + ") takes " + join(theirs, " or ") + ", got '" + got + "'";
+}
+
 void apply_override(Flat& f, const Schema& schema, const std::string& ov, Problems& probs) {
-  const std::string origin = "override '" + ov + "'";
+  std::string origin = "override '" + ov + "'";
   std::string s = trim(ov);
   if (starts_with(s, "~")) {
     std::string key = trim(s.substr(1, s.find('=') == std::string::npos ? std::string::npos
@@ -960,6 +992,22 @@ void apply_override(Flat& f, const Schema& schema, const std::string& ov, Proble
   if (!valid_key_syntax(key)) {
     probs.add("malformed " + origin + ": '" + key + "' is not a dotted key like optimizer.lr");
     return;
+  }
+  if (!schema.find(key) && !schema.is_section(key)) {
+    if (const RecipeSpelling* r = schema.recipe_spelling(key)) {
+      if (r->ignored) return;  // (recipe_spelling_notes says so)
+      if (r->key.empty()) {
+        probs.add("'" + key + "' is the recipes' key; " + r->note + " (" + origin + ")");
+        return;
+      }
+      const std::string given = text;
+      if (!map_recipe_value(*r, text)) {
+        probs.add(recipe_value_problem(*r, key, given) + " (" + origin + ")");
+        return;
+      }
+      origin += " as " + r->key;
+      key = r->key;
+    }
   }
   const KeySpec* spec = schema.find(key);
   YAML::Node value;
@@ -1023,6 +1071,29 @@ Config resolve(const Schema& schema, const Flat& f, Problems& probs) {
                   join(schema.children(path), ", ") + "), not a value; got " + node_str(e.node) +
                   " (" + e.origin + ")");
       }
+    } else if (const RecipeSpelling* r = schema.recipe_spelling(path)) {
+      // (a config file written with the recipes' names)
+      if (r->ignored) continue;
+      if (r->key.empty()) {
+        probs.add("'" + path + "' is the recipes' key; " + r->note + " (" + e.origin + ")");
+        continue;
+      }
+      YAML::Node node = e.node;
+      if (!r->values.empty()) {
+        std::string text = node.IsScalar() ? node.Scalar() : node_str(node);
+        const std::string given = text;
+        if (!node.IsScalar() || !map_recipe_value(*r, text)) {
+          probs.add(recipe_value_problem(*r, path, given) + " (" + e.origin + ")");
+          continue;
+        }
+        node = YAML::Node(text);
+      }
+      Value v;
+      std::string err;
+      if (convert(node, *schema.find(r->key), v, err))
+        cfg.set(r->key, std::move(v), e.origin + " as " + r->key);
+      else
+        probs.add(err + " (" + e.origin + ", the recipes' name for " + r->key + ")");
     } else {
       probs.add_unknown_key(schema, path, e.origin);
     }
@@ -1068,6 +1139,27 @@ Config load_string(const Schema& schema, const std::string& yaml,
   std::vector<std::string> stack;
   compose_node(f, parse_yaml(yaml, source_name), source_name, dir, stack, probs);
   return finish(schema, f, overrides, probs, source_name);
+}
+
+std::vector<std::string> recipe_spelling_notes(const Schema& schema, const std::vector<std::string>& overrides) {
+  std::vector<std::string> notes;
+  for (const std::string& ov : overrides) {
+    std::string s = trim(ov);
+    while (starts_with(s, "+")) s = s.substr(1);
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = trim(s.substr(0, eq));
+    std::string text = trim(s.substr(eq + 1));
+    if (schema.find(key) || schema.is_section(key)) continue;
+    const RecipeSpelling* r = schema.recipe_spelling(key);
+    if (!r) continue;
+    if (r->ignored)
+      notes.push_back("ignored: '" + ov + "': " + r->note);
+    else if (!r->key.empty() && map_recipe_value(*r, text))
+      notes.push_back("read '" + ov + "' (the recipes' name) as " + r->key + "=" + text +
+                      (r->note.empty() ? "" : ": " + r->note));
+  }
+  return notes;
 }
 
 std::vector<std::string> list_configs(const std::string& dir) {

@@ -61,6 +61,18 @@ struct KeySpec {
   std::string help;
 };
 
+// A key as the BioNeMo recipes spell it (their Hydra configs and READMEs), so that their
+// command lines run: read as one of our keys (`key`, with the recipe's value texts mapped to ours
+// where they differ), accepted with no effect (`ignored`, the note says why), or refused with a
+// note that says what to write instead (no `key`, not ignored).
+struct RecipeSpelling {
+  std::string recipe_key;  // exact dotted key; "wandb.*" stands for every key under wandb
+  std::string key;         // ours, or empty
+  std::vector<std::pair<std::string, std::string>> values;  // recipe value text -> ours; empty: as is
+  std::string note;
+  bool ignored = false;
+};
+
 class Schema {
  public:
   // Checks that the key is new, does not collide with a section, and that the default has the
@@ -81,6 +93,10 @@ class Schema {
   // "; did you mean 'KEY'?" for an error message, or "" when suggest() has nothing near.
   std::string did_you_mean(const std::string& unknown) const;
 
+  // The recipes' spellings (RecipeSpelling). Lookup: the exact key, else its nearest "section.*".
+  void add_recipe_spelling(RecipeSpelling r);
+  const RecipeSpelling* recipe_spelling(const std::string& key) const;
+
   // Every key as `--help` lists it: "  optimizer.lr  float > 0, default 0.0004\n" and its help
   // on the next line, indented.
   std::string describe() const;
@@ -89,6 +105,7 @@ class Schema {
   std::vector<KeySpec> keys_;
   std::map<std::string, size_t> index_;
   std::map<std::string, std::vector<std::string>> children_;  // section -> child names
+  std::vector<RecipeSpelling> recipe_spellings_;
 };
 
 // A complete set of validated values, one per schema key. The schema must outlive it.
@@ -134,6 +151,10 @@ Config load_string(const Schema& schema, const std::string& yaml,
                    const std::string& source_name = "<string>");
 
 // Config names (file stems of *.yaml / *.yml) in a directory, sorted.
+// One line per override written with a recipe spelling: "read 'use_sequence_packing=true' as
+// dataset.packing=thd (...)" or "ignored: ...", for the command to print before it runs.
+std::vector<std::string> recipe_spelling_notes(const Schema& schema, const std::vector<std::string>& overrides);
+
 std::vector<std::string> list_configs(const std::string& dir);
 
 // Levenshtein distance (insert, delete, substitute each cost 1) between the first 128

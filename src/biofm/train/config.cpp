@@ -309,7 +309,7 @@ Registry build_registry() {
   // dataset
   BIND(dataset.path, .aliases = {"data_path", "train_path", "load_dataset_kwargs.path"},
        .help = "training data: a file, a directory, a glob or a list of these (a YAML list or "
-               "comma-separated); fasta, csv, tsv, jsonl, text; .gz or .zst allowed",
+               "comma-separated); fasta, csv, tsv, jsonl, text, parquet; .gz or .zst allowed",
        .string_list = true);
   BIND(dataset.format, .choices = {"auto", "fasta", "csv", "tsv", "jsonl", "text", "parquet"},
        .help = "auto: from each file's extension");
@@ -319,7 +319,8 @@ Registry build_registry() {
   BIND(dataset.packing, .aliases = {"use_sequence_packing", "sequence_packing"},
        .help = "thd (packed) | bshd (padded)");
   BIND(dataset.max_tokens_per_batch, .range = gt(0), .aliases = {"token_micro_batch_size"});
-  BIND(dataset.micro_batch_size, .range = gt(0), .aliases = {"batch_size"});
+  BIND(dataset.micro_batch_size, .range = gt(0), .aliases = {"batch_size"},
+       .help = "bshd: sequences per micro batch (thd batches are dataset.max_tokens_per_batch tokens instead)");
   BIND(dataset.pad_to_multiple_of, .range = ge(1),
        .aliases = {"pad_sequences_to_be_divisible_by"});
   BIND(dataset.shuffle);
@@ -381,6 +382,8 @@ Registry build_registry() {
   BIND(logger.tensorboard, .help = "TensorBoard event files in <output_dir>/tensorboard/");
 
   // profiler (nsys: run with --capture-range=cudaProfilerApi)
+  BIND(profiler.enabled, .help = "true: the window is steps 10-15 (the recipes' defaults) unless "
+                                 "profiler.start_step / end_step are set");
   BIND(profiler.start_step, .range = ge(-1), .help = "cudaProfilerStart before this step (1-based); -1 = off");
   BIND(profiler.end_step, .range = ge(-1), .help = "cudaProfilerStop after this step");
   BIND(profiler.range_times, .help = "time every range (phases, each layer's forward and backward, the gradient "
@@ -405,6 +408,53 @@ Registry build_registry() {
   BIND(distributed.rendezvous_timeout_s, .range = gt(0), .help = "every rank must reach rank 0 within this many "
                                                                  "seconds of starting (else the run fails, naming "
                                                                  "the missing ranks)");
+
+  // The recipes' spellings (their Hydra configs and READMEs; config::RecipeSpelling): read as
+  // ours, ignored with a note, or refused saying what to write.
+  using config::RecipeSpelling;
+  const std::vector<std::pair<std::string, std::string>> packing = {{"true", "thd"}, {"false", "bshd"}};
+  for (RecipeSpelling rs : std::vector<RecipeSpelling>{
+           {"use_sequence_packing", "dataset.packing", packing},
+           {"dataset.use_sequence_packing", "dataset.packing", packing},
+           {"dataset.load_dataset_kwargs.path", "dataset.path"},
+           {"dataset.load_dataset_kwargs.streaming", "dataset.streaming"},
+           {"adamw_kwargs.lr", "optimizer.lr"},
+           {"adamw_kwargs.betas", "optimizer.betas"},
+           {"adamw_kwargs.eps", "optimizer.eps"},
+           {"adamw_kwargs.weight_decay", "optimizer.weight_decay"},
+           {"lr_scheduler_kwargs.num_warmup_steps", "scheduler.warmup_steps"},
+           {"validation.data_path", "dataset.val_path"},
+           {"validation.eval_interval", "dataset.val_every_n_steps"},
+           {"validation.num_batches", "dataset.val_max_batches"},
+           {"use_fp32_master_weights", "precision", {{"true", "bf16-mixed"}, {"false", "bf16"}},
+            "bf16 compute with fp32 master weights, or bf16 weights only"},
+           {"use_megatron_scaled_init", "model.config.scaled_init"},
+           {"spike_no_more_embedding_init", "model.config.embedding_init_std", {{"true", "1.0"}, {"false", "0"}}},
+           {"validation.enabled", "", {},
+            "biofm validates when dataset.val_path is set and dataset.val_every_n_steps > 0 (0 turns it off)"},
+           {"use_weight_decay_grouping", "", {},
+            "optimizer.no_decay_on_1d_and_embeddings=true leaves 1-D weights (norms, biases) and the embeddings "
+            "out of weight decay, as use_weight_decay_grouping=true with skip_embedding_weight_decay=true do"},
+           {"skip_embedding_weight_decay", "", {},
+            "optimizer.no_decay_on_1d_and_embeddings=true leaves 1-D weights (norms, biases) and the embeddings "
+            "out of weight decay, as use_weight_decay_grouping=true with skip_embedding_weight_decay=true do"},
+           {"model_tag", "", {},
+            "it names the Hugging Face model whose architecture a recipe trains; biofm's configs are named for "
+            "them (--config-name esm2_t6_8M, esm2_t33_650M, llama3_1b, og2_7b, ...), and model.init_from=DIR "
+            "starts from the weights of a local Hugging Face directory"},
+           {"config_name_or_path", "", {}, "pick the architecture with --config-name (configs/*.yaml)"},
+           {"use_meta_device", "", {}, "biofm builds the model in place on its device", true},
+           {"dataset.use_stateful_dataloader", "", {},
+            "checkpoints always keep the data cursor: a resumed run goes on with the next batch", true},
+           {"hydra.*", "", {}, "biofm is not Hydra (--print-config shows the resolved config)", true},
+           {"wandb_init_args.*", "", {},
+            "biofm writes metrics.jsonl and TensorBoard event files; tools/metrics_to_wandb.py makes an offline "
+            "W&B run of them for `wandb sync`", true},
+           {"wandb.*", "", {},
+            "biofm writes metrics.jsonl and TensorBoard event files; tools/metrics_to_wandb.py makes an offline "
+            "W&B run of them for `wandb sync`", true},
+       })
+    r.schema.add_recipe_spelling(std::move(rs));
   return r;
 }
 
@@ -523,6 +573,8 @@ TrainConfig train_config_from(const config::Config& c) {
   BIOFM_CHECK(&c.schema() == &train_config_schema(), "config was not made with the TrainConfig schema");
   TrainConfig t;
   for (const auto& b : registry().bindings) b.set(t, c.get(b.key));
+  if (t.profiler.enabled && t.profiler.start_step < 0 && t.profiler.end_step < 0)
+    t.profiler.start_step = 10, t.profiler.end_step = 15;  // the recipes' defaults
   return t;
 }
 
@@ -630,9 +682,34 @@ void check_train_config(const TrainConfig& c) {
   }
 }
 
+namespace {
+// The recipes' config names that have no file here: what to run instead ("" if none known).
+std::string recipe_config_hint(const std::string& name) {
+  if (name == "L0_sanity")
+    return "the recipes' L0_sanity is --config-name esm2_sanity (ESM-2) or llama3_sanity (Llama 3, OpenGenome2)";
+  if (name == "L0_sanity_cp")
+    return "the recipes' L0_sanity_cp is --config-name llama3_sanity cp_size=2 under biofm launch --nproc-per-node 2 "
+           "(context parallelism runs on CPU processes for now, docs/DISTRIBUTED.md)";
+  if (name == "L0_convergence") return "biofm's small convergence runs are esm2_sanity and llama3_sanity";
+  if (name.rfind("L2_lingua", 0) == 0)
+    return "the Lingua natural-language models are not supported (biofm has protein and nucleotide tokenizers)";
+  if (name == "og2_7b_thd_gqa_global_shuffle")
+    return "og2_7b reads its data through a shuffle buffer with dataset.streaming=true, or shuffled in memory";
+  return "";
+}
+}  // namespace
+
 TrainConfig load_train_config(const std::string& configs_dir, const std::string& name,
                               const std::vector<std::string>& overrides) {
-  TrainConfig t = train_config_from(config::load(train_config_schema(), configs_dir, name, overrides));
+  config::Config c(train_config_schema());
+  try {
+    c = config::load(train_config_schema(), configs_dir, name, overrides);
+  } catch (const Error& e) {
+    const std::string hint = recipe_config_hint(name);
+    if (hint.empty() || std::string(e.what()).find("not found") == std::string::npos) throw;
+    throw Error(std::string(e.what()) + "; " + hint);
+  }
+  TrainConfig t = train_config_from(c);
   check_train_config(t);
   return t;
 }

@@ -172,6 +172,7 @@ struct TrainConfig {
 
   // An nsys capture window: cudaProfilerStart before step start_step, Stop after end_step.
   struct Profiler {
+    bool enabled = false;     // the recipes' switch: true = steps 10-15 unless start/end are set
     int64_t start_step = -1;  // -1 = off
     int64_t end_step = -1;
     bool range_times = false;  // time the NVTX ranges over the window (core/range_timer.h)
