@@ -169,6 +169,7 @@ Run run_step(const Case& c, int how, int fp8, bool recompute) {
 }
 
 void expect_same_gradients(const Case& c) {
+  size_t fp8_current_peak = 0;  // mode 1's one-stream peak: every layer's activations kept
   for (int mode = 0; mode < 4; ++mode) {
     const int fp8 = mode == 3 ? 1 : mode;
     const bool rc = mode == 3;  // FP8 current scaling under recompute
@@ -201,8 +202,14 @@ void expect_same_gradients(const Case& c) {
                 double(on[0].peak) / (1 << 20), double(off2.peak) / (1 << 20));
     EXPECT_GT(exact, int(off.grads.size()) / 4) << "too few exact parameters for the check to mean much";
     // The memory the side stream's work holds is bounded (a few linears' worth, released as the
-    // compute stream passes them), not kept until the end of backward.
-    EXPECT_LE(double(on[0].peak), 1.1 * double(off2.peak));
+    // compute stream passes them), not kept until the end of backward. Under recompute the
+    // one-stream peak is about one layer's activations, and the side work may still hold the
+    // previous layer's inputs (kLag scopes back, core/side_stream_cuda.cpp): there the bound is
+    // one layer's activations more (measured on an H200: +11 to +13 MiB over 75, as the GPU's
+    // timing has it).
+    if (mode == 1) fp8_current_peak = off2.peak;
+    const double bound = rc ? double(off2.peak) + double(fp8_current_peak) / c.layers : 1.1 * double(off2.peak);
+    EXPECT_LE(double(on[0].peak), bound);
   }
 }
 

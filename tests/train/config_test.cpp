@@ -520,6 +520,8 @@ TEST(ConfigTrain, RecipeSpellingsAreReadAsOurs) {
   // Keys with no effect here are accepted and change nothing.
   EXPECT_EQ(minimal({"wandb_init_args.project=esm2", "wandb.name=run1", "use_meta_device=true", "hydra.verbose=true"}),
             minimal());
+  EXPECT_EQ(load_train_config_string("dataset:\n  path: x.fasta\nwandb_init_args:\n  project: p\n  mode: offline\nwandb: {}\n"),
+            minimal());
   // Refused with what to write instead; a value the recipe key does not take is named.
   EXPECT_HAS(error_of([] { minimal({"model_tag=facebook/esm2_t6_8M_UR50D"}); }),
              "'model_tag' is the recipes' key; it names the Hugging Face model");

@@ -442,7 +442,7 @@ void Schema::add_recipe_spelling(RecipeSpelling r) {
 
 const RecipeSpelling* Schema::recipe_spelling(const std::string& key) const {
   for (const auto& r : recipe_spellings_)
-    if (r.recipe_key == key) return &r;
+    if (r.recipe_key == key || r.recipe_key == key + ".*") return &r;  // (a section written empty: `wandb: {}`)
   for (std::string p = parent_of(key); !p.empty(); p = parent_of(p))
     for (const auto& r : recipe_spellings_)
       if (r.recipe_key == p + ".*") return &r;
