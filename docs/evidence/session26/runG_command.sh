@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# PREPARED, NOT RUN: session 26 had too little device time left to start a machine.
 # Session 26 device command G (one H200): the side-stream CUDA tests with the test's new memory
 # bound under recompute (one layer's activations above the one-stream peak), three times.
 set -u
