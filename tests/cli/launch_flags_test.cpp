@@ -39,6 +39,16 @@ TEST(LaunchFlags, OptionsThenTheCommandWithItsOwnFlags) {
   EXPECT_EQ(o.master_addr, "127.0.0.1");
   EXPECT_EQ(o.master_port, 29500);
   EXPECT_EQ(cmd, (std::vector<std::string>{"--odd-command"}));
+  // torchrun's rendezvous flags, as the recipes' multi-node commands write them.
+  o = parse({"--nnodes=2", "--node_rank=0", "--nproc_per_node=8", "--master_addr=10.1.2.3", "--master_port=29400",
+             "train", "--config-name", "og2_7b"},
+            cmd);
+  EXPECT_EQ(o.master_addr, "10.1.2.3");
+  EXPECT_EQ(o.master_port, 29400);
+  EXPECT_EQ(o.nproc_per_node, 8);
+  o = parse({"--standalone", "--nproc_per_node", "2", "info"}, cmd);
+  EXPECT_EQ(o.nnodes, 1);
+  EXPECT_EQ(o.master_addr, "127.0.0.1");
   // --help before the command: no command, nothing to start.
   parse({"--help"}, cmd);
   EXPECT_TRUE(cmd.empty());
@@ -54,4 +64,7 @@ TEST(LaunchFlags, WhatCannotRunIsAUsageError) {
   EXPECT_THROW(parse({"--master", "host:", "info"}, cmd), UsageError);
   EXPECT_THROW(parse({"--nproc-per-node", "0", "info"}, cmd), UsageError);          // out of range
   EXPECT_THROW(parse({"--nproc-per-node", "two", "info"}, cmd), UsageError);
+  EXPECT_THROW(parse({"--master", "a:1", "--master_port", "2", "info"}, cmd), UsageError);  // both forms
+  EXPECT_THROW(parse({"--master_port", "0", "info"}, cmd), UsageError);
+  EXPECT_THROW(parse({"--standalone", "--nnodes", "2", "info"}, cmd), UsageError);
 }

@@ -18,7 +18,12 @@ const CommandSpec kLaunchSpec{
               {"--master", "ADDR:PORT", "where rank 0 listens for the rendezvous (default 127.0.0.1:29500)"},
               {"--grace-seconds", "S", "after a process failed, how long the others get to stop (default 30)"},
               {"--nproc_per_node", "N", "", true},  // torchrun's spellings
-              {"--node_rank", "R", "", true}},
+              {"--node_rank", "R", "", true},
+              {"--master_addr", "ADDR", "", true},
+              {"--master-addr", "ADDR", "", true},
+              {"--master_port", "PORT", "", true},
+              {"--master-port", "PORT", "", true},
+              {"--standalone", "", "", true}},  // (one node, rendezvous on this host: the defaults)
     .flags_end_at_positional = true,
     .details =
         "Starts N processes of `biofm COMMAND ARGS...` on this node with RANK, WORLD_SIZE (M*N), LOCAL_RANK,\n"
@@ -37,18 +42,27 @@ LaunchOptions parse_launch_flags(int argc, char** argv, std::vector<std::string>
   o.nnodes = int(f.get_int("--nnodes", 1, 1, 65535));
   o.node_rank = int(f.get_int(either("--node-rank", "--node_rank"), 0, 0, 65534));
   o.grace_seconds = int(f.get_int("--grace-seconds", 30, 0, 86400));
+  const auto port_of = [](const std::string& flag, const std::string& port) {
+    if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 ||
+        std::stoi(port) < 1 || std::stoi(port) > 65535)
+      usage_fail("biofm launch: ", flag, "'s port must be 1..65535, got '", port, "'");
+    return std::stoi(port);
+  };
+  const char* addr_flag = either("--master_addr", "--master-addr");
+  const char* port_flag = either("--master_port", "--master-port");
   if (f.has("--master")) {
+    if (f.has(addr_flag) || f.has(port_flag))
+      usage_fail("biofm launch: give --master ADDR:PORT or torchrun's --master_addr / --master_port, not both");
     const std::string m = f.get("--master");
     const size_t colon = m.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == m.size())
       usage_fail("biofm launch: --master expects ADDR:PORT, got '", m, "'");
     o.master_addr = m.substr(0, colon);
-    const std::string port = m.substr(colon + 1);
-    if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) < 1 ||
-        std::stoi(port) > 65535)
-      usage_fail("biofm launch: --master's port must be 1..65535, got '", port, "'");
-    o.master_port = std::stoi(port);
+    o.master_port = port_of("--master", m.substr(colon + 1));
   }
+  if (f.has(addr_flag)) o.master_addr = f.get(addr_flag);
+  if (f.has(port_flag)) o.master_port = port_of(port_flag, f.get(port_flag));
+  if (f.has("--standalone") && o.nnodes > 1) usage_fail("biofm launch: --standalone is one node, but --nnodes is ", o.nnodes);
   if (o.node_rank >= o.nnodes) usage_fail("biofm launch: --node-rank ", o.node_rank, " must be below --nnodes ", o.nnodes);
   command = f.positional();
   if (command.empty())
