@@ -74,7 +74,7 @@ const CommandSpec kBenchSpec{
     .details = "Times training steps (forward, backward, AdamW) from random init on real sequences. The flags\n"
                "above set config keys (--data: dataset.path, ...); key=value overrides set any other.",
     .help_tail = config_keys_help,
-    .takes_config_overrides = true,
+    .config_schema = train_config_schema,
 };
 
 int cmd_bench(int argc, char** argv) {

@@ -27,7 +27,7 @@ const CommandSpec kTrainSpec{
         "An override with an unknown key or a bad value is a usage error (exit 2); a config file's\n"
         "mistakes and the rules across keys are checked on the composed config (exit 1).",
     .help_tail = config_keys_help,
-    .takes_config_overrides = true,
+    .config_schema = train_config_schema,
 };
 
 int cmd_train(int argc, char** argv) {

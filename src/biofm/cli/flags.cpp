@@ -5,8 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "biofm/io/config.h"  // edit_distance
-#include "biofm/train/config.h"
+#include "biofm/io/config.h"  // edit_distance, Schema
 
 namespace biofm {
 
@@ -62,8 +61,8 @@ Flags parse_flags(const CommandSpec& spec, int argc, char** argv, int first) {
       // `--cp_size=2` (as some recipe READMEs write it): a config key, written without dashes here
       const size_t dashes = name.find_first_not_of('-');
       const std::string key = dashes == std::string::npos ? "" : name.substr(dashes);
-      if (spec.takes_config_overrides && !key.empty() &&
-          (train_config_schema().find(key) || train_config_schema().recipe_spelling(key)))
+      if (spec.config_schema && !key.empty() &&
+          (spec.config_schema().find(key) || spec.config_schema().recipe_spelling(key)))
         usage_fail("biofm ", spec.name, ": unknown option '", name, "'; config keys are written without dashes: ", key,
                    "=", eq == std::string::npos ? "VALUE" : value);
       std::string best = kHelpFlag.name;

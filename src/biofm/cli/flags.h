@@ -29,6 +29,10 @@
 
 namespace biofm {
 
+namespace config {
+class Schema;  // io/config.h
+}
+
 // Upper bound for token-count flags (--max-seq-length, --max-tokens, ...): far above any real
 // use, low enough that buffers sized from it cannot overflow.
 constexpr long long kMaxFlagTokens = 1LL << 26;
@@ -63,7 +67,8 @@ struct CommandSpec {
   bool flags_end_at_positional = false;
   std::string details = {};              // more lines under the summary in --help
   std::string (*help_tail)() = nullptr;  // appended to --help after the options (train: config keys)
-  bool takes_config_overrides = false;   // train, bench: `key=value` positionals (a `--key=value` is named so)
+  // train, bench: the schema of their `key=value` positionals (a `--key=value` is named so)
+  const config::Schema& (*config_schema)() = nullptr;
 };
 
 // The values "a|b|c" of a flag's metavariable; empty when it is not such a list.

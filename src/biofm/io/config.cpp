@@ -960,7 +960,7 @@ std::string recipe_value_problem(const RecipeSpelling& r, const std::string& key
 }
 
 void apply_override(Flat& f, const Schema& schema, const std::string& ov, Problems& probs) {
-  std::string origin = "override '" + ov + "'";
+  const std::string origin = "override '" + ov + "'";
   std::string s = trim(ov);
   if (starts_with(s, "~")) {
     std::string key = trim(s.substr(1, s.find('=') == std::string::npos ? std::string::npos
@@ -993,23 +993,11 @@ void apply_override(Flat& f, const Schema& schema, const std::string& ov, Proble
     probs.add("malformed " + origin + ": '" + key + "' is not a dotted key like optimizer.lr");
     return;
   }
-  if (!schema.find(key) && !schema.is_section(key)) {
-    if (const RecipeSpelling* r = schema.recipe_spelling(key)) {
-      if (r->ignored) return;  // (recipe_spelling_notes says so)
-      if (r->key.empty()) {
-        probs.add("'" + key + "' is the recipes' key; " + r->note + " (" + origin + ")");
-        return;
-      }
-      const std::string given = text;
-      if (!map_recipe_value(*r, text)) {
-        probs.add(recipe_value_problem(*r, key, given) + " (" + origin + ")");
-        return;
-      }
-      origin += " as " + r->key;
-      key = r->key;
-    }
-  }
+  // The value is parsed as its key takes it; a recipe spelling's, as the key of ours it stands
+  // for (resolve() then reads the spelling as that key).
   const KeySpec* spec = schema.find(key);
+  if (!spec && !schema.is_section(key))
+    if (const RecipeSpelling* r = schema.recipe_spelling(key); r && !r->key.empty()) spec = schema.find(r->key);
   YAML::Node value;
   if (spec && (spec->type == Type::String || spec->type == Type::Enum)) {
     // Strings are taken literally unless quoted; `null` or `~` mean the empty string. A list
@@ -1072,8 +1060,8 @@ Config resolve(const Schema& schema, const Flat& f, Problems& probs) {
                   " (" + e.origin + ")");
       }
     } else if (const RecipeSpelling* r = schema.recipe_spelling(path)) {
-      // (a config file written with the recipes' names)
-      if (r->ignored) continue;
+      // (an override or a config file written with the recipes' names)
+      if (r->ignored) continue;  // (recipe_spelling_notes says so for overrides)
       if (r->key.empty()) {
         probs.add("'" + path + "' is the recipes' key; " + r->note + " (" + e.origin + ")");
         continue;

@@ -413,6 +413,11 @@ Registry build_registry() {
   // ours, ignored with a note, or refused saying what to write.
   using config::RecipeSpelling;
   const std::vector<std::pair<std::string, std::string>> packing = {{"true", "thd"}, {"false", "bshd"}};
+  const std::string decay_groups =
+      "optimizer.no_decay_on_1d_and_embeddings=true leaves 1-D weights (norms, biases) and the embeddings out of "
+      "weight decay, as use_weight_decay_grouping=true with skip_embedding_weight_decay=true do";
+  const std::string wandb = "biofm writes metrics.jsonl and TensorBoard event files; tools/metrics_to_wandb.py "
+                            "makes an offline W&B run of them for `wandb sync`";
   for (RecipeSpelling rs : std::vector<RecipeSpelling>{
            {"use_sequence_packing", "dataset.packing", packing},
            {"dataset.use_sequence_packing", "dataset.packing", packing},
@@ -432,12 +437,8 @@ Registry build_registry() {
            {"spike_no_more_embedding_init", "model.config.embedding_init_std", {{"true", "1.0"}, {"false", "0"}}},
            {"validation.enabled", "", {},
             "biofm validates when dataset.val_path is set and dataset.val_every_n_steps > 0 (0 turns it off)"},
-           {"use_weight_decay_grouping", "", {},
-            "optimizer.no_decay_on_1d_and_embeddings=true leaves 1-D weights (norms, biases) and the embeddings "
-            "out of weight decay, as use_weight_decay_grouping=true with skip_embedding_weight_decay=true do"},
-           {"skip_embedding_weight_decay", "", {},
-            "optimizer.no_decay_on_1d_and_embeddings=true leaves 1-D weights (norms, biases) and the embeddings "
-            "out of weight decay, as use_weight_decay_grouping=true with skip_embedding_weight_decay=true do"},
+           {"use_weight_decay_grouping", "", {}, decay_groups},
+           {"skip_embedding_weight_decay", "", {}, decay_groups},
            {"model_tag", "", {},
             "it names the Hugging Face model whose architecture a recipe trains; biofm's configs are named for "
             "them (--config-name esm2_t6_8M, esm2_t33_650M, llama3_1b, og2_7b, ...), and model.init_from=DIR "
@@ -447,12 +448,8 @@ Registry build_registry() {
            {"dataset.use_stateful_dataloader", "", {},
             "checkpoints always keep the data cursor: a resumed run goes on with the next batch", true},
            {"hydra.*", "", {}, "biofm is not Hydra (--print-config shows the resolved config)", true},
-           {"wandb_init_args.*", "", {},
-            "biofm writes metrics.jsonl and TensorBoard event files; tools/metrics_to_wandb.py makes an offline "
-            "W&B run of them for `wandb sync`", true},
-           {"wandb.*", "", {},
-            "biofm writes metrics.jsonl and TensorBoard event files; tools/metrics_to_wandb.py makes an offline "
-            "W&B run of them for `wandb sync`", true},
+           {"wandb_init_args.*", "", {}, wandb, true},
+           {"wandb.*", "", {}, wandb, true},
        })
     r.schema.add_recipe_spelling(std::move(rs));
   return r;
