@@ -281,6 +281,12 @@ TEST(CudaFp8Delayed, GeluCodesEqualTheGeluKernelThenTheQuantization) {
         EXPECT_EQ(bytes(seen), bytes(amax)) << what;
         EXPECT_EQ(bytes(fsums), bytes(sums)) << what;
         EXPECT_GT(amax.to(Device::CPU).f32()[0], 0.0f) << what;
+        // The amax is max-folded into a history row's slot 0, not set: a larger earlier value
+        // (another micro batch's) stays, and the other slots are not touched.
+        Tensor row = Tensor::from_f32({2}, {1e3f, 3.0f}).to(Device::CUDA);
+        ops::fp8_quantize_gelu(fq, fqt, fs, pre, dact, t, scale_amax, row);
+        EXPECT_EQ(row.to(Device::CPU).f32()[0], 1e3f) << what;
+        EXPECT_EQ(row.to(Device::CPU).f32()[1], 3.0f) << what;
       }
 }
 
@@ -354,6 +360,14 @@ TEST(CudaFp8Delayed, NormCodesEqualTheNormKernelThenTheQuantization) {
         if (N > 0) {
           EXPECT_GT(amax.to(Device::CPU).f32()[0], 2.5f) << what << ": no value saturated";
         }
+        // Max-folded into the history row's slot 0, not set (as for fp8_quantize_gelu).
+        Tensor row = Tensor::from_f32({2}, {1e3f, 3.0f}).to(Device::CUDA);
+        if (rms)
+          ops::rmsnorm_forward_fp8(fq, fqt, fs, frstd, x, w, 1e-6f, t, scale_amax, row);
+        else
+          ops::layernorm_forward_fp8(fq, fqt, fs, fmean, frstd, x, w, b, 1e-5f, t, scale_amax, row);
+        EXPECT_EQ(row.to(Device::CPU).f32()[0], 1e3f) << what;
+        EXPECT_EQ(row.to(Device::CPU).f32()[1], 3.0f) << what;
       }
 }
 

@@ -135,7 +135,8 @@ TEST(OpsFp8Delayed, QuantizeRecordsTheAmaxIntoTheHistory) {
 
 // fp8_quantize_gelu (the ESM-2 MLP's GELU inside the quantization, for DelayedScaling) against
 // the GELU written out here: x·Φ(x) forward, dact·(Φ(x) + x·φ(x)) backward, each value
-// quantized with the given scale; the amax it reports and the column sums of what it quantized.
+// quantized with the given scale; the amax it folds into the history row (slot 0 only, not
+// zeroed: a larger earlier value stays) and the column sums of what it quantized.
 TEST(OpsFp8Delayed, GeluCodesQuantizeTheGeluWithTheGivenScale) {
   const int64_t R = 5, C = 16;
   std::vector<float> pre(size_t(R * C)), dact(size_t(R * C));
@@ -148,9 +149,9 @@ TEST(OpsFp8Delayed, GeluCodesQuantizeTheGeluWithTheGivenScale) {
     const Fp8Type t = grad ? Fp8Type::E5M2 : Fp8Type::E4M3;
     const float scale_amax = grad ? 0.02f : 2.0f;  // (some values saturate)
     Tensor q = Tensor::empty({R, C}, DType::U8), qt = Tensor::empty({C, 16}, DType::U8);
-    Tensor s = Tensor::empty({1}, DType::F32), seen = Tensor::empty({1}, DType::F32);
+    Tensor s = Tensor::empty({1}, DType::F32), record = Tensor::from_f32({3}, {1e-4f, 5.0f, 6.0f});
     Tensor sums = Tensor::zeros({C}, DType::F32);
-    fp8_quantize_gelu(q, qt, s, P, grad ? D : Tensor(), t, Tensor::from_f32({1}, {scale_amax}), seen, sums);
+    fp8_quantize_gelu(q, qt, s, P, grad ? D : Tensor(), t, Tensor::from_f32({1}, {scale_amax}), record, sums);
     const float scale = fp8_max(t) / scale_amax;
     EXPECT_FLOAT_EQ(s.f32()[0], 1.0f / scale);
     float amax = 0.0f;
@@ -169,8 +170,13 @@ TEST(OpsFp8Delayed, GeluCodesQuantizeTheGeluWithTheGivenScale) {
         EXPECT_NEAR(fp8_decode(code, t), want, half_step) << (grad ? "backward " : "forward ") << r << "," << c;
         EXPECT_EQ(static_cast<const uint8_t*>(qt.raw())[c * 16 + r], code);
       }
-    EXPECT_NEAR(seen.f32()[0], amax, 1e-6f * amax);
+    EXPECT_NEAR(record.f32()[0], amax, 1e-6f * amax);
+    EXPECT_EQ(record.f32()[1], 5.0f);
+    EXPECT_EQ(record.f32()[2], 6.0f);
     for (int64_t c = 0; c < C; ++c) EXPECT_NEAR(sums.f32()[c], col[size_t(c)], 1e-5) << c;
+    Tensor larger = Tensor::from_f32({1}, {1e3f});  // an earlier micro batch's larger amax stays
+    fp8_quantize_gelu(q, qt, s, P, grad ? D : Tensor(), t, Tensor::from_f32({1}, {scale_amax}), larger);
+    EXPECT_EQ(larger.f32()[0], 1e3f);
   }
   // The delayed scale and the amax output are required.
   Tensor q = Tensor::empty({R, C}, DType::U8), none, s = Tensor::empty({1}, DType::F32);

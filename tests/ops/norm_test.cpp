@@ -180,8 +180,9 @@ TEST(OpsNorm, AmaxOutput) {
 
 // The norms writing FP8 codes with a given (DelayedScaling) scale (layernorm_forward_fp8 /
 // rmsnorm_forward_fp8) against the norm written out here in double: each value quantized with
-// the scale, both forms of the codes (the transposed ones zero past the rows), the amax seen, the
-// statistics; the delayed scale and the amax output are required.
+// the scale, both forms of the codes (the transposed ones zero past the rows), the amax folded
+// into the history row (slot 0 only; a larger earlier value stays), the statistics; the delayed
+// scale and the history row are required.
 TEST(OpsNorm, Fp8CodesQuantizeTheNormWithTheGivenScale) {
   const int64_t N = 5, C = 16, Np = 16;
   const Tensor x = randn({N, C}, 11, 2.0f), w = randn({C}, 12), b = randn({C}, 13);
@@ -189,7 +190,7 @@ TEST(OpsNorm, Fp8CodesQuantizeTheNormWithTheGivenScale) {
     const ops::Fp8Type t = rms ? ops::Fp8Type::E5M2 : ops::Fp8Type::E4M3;
     const float scale_amax = 1.5f;  // (some values saturate)
     Tensor q = Tensor::empty({N, C}, DType::U8), qt = Tensor::empty({C, Np}, DType::U8);
-    Tensor s = Tensor::empty({1}, DType::F32), seen = Tensor::empty({1}, DType::F32);
+    Tensor s = Tensor::empty({1}, DType::F32), seen = Tensor::from_f32({2}, {0.5f, 7.0f});
     Tensor mean = Tensor::empty({N}, DType::F32), rstd = Tensor::empty({N}, DType::F32), none;
     const Tensor sa = Tensor::from_f32({1}, {scale_amax});
     if (rms)
@@ -229,7 +230,14 @@ TEST(OpsNorm, Fp8CodesQuantizeTheNormWithTheGivenScale) {
     for (int64_t c = 0; c < C; ++c)
       for (int64_t n = N; n < Np; ++n) EXPECT_EQ(codes_t[c * Np + n], 0) << "padding row " << n;
     EXPECT_NEAR(seen.f32()[0], amax, 1e-5 * amax);
+    EXPECT_EQ(seen.f32()[1], 7.0f);
     EXPECT_GT(amax, scale_amax) << "no value saturated";
+    Tensor larger = Tensor::from_f32({1}, {1e3f});
+    if (rms)
+      ops::rmsnorm_forward_fp8(q, qt, s, rstd, x, w, 1e-6f, t, sa, larger);
+    else
+      ops::layernorm_forward_fp8(q, qt, s, mean, rstd, x, w, b, 1e-5f, t, sa, larger);
+    EXPECT_EQ(larger.f32()[0], 1e3f) << "an earlier micro batch's larger amax stays";
     EXPECT_THROW(ops::layernorm_forward_fp8(q, qt, s, mean, rstd, x, w, b, 1e-5f, t, Tensor(), seen), Error);
     EXPECT_THROW(ops::rmsnorm_forward_fp8(q, qt, s, rstd, x, w, 1e-6f, t, sa, none), Error);
   }

@@ -276,6 +276,15 @@ inline unsigned* amax_accumulator(const Tensor& amax, const char* op) {
   return bits;
 }
 
+// Host: a delayed-scaling history row (F32, fp8/delayed.h) whose slot 0 the kernel max-folds
+// into, not zeroed: it holds the amax of the step's earlier micro batches (and of the forward
+// pass that a recompute repeats), as fp8_amax_record would fold it.
+inline unsigned* amax_record_slot(const Tensor& record, const char* op) {
+  require_dtype(record, DType::F32, op, "record");
+  if (record.numel() < 1) fail(op, ": record must be a history row, got ", record.describe());
+  return static_cast<unsigned*>(record.raw());
+}
+
 // |v| as it reads back once stored in T.
 template <class T>
 __device__ __forceinline__ float stored_abs(float v) {

@@ -73,12 +73,12 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
 }
 void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
                            const Tensor& w, const Tensor& b, float eps, Fp8Type t, const Tensor& amax,
-                           const Tensor& seen_amax) {
-  BIOFM_DISPATCH(x.device(), layernorm_forward_fp8, q, q_t, scale_inv, mean, rstd, x, w, b, eps, t, amax, seen_amax);
+                           const Tensor& record) {
+  BIOFM_DISPATCH(x.device(), layernorm_forward_fp8, q, q_t, scale_inv, mean, rstd, x, w, b, eps, t, amax, record);
 }
 void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd, const Tensor& x, const Tensor& w,
-                         float eps, Fp8Type t, const Tensor& amax, const Tensor& seen_amax) {
-  BIOFM_DISPATCH(x.device(), rmsnorm_forward_fp8, q, q_t, scale_inv, rstd, x, w, eps, t, amax, seen_amax);
+                         float eps, Fp8Type t, const Tensor& amax, const Tensor& record) {
+  BIOFM_DISPATCH(x.device(), rmsnorm_forward_fp8, q, q_t, scale_inv, rstd, x, w, eps, t, amax, record);
 }
 
 // ---- elementwise

@@ -14,22 +14,24 @@ bool TransformerLayer::norm_writes_codes(const Norm& n, const Linear& consumer, 
 }
 
 void TransformerLayer::norm1(LayerActs& a, ops::Fp8Codes* codes) const {
-  if (attn_.qkv().fp8()) a.xn1_amax = ctx_->f32({1});  // the q|k|v quantization reuses it
-  if (codes) {  // (xn1_amax: max |xn1|, the amax history's entry)
+  a.xn1_amax = Tensor();
+  if (codes) {  // (max |xn1| goes straight into the q|k|v projection's amax history)
     const Linear& qkv = attn_.qkv();
     return norm1_.forward_codes(*codes, a.st1, a.x_in, qkv.producer_quant()->fwd, qkv.producer_scale_amax(0),
-                                a.xn1_amax);
+                                qkv.producer_record(0));
   }
+  if (attn_.qkv().fp8()) a.xn1_amax = ctx_->f32({1});  // the q|k|v quantization reuses it
   norm1_.forward(a.xn1, a.st1, a.x_in, a.xn1_amax);
 }
 
 void TransformerLayer::norm2(LayerActs& a, ops::Fp8Codes* codes) const {
-  if (mlp_.in().fp8()) a.xn2_amax = ctx_->f32({1});  // the MLP's first quantization reuses it
+  a.xn2_amax = Tensor();
   if (codes) {
     const Linear& in = mlp_.in();
     return norm2_.forward_codes(*codes, a.st2, a.x_mid, in.producer_quant()->fwd, in.producer_scale_amax(0),
-                                a.xn2_amax);
+                                in.producer_record(0));
   }
+  if (mlp_.in().fp8()) a.xn2_amax = ctx_->f32({1});  // the MLP's first quantization reuses it
   norm2_.forward(a.xn2, a.st2, a.x_mid, a.xn2_amax);
 }
 

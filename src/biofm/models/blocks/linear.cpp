@@ -5,6 +5,7 @@
 #include "biofm/ops/blockscale/op.h"
 #include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/fp8/delayed.h"
+#include "biofm/ops/options.h"
 
 namespace biofm {
 
@@ -67,6 +68,7 @@ void Linear::forward(Tensor& out, const Tensor& x, const Tensor& residual, ops::
   const ops::LayerQuant* q = ctx_->quant_of(layer_);
   if (x_codes) {  // (the GEMM reads the codes' own scale_inv; producers use producer_scale_amax(0))
     if (!producer_quant()) fail("Linear::forward: input codes from a producer need DelayedScaling on CUDA");
+    if (x_amax.defined()) fail("Linear::forward: the producer of input codes records their amax itself");
     return forward_delayed(out, x, w, b, residual, *q, save, x_amax, x_codes);
   }
   if (!q) return ops::linear_forward(out, x, w, b, residual);
@@ -94,6 +96,7 @@ void Linear::backward(Tensor& dx, const Tensor& dout, const Tensor& x, const ops
   const ops::WeightGradsBeside beside(ctx_->grads_beside && layer_ >= 0);
   if (dout_codes) {  // (the producer added Σ dout to the bias gradient)
     if (!producer_quant()) fail("Linear::backward: gradient codes from a producer need DelayedScaling on CUDA");
+    if (dout_amax.defined()) fail("Linear::backward: the producer of gradient codes records their amax itself");
     Tensor no_db;
     return backward_delayed(dx, dw, no_db, dout, x, w, *q, saved, dout_amax, dout_codes);
   }
@@ -123,8 +126,8 @@ void Linear::forward_delayed(Tensor& out, const Tensor& x, const Tensor& w, cons
                              const ops::LayerQuant& q, ops::Fp8SavedInput* save, const Tensor& x_amax,
                              const ops::Fp8Codes* x_codes) const {
   Tensor hx = history_row(0), hw = history_row(1);
-  ops::fp8_amax_record(hx, x, x_amax);  // (with x_codes, x_amax is the amax their producer saw)
   if (w.device() == Device::CPU) {
+    ops::fp8_amax_record(hx, x, x_amax);
     ops::fp8_amax_record(hw, w);
     return ops::linear_forward(out, fake_quantized(x, q.fwd, scale_amax(0)), fake_quantized(w, q.fwd, scale_amax(1)),
                                b, residual);
@@ -140,6 +143,16 @@ void Linear::forward_delayed(Tensor& out, const Tensor& x, const Tensor& w, cons
     // (the weight's amax goes into its history in the same pass)
     ops::fp8_quantize(wc->codes, wc->codes_t, wc->scale_inv, w, q.fwd, scale_amax(1), Tensor(), hw);
   }
+  if (!x_codes && !x_amax.defined() && save && ops::op_options().fp8_release_inputs && takes_codes() &&
+      x.dim() == 2 && x.size(1) == I && x.size(0) > 0 && aligned16(x)) {
+    // No producer handed over max |x| (the attention output): the quantization of x records it
+    // in its own pass, and the codes go to the GEMM as a producer's would (its saved codes then
+    // replace x for backward, as fp8_release_inputs has it).
+    ops::Fp8Codes own = ops::Fp8Codes::empty_for(x.size(0), I);
+    ops::fp8_quantize(own.codes, own.codes_t, own.scale_inv, x, q.fwd, scale_amax(0), Tensor(), hx);
+    return ops::linear_forward_fp8(out, Tensor(), w, b, residual, {q.fwd, q.bwd}, save, Tensor(), wc, &own);
+  }
+  if (!x_codes) ops::fp8_amax_record(hx, x, x_amax);  // (codes: their producer folded it in)
   ops::linear_forward_fp8(out, x, w, b, residual, {q.fwd, q.bwd}, save, scale_amax(0), wc, x_codes);
 }
 
@@ -147,7 +160,7 @@ void Linear::backward_delayed(Tensor& dx, Tensor& dw, Tensor& db, const Tensor& 
                               const Tensor& w, const ops::LayerQuant& q, const ops::Fp8SavedInput* saved,
                               const Tensor& dout_amax, const ops::Fp8Codes* dout_codes) const {
   Tensor hd = history_row(2);
-  ops::fp8_amax_record(hd, dout, dout_amax);  // (with dout_codes, dout_amax is the amax their producer saw)
+  if (!dout_codes) ops::fp8_amax_record(hd, dout, dout_amax);  // (codes: their producer folded it in)
   if (w.device() == Device::CPU) {
     Tensor none;
     if (dx.defined() || dw.defined())

@@ -37,12 +37,14 @@ class Linear {
   // residual: added as the GEMM's C operand (undefined: none). FP8 only: save keeps x's
   // transposed codes for backward (null: backward quantizes x again); x_amax is max |x| from
   // the kernel that wrote x (undefined: computed here); x_codes: x exists only as the codes its
-  // producer made with producer_scale_amax(0) (pass an undefined x; producer_quant() only).
+  // producer made with producer_scale_amax(0), max |x| folded into producer_record(0) (pass an
+  // undefined x and x_amax; producer_quant() only).
   void forward(Tensor& out, const Tensor& x, const Tensor& residual = Tensor(), ops::Fp8SavedInput* save = nullptr,
                const Tensor& x_amax = Tensor(), const ops::Fp8Codes* x_codes = nullptr) const;
   // dx = dout·W (overwritten); dW += doutᵀ·x, dbias += Σ dout. FP8 only: saved from forward,
   // dout_amax max |dout| from its producer; dout_codes: dout exists only as its producer's codes
-  // (made with producer_scale_amax(2); the producer also added Σ dout to bias_grad()).
+  // (made with producer_scale_amax(2), max |dout| folded into producer_record(2), no dout_amax;
+  // the producer also added Σ dout to bias_grad()).
   void backward(Tensor& dx, const Tensor& dout, const Tensor& x, const ops::Fp8SavedInput* saved = nullptr,
                 const Tensor& dout_amax = Tensor(), const ops::Fp8Codes* dout_codes = nullptr) const;
 
@@ -56,6 +58,9 @@ class Linear {
   bool takes_codes() const;
   // The delayed scale (as an amax) of role 0 (input) or 2 (output gradient).
   Tensor producer_scale_amax(int role) const { return scale_amax(role); }
+  // The amax history row of role 0 or 2: a producer of codes folds its max |.| into its slot 0
+  // in the same pass (the op's `record`), so that recording it takes no launch of its own.
+  Tensor producer_record(int role) const { return history_row(role); }
   Tensor bias_grad() const { return b_.grad(*ctx_->params); }
 
  private:

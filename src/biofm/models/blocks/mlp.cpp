@@ -35,11 +35,10 @@ void Mlp::forward(Tensor* out, const Tensor& xn, const Tensor& residual, MlpActs
     a.pre = ctx_->act({T, F});
     in_.forward(a.pre, xn, Tensor(), &a.fp8_in, xn_amax, xn_codes);
     ops::Fp8Codes codes = ops::Fp8Codes::empty_for(T, F);
-    Tensor seen = ctx_->f32({1});
     ops::fp8_quantize_gelu(codes.codes, codes.codes_t, codes.scale_inv, a.pre, Tensor(), out_.producer_quant()->fwd,
-                           out_.producer_scale_amax(0), seen);
+                           out_.producer_scale_amax(0), out_.producer_record(0));
     *out = ctx_->act({T, residual.size(1)});
-    out_.forward(*out, Tensor(), residual, &a.fp8_out, seen, &codes);
+    out_.forward(*out, Tensor(), residual, &a.fp8_out, Tensor(), &codes);
     return;
   }
   if (fused_gelu()) {
@@ -77,12 +76,11 @@ void Mlp::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, MlpActs& a
     // DelayedScaling: W_in's output-gradient codes (and its bias gradient) come straight from
     // dact and pre; the bf16 dpre is never stored.
     ops::Fp8Codes codes = ops::Fp8Codes::empty_for(T, a.pre.size(1));
-    Tensor seen = ctx_->f32({1});
     ops::fp8_quantize_gelu(codes.codes, codes.codes_t, codes.scale_inv, a.pre, dact, in_.producer_quant()->bwd,
-                           in_.producer_scale_amax(2), seen, in_.bias_grad());
+                           in_.producer_scale_amax(2), in_.producer_record(2), in_.bias_grad());
     dact = Tensor();
     dxn = ctx_->act({T, in_.weight().size(1)});
-    in_.backward(dxn, Tensor(), xn, &a.fp8_in, seen, &codes);
+    in_.backward(dxn, Tensor(), xn, &a.fp8_in, Tensor(), &codes);
     return;
   }
   Tensor dpre, dpre_amax;

@@ -24,7 +24,7 @@ bool Norm::can_write_codes(const Tensor& x) const {
 }
 
 void Norm::forward_codes(ops::Fp8Codes& codes, NormStats& st, const Tensor& x, ops::Fp8Type t,
-                         const Tensor& scale_amax, const Tensor& seen) const {
+                         const Tensor& scale_amax, const Tensor& record) const {
   const ParamStore& p = *ctx_->params;
   const int64_t T = x.size(0);
   codes = ops::Fp8Codes::empty_for(T, x.size(1));
@@ -32,10 +32,10 @@ void Norm::forward_codes(ops::Fp8Codes& codes, NormStats& st, const Tensor& x, o
   if (kind_ == NormKind::LayerNorm) {
     if (!st.mean.defined()) st.mean = ctx_->f32({T});
     ops::layernorm_forward_fp8(codes.codes, codes.codes_t, codes.scale_inv, st.mean, st.rstd, x, w_.weight(p),
-                               b_.weight(p), eps_, t, scale_amax, seen);
+                               b_.weight(p), eps_, t, scale_amax, record);
   } else {
     ops::rmsnorm_forward_fp8(codes.codes, codes.codes_t, codes.scale_inv, st.rstd, x, w_.weight(p), eps_, t,
-                             scale_amax, seen);
+                             scale_amax, record);
   }
 }
 

@@ -24,9 +24,10 @@ class Norm {
   void forward(Tensor& out, NormStats& st, const Tensor& x, const Tensor& out_amax = Tensor()) const;
   // The output only as the next GEMM's FP8 codes of type t, with the scale of scale_amax (its
   // consumer's delayed scale; ops::layernorm_forward_fp8 / rmsnorm_forward_fp8): codes allocated
-  // here, seen (F32 [1]) receives max |out|. Only where can_write_codes(x).
+  // here, max |out| folded into the consumer's history row `record` (Linear::producer_record).
+  // Only where can_write_codes(x).
   void forward_codes(ops::Fp8Codes& codes, NormStats& st, const Tensor& x, ops::Fp8Type t, const Tensor& scale_amax,
-                     const Tensor& seen) const;
+                     const Tensor& record) const;
   // Whether forward_codes runs for x: on the GPU, rows of a multiple of 16 features, x and the
   // norm's parameters 16-byte aligned.
   bool can_write_codes(const Tensor& x) const;

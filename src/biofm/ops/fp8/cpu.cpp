@@ -153,20 +153,23 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
   }
 }
 
-// The reference: the GELU op (which rounds src to pre's dtype and reduces its amax), then
-// fp8_quantize of what it stored.
+// The reference: the GELU op (which rounds src to pre's dtype and reduces its amax, then folded
+// into record), then fp8_quantize of what it stored.
 void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& pre, const Tensor& dact, Fp8Type t,
-                       const Tensor& amax, const Tensor& seen_amax, const Tensor& col_sums) {
+                       const Tensor& amax, const Tensor& record, const Tensor& col_sums) {
   const char* op = "fp8_quantize_gelu";
-  if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
-  require_f32_shape(seen_amax, {1}, op, "seen_amax");
+  if (!amax.defined() || !record.defined()) fail(op, ": amax (the delayed scale) and record are required");
+  require_f32(record, op, "record");
+  if (record.numel() < 1) fail(op, ": record must be a history row, got ", record.describe());
   if (dact.defined() && dact.shape() != pre.shape())
     fail(op, ": dact ", dact.describe(), " must match pre ", pre.describe());
-  Tensor src = Tensor::empty(pre.shape(), pre.dtype(), Device::CPU);
+  Tensor src = Tensor::empty(pre.shape(), pre.dtype(), Device::CPU), seen = Tensor::empty({1}, DType::F32);
   if (dact.defined())
-    cpu::gelu_backward(src, dact, pre, GeluKind::Erf, seen_amax);
+    cpu::gelu_backward(src, dact, pre, GeluKind::Erf, seen);
   else
-    cpu::gelu_forward(src, pre, GeluKind::Erf, seen_amax);
+    cpu::gelu_forward(src, pre, GeluKind::Erf, seen);
+  Tensor row = record;
+  cpu::fp8_amax_record(row, Tensor(), seen);
   cpu::fp8_quantize(q, q_t, scale_inv, src, t, amax, col_sums, Tensor());
 }
 

@@ -41,7 +41,7 @@ enum class Src { X, Gelu, GeluGrad };
 
 // x[R, C] (C a multiple of 16) -> q[R, C] and/or q_t[C, Rp] (Rp a multiple of 16, rows >= R
 // of x read as zero). Grid: (C / 64 rounded up, max(R, Rp) / 64 rounded up). kSrc other than X:
-// the values come from pre (and x), and their max |.| goes to seen_bits. record_bits (kSrc X):
+// the values come from pre (and x), and their max |.| is max-folded into seen_bits. record_bits (kSrc X):
 // max-folded with the largest bit pattern of |x| (NaN wins), as fp8_amax_record's kernel does.
 template <class T, Fp8Type kType, bool kColSums, Src kSrc = Src::X>
 __global__ void __launch_bounds__(kThreads)
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T>
 void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, int64_t R, int64_t C,
             const Tensor& given_amax, const Tensor& col_sums, Src src = Src::X, const Tensor& pre = Tensor(),
-            const Tensor& seen_amax = Tensor(), const Tensor& record = Tensor()) {
+            const Tensor& seen_record = Tensor(), const Tensor& record = Tensor()) {
   cudaStream_t st = cuda_ctx::stream();
   const T* xp = static_cast<const T*>(x.raw());
   Tensor own_amax;
@@ -166,7 +166,7 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   if (col_sums.defined()) partial.emplace(size_t(grid.y) * size_t(C) * sizeof(float));
   float* pp = partial ? partial->as<float>() : nullptr;
   const T* prep = pre.defined() ? static_cast<const T*>(pre.raw()) : nullptr;
-  unsigned* seen = src == Src::X ? nullptr : amax_accumulator(seen_amax, "fp8_quantize_gelu");
+  unsigned* seen = src == Src::X ? nullptr : amax_record_slot(seen_record, "fp8_quantize_gelu");
   unsigned* rec = record.defined() ? static_cast<unsigned*>(record.raw()) : nullptr;
   auto go = [&](auto type_c, auto sums_c) {
     auto run = [&](auto src_c) {
@@ -247,23 +247,21 @@ std::atomic<int64_t> g_gelu_calls{0};
 int64_t fp8_quantize_gelu_calls() { return g_gelu_calls.load(); }
 
 void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& pre, const Tensor& dact, Fp8Type t,
-                       const Tensor& amax, const Tensor& seen_amax, const Tensor& col_sums) {
+                       const Tensor& amax, const Tensor& record, const Tensor& col_sums) {
   const char* op = "fp8_quantize_gelu";
-  if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
-  require_cuda(seen_amax, op, "seen_amax");
+  if (!amax.defined() || !record.defined()) fail(op, ": amax (the delayed scale) and record are required");
+  require_cuda(record, op, "record");
+  amax_record_slot(record, op);  // (checked before anything runs)
   if (dact.defined()) {
     require_like(dact, pre, op, "dact", "pre");
     if (!aligned(dact.raw(), 16)) fail(op, ": dact must start 16-byte aligned, got ", dact.describe());
   }
   const auto [R, C] = check_quantize(op, q, q_t, scale_inv, pre, amax, col_sums);
   ++g_gelu_calls;
-  if (C == 0) {
-    amax_accumulator(seen_amax, op);  // (zeroed: nothing was seen)
-    return;
-  }
+  if (C == 0) return;  // (nothing seen: the record is left as it is)
   dispatch_float(pre.dtype(), op, [&](auto tag) {
     launch<typename decltype(tag)::type>(q, q_t, scale_inv, dact.defined() ? dact : pre, t, R, C, amax, col_sums,
-                                         dact.defined() ? Src::GeluGrad : Src::Gelu, pre, seen_amax);
+                                         dact.defined() ? Src::GeluGrad : Src::Gelu, pre, record);
   });
 }
 

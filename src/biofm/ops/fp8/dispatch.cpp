@@ -9,8 +9,8 @@ void fp8_amax_record(Tensor& history_row, const Tensor& x, const Tensor& amax_in
 }
 
 void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& pre, const Tensor& dact, Fp8Type t,
-                       const Tensor& amax, const Tensor& seen_amax, const Tensor& col_sums) {
-  BIOFM_DISPATCH(pre.device(), fp8_quantize_gelu, q, q_t, scale_inv, pre, dact, t, amax, seen_amax, col_sums);
+                       const Tensor& amax, const Tensor& record, const Tensor& col_sums) {
+  BIOFM_DISPATCH(pre.device(), fp8_quantize_gelu, q, q_t, scale_inv, pre, dact, t, amax, record, col_sums);
 }
 
 void fp8_delayed_update(Tensor& amax_history, Tensor& scale_amax, int margin, bool use_max) {

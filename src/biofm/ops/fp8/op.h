@@ -49,10 +49,11 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
 //   dact defined:   src = dact ⊙ gelu'(pre)    (the first linear's output gradient, backward)
 // src is first rounded to pre's dtype, as gelu_forward / gelu_backward would store it, then
 // quantized exactly as fp8_quantize(src) with the scale of `amax` (required: delayed scaling's
-// scale_amax). seen_amax (F32 [1], required) is set to max |src| (the amax history's entry;
-// NaN dropped as the producers' amax drops it); col_sums as fp8_quantize's, of src.
+// scale_amax). record (F32, required): the consumer's history row (fp8/delayed.h), whose slot 0
+// is max-folded with max |src| (NaN dropped as the producers' amax drops it; not zeroed first),
+// so that recording the amax takes no other launch; col_sums as fp8_quantize's, of src.
 void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& pre, const Tensor& dact, Fp8Type t,
-                       const Tensor& amax, const Tensor& seen_amax, const Tensor& col_sums = Tensor());
+                       const Tensor& amax, const Tensor& record, const Tensor& col_sums = Tensor());
 
 // The way back from fp8_quantize's transposed codes: x[r, c] = decode(q_t[c, r]) · scale_inv for
 // the R rows of x (F32 or BF16; q_t [C, Rp], Rp >= R). What an FP8 layer that kept only its

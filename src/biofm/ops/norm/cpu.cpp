@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "biofm/ops/cpu_util.h"
+#include "biofm/ops/fp8/delayed.h"
 #include "biofm/ops/norm/op.h"
 
 namespace biofm::ops::cpu {
@@ -209,15 +210,16 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
 
 namespace {
 // The FP8-output forwards: the bf16 (or f32) op's output as stored, then fp8_quantize with the
-// delayed scale; seen_amax is the op's max |out| as stored. Everything is checked before anything
-// is written.
+// delayed scale; record's slot 0 is max-folded with the op's max |out| as stored. Everything is
+// checked before anything is written.
 void check_fp8_outputs(const Tensor& q, const Tensor& q_t, const Tensor& scale_inv, const Tensor& x,
-                       const Tensor& amax, const Tensor& seen_amax, const char* op) {
-  if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
+                       const Tensor& amax, const Tensor& record, const char* op) {
+  if (!amax.defined() || !record.defined()) fail(op, ": amax (the delayed scale) and record are required");
   require_f32_shape(amax, {1}, op, "amax");
-  require_f32_shape(seen_amax, {1}, op, "seen_amax");
+  require(record, DType::F32, op, "record");
+  if (record.numel() < 1) fail(op, ": record must be a history row, got ", record.describe());
   require_f32_shape(scale_inv, {1}, op, "scale_inv");
-  if (seen_amax.raw() == amax.raw()) fail(op, ": seen_amax must not be the delayed scale's amax");
+  if (record.raw() == amax.raw()) fail(op, ": record must not be the delayed scale's amax");
   if (x.dim() != 2) fail(op, ": x must be [N, C], got ", x.describe());
   const int64_t N = x.size(0), C = x.size(1);
   require(q, DType::U8, op, "q");
@@ -228,23 +230,32 @@ void check_fp8_outputs(const Tensor& q, const Tensor& q_t, const Tensor& scale_i
       fail(op, ": q_t must be [", C, ", Np] with Np >= ", N, " a multiple of 16, got ", q_t.describe());
   }
 }
+
+// The op's output (its max |out| folded into record), then its codes.
+template <class Norm>
+void norm_then_codes(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, const Tensor& amax,
+                     const Tensor& record, Norm norm) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::CPU), seen = Tensor::empty({1}, DType::F32);
+  norm(out, seen);
+  Tensor row = record;
+  cpu::fp8_amax_record(row, Tensor(), seen);
+  cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor(), Tensor());
+}
 }  // namespace
 
 void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
                            const Tensor& w, const Tensor& b, float eps, Fp8Type t, const Tensor& amax,
-                           const Tensor& seen_amax) {
-  check_fp8_outputs(q, q_t, scale_inv, x, amax, seen_amax, "layernorm_forward_fp8");
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::CPU);
-  layernorm_forward(out, mean, rstd, x, w, b, eps, seen_amax);
-  cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor(), Tensor());
+                           const Tensor& record) {
+  check_fp8_outputs(q, q_t, scale_inv, x, amax, record, "layernorm_forward_fp8");
+  norm_then_codes(q, q_t, scale_inv, x, t, amax, record,
+                  [&](Tensor& out, const Tensor& seen) { layernorm_forward(out, mean, rstd, x, w, b, eps, seen); });
 }
 
 void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd, const Tensor& x, const Tensor& w,
-                         float eps, Fp8Type t, const Tensor& amax, const Tensor& seen_amax) {
-  check_fp8_outputs(q, q_t, scale_inv, x, amax, seen_amax, "rmsnorm_forward_fp8");
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), Device::CPU);
-  rmsnorm_forward(out, rstd, x, w, eps, seen_amax);
-  cpu::fp8_quantize(q, q_t, scale_inv, out, t, amax, Tensor(), Tensor());
+                         float eps, Fp8Type t, const Tensor& amax, const Tensor& record) {
+  check_fp8_outputs(q, q_t, scale_inv, x, amax, record, "rmsnorm_forward_fp8");
+  norm_then_codes(q, q_t, scale_inv, x, t, amax, record,
+                  [&](Tensor& out, const Tensor& seen) { rmsnorm_forward(out, rstd, x, w, eps, seen); });
 }
 
 }  // namespace biofm::ops::cpu

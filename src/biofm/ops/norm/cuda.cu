@@ -425,13 +425,14 @@ struct CodesOut {
 
 // codes given: out is not written (pass an undefined one); the caller checked what the codes
 // need (16-byte aligned rows of a multiple of 16), and one block runs even for no rows, to write
-// scale_inv.
+// scale_inv; max |output| is folded into the history row `out_amax` (amax_record_slot), not
+// set.
 template <bool RMS>
 void launch_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& x, const Tensor& w,
                     const Tensor& b, float eps, const char* op, const Tensor& out_amax = Tensor(),
                     const CodesOut* codes = nullptr) {
   const NormArgs a = check_forward(codes ? x : out, mean, rstd, x, w, b, RMS, op);
-  unsigned* amax_bits = amax_accumulator(out_amax, op);
+  unsigned* amax_bits = codes ? amax_record_slot(out_amax, op) : amax_accumulator(out_amax, op);
   if (a.N == 0 && !codes) return;
   const bool vec8 = a.C % 8 == 0 && aligned16(x) && aligned16(out) && aligned16(w) && aligned16(b);
   dispatch_float(x.dtype(), op, [&](auto tt) {
@@ -477,14 +478,14 @@ std::atomic<int64_t> g_fp8_calls{0};
 
 // The FP8-output forward (norm_forward_kernel with kCodes, then transpose_codes_kernel). x BF16
 // or F32 with C % 16 == 0; q [N, C] and q_t [C, Np] U8; the scale from amax (required), max
-// |output| into seen_amax (required).
+// |output| folded into record's slot 0 (required).
 template <bool RMS>
 void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
                         const Tensor& w, const Tensor& b, float eps, Fp8Type type, const Tensor& amax,
-                        const Tensor& seen_amax, const char* op) {
+                        const Tensor& record, const char* op) {
   const NormArgs a = check_forward(/*out (none here)=*/x, mean, rstd, x, w, b, RMS, op);
-  if (!amax.defined() || !seen_amax.defined()) fail(op, ": amax (the delayed scale) and seen_amax are required");
-  if (seen_amax.raw() == amax.raw()) fail(op, ": seen_amax must not be the delayed scale's amax (it is zeroed first)");
+  if (!amax.defined() || !record.defined()) fail(op, ": amax (the delayed scale) and record are required");
+  if (record.raw() == amax.raw()) fail(op, ": record must not be the delayed scale's amax (the kernel reads it)");
   require_dtype(amax, DType::F32, op, "amax");
   require_shape(amax, {1}, op, "amax");
   require_dtype(scale_inv, DType::F32, op, "scale_inv");
@@ -501,7 +502,7 @@ void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean,
   if (a.C % 16 != 0) fail(op, ": the feature dimension must be a multiple of 16 on the GPU, got ", a.C);
   if (!aligned16(x) || !aligned16(w) || !aligned16(b) || !aligned16(q) || !aligned16(q_t))
     fail(op, ": x, w, b, q and q_t must be 16-byte aligned on the GPU");
-  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w, &b, &q, &q_t, &scale_inv, &amax, &seen_amax,
+  for (const Tensor* t : std::initializer_list<const Tensor*>{&x, &w, &b, &q, &q_t, &scale_inv, &amax, &record,
                                                               &mean, &rstd})
     if (t->defined() && t->device() != Device::CUDA) fail(op, ": every tensor must be on the GPU, got ", t->describe());
   if (ceil_div(a.C, fp8_codes::kTile) > 65535) fail(op, ": ", a.C, " features is more than this kernel handles");
@@ -509,7 +510,7 @@ void launch_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean,
   const CodesOut codes{static_cast<uint8_t*>(q.raw()), scale_inv.f32(), reinterpret_cast<const unsigned*>(amax.f32()),
                        fp8_max(type), type};
   Tensor no_out;
-  launch_forward<RMS>(no_out, mean, rstd, x, w, b, eps, op, /*max |output|:*/ seen_amax, &codes);
+  launch_forward<RMS>(no_out, mean, rstd, x, w, b, eps, op, /*max |output| folded into:*/ record, &codes);
   cudaStream_t st = cuda_ctx::stream();
   if (q_t.defined() && Np > 0) {
     const dim3 grid(unsigned(ceil_div(Np, fp8_codes::kTile)), unsigned(ceil_div(a.C, fp8_codes::kTile)));
@@ -628,14 +629,14 @@ int64_t norm_forward_fp8_calls() { return g_fp8_calls.load(); }
 
 void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
                            const Tensor& w, const Tensor& b, float eps, Fp8Type t, const Tensor& amax,
-                           const Tensor& seen_amax) {
-  launch_forward_fp8<false>(q, q_t, scale_inv, mean, rstd, x, w, b, eps, t, amax, seen_amax, "layernorm_forward_fp8");
+                           const Tensor& record) {
+  launch_forward_fp8<false>(q, q_t, scale_inv, mean, rstd, x, w, b, eps, t, amax, record, "layernorm_forward_fp8");
 }
 
 void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd, const Tensor& x, const Tensor& w,
-                         float eps, Fp8Type t, const Tensor& amax, const Tensor& seen_amax) {
+                         float eps, Fp8Type t, const Tensor& amax, const Tensor& record) {
   Tensor none;
-  launch_forward_fp8<true>(q, q_t, scale_inv, none, rstd, x, w, none, eps, t, amax, seen_amax, "rmsnorm_forward_fp8");
+  launch_forward_fp8<true>(q, q_t, scale_inv, none, rstd, x, w, none, eps, t, amax, record, "rmsnorm_forward_fp8");
 }
 
 }  // namespace biofm::ops::cuda

@@ -30,13 +30,15 @@ void rmsnorm_backward(Tensor& dx, Tensor& dw, const Tensor& dout, const Tensor& 
 // store it, then quantized as fp8_quantize would with the scale of `amax` (F32 [1], required:
 // the delayed scale's amax): row-major codes into q [N, C], transposed codes into q_t [C, Np]
 // (undefined: not written; Np >= N a multiple of 16, rows past N zero codes), scale_inv [1].
-// seen_amax (F32 [1], required) is set to max |output| (the amax history's entry); mean / rstd
-// as the bf16 ops. On the GPU C must be a multiple of 16 and the tensors 16-byte aligned.
+// record (F32, required): the consumer's delayed-scaling history row (fp8/delayed.h), whose slot 0
+// is max-folded with max |output| (not zeroed first: the slot holds the earlier micro batches'
+// amax), so that no other pass or launch records it; mean / rstd as the bf16 ops. On the GPU C
+// must be a multiple of 16 and the tensors 16-byte aligned.
 void layernorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& mean, Tensor& rstd, const Tensor& x,
                            const Tensor& w, const Tensor& b, float eps, Fp8Type t, const Tensor& amax,
-                           const Tensor& seen_amax);
+                           const Tensor& record);
 void rmsnorm_forward_fp8(Tensor& q, Tensor& q_t, Tensor& scale_inv, Tensor& rstd, const Tensor& x, const Tensor& w,
-                         float eps, Fp8Type t, const Tensor& amax, const Tensor& seen_amax);
+                         float eps, Fp8Type t, const Tensor& amax, const Tensor& record);
 
 BIOFM_BACKENDS(layernorm_forward, layernorm_backward, rmsnorm_forward, rmsnorm_backward, layernorm_forward_fp8,
                rmsnorm_forward_fp8)
