@@ -183,3 +183,52 @@ TEST(OpsFp8Delayed, GeluCodesQuantizeTheGeluWithTheGivenScale) {
   EXPECT_THROW(fp8_quantize_gelu(q, none, s, P, Tensor(), Fp8Type::E4M3, Tensor(), Tensor::empty({1}, DType::F32)),
                std::exception);
 }
+
+// fp8_quantize_rope_grad (the q|k|v gradient's inverse rotary rotation inside its quantization,
+// for DelayedScaling) against the rotation written out here in double: y[i] = x[i]·cos a +
+// x[i+D/2]·sin a, y[i+D/2] = x[i+D/2]·cos a - x[i]·sin a on the query and key heads, the value
+// heads as they are; each value quantized with the given scale, the amax folded into the history
+// row, the column sums of what it quantized; dpacked unchanged.
+TEST(OpsFp8Delayed, RopeGradCodesQuantizeTheInverseRotation) {
+  const int64_t N = 6, hq = 2, hkv = 1, D = 8, C = (hq + 2 * hkv) * D, half = D / 2;
+  std::vector<float> x(static_cast<size_t>(N * C)), f(static_cast<size_t>(half));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.01f * float(int(i * 7 % 23) - 11);
+  for (int64_t i = 0; i < half; ++i) f[size_t(i)] = float(std::pow(10000.0, -2.0 * double(i) / double(D)));
+  const std::vector<int32_t> pos = {0, 1, 2, 0, 5, 1};
+  const Tensor X = Tensor::from_f32({N, C}, x), P = Tensor::from_i32({N}, pos), F = Tensor::from_f32({half}, f);
+  const float scale_amax = 0.08f;  // (some values saturate)
+  Tensor q = Tensor::empty({N, C}, DType::U8), qt = Tensor::empty({C, 16}, DType::U8);
+  Tensor s = Tensor::empty({1}, DType::F32), record = Tensor::from_f32({2}, {1e-6f, 4.0f});
+  Tensor sums = Tensor::zeros({C}, DType::F32);
+  fp8_quantize_rope_grad(q, qt, s, X, P, F, hq, hkv, 6, Fp8Type::E5M2, Tensor::from_f32({1}, {scale_amax}), record,
+                         sums);
+  const float scale = fp8_max(Fp8Type::E5M2) / scale_amax;
+  EXPECT_FLOAT_EQ(s.f32()[0], 1.0f / scale);
+  double amax = 0;
+  std::vector<double> col(size_t(C), 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) {
+      const int64_t h = c / D, j = c % D, i = j % half;
+      const double a = double(float(pos[size_t(n)]) * f[size_t(i)]);
+      const double xv = x[size_t(n * C + c)];
+      double v = xv;
+      if (h < hq + hkv) {
+        const double partner = x[size_t(n * C + c + (j < half ? half : -half))];
+        v = j < half ? xv * std::cos(a) + partner * std::sin(a) : xv * std::cos(a) - partner * std::sin(a);
+      }
+      amax = std::max(amax, std::fabs(v));
+      col[size_t(c)] += v;
+      const uint8_t code = static_cast<const uint8_t*>(q.raw())[n * C + c];
+      const double want = std::fmin(std::fmax(v * scale, -fp8_max(Fp8Type::E5M2)), fp8_max(Fp8Type::E5M2));
+      EXPECT_NEAR(fp8_decode(code, Fp8Type::E5M2), want, 0.125 * std::fabs(want) + 1e-3) << n << "," << c;
+      EXPECT_EQ(static_cast<const uint8_t*>(qt.raw())[c * 16 + n], code);
+    }
+  EXPECT_GT(amax, scale_amax) << "no value saturated";
+  EXPECT_NEAR(record.f32()[0], amax, 1e-6 * amax);
+  EXPECT_EQ(record.f32()[1], 4.0f);
+  for (int64_t c = 0; c < C; ++c) EXPECT_NEAR(sums.f32()[c], col[size_t(c)], 1e-6) << c;
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(X.f32()[i], x[i]) << "dpacked changed at " << i;
+  // The delayed scale and the history row are required.
+  EXPECT_THROW(fp8_quantize_rope_grad(q, qt, s, X, P, F, hq, hkv, 6, Fp8Type::E5M2, Tensor(), record), std::exception);
+  EXPECT_THROW(fp8_quantize_rope_grad(q, qt, s, X, P, F, hq, hkv, 6, Fp8Type::E5M2, record, Tensor()), std::exception);
+}

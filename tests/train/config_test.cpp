@@ -75,7 +75,7 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   EXPECT_FALSE(c.fp8_config.quantized_model_init_kwargs.enabled);
   // Every schema key is a field and vice versa, and the schema defaults are the struct's.
   EXPECT_EQ(train_config_from(config::Config(train_config_schema())), TrainConfig{});
-  EXPECT_EQ(train_config_schema().keys().size(), 130u);
+  EXPECT_EQ(train_config_schema().keys().size(), 131u);
 }
 
 TEST(ConfigTrain, EveryConfigFileLoadsAndValidates) {
@@ -536,6 +536,24 @@ TEST(ConfigTrain, RecipeSpellingsAreReadAsOurs) {
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_EQ(notes[0], "read 'use_sequence_packing=true' (the recipes' name) as dataset.packing=thd");
   EXPECT_HAS(notes[1], "ignored: 'wandb_init_args.project=x': biofm writes metrics.jsonl");
+  // A config file's recipe spellings are noted by the loaded config (the overrides are not: they
+  // were noted above), with the file and line they came from.
+  const config::Config fc = config::load_string(
+      train_config_schema(), "dataset:\n  path: x.fasta\nadamw_kwargs:\n  lr: 2.0e-4\nwandb:\n  project: p\n",
+      {"use_sequence_packing=true"}, "", "run.yaml");
+  ASSERT_EQ(fc.notes().size(), 2u);
+  EXPECT_HAS(fc.notes()[0], "read 'adamw_kwargs.lr' (run.yaml");
+  EXPECT_HAS(fc.notes()[0], "as optimizer.lr=0.0002");
+  EXPECT_HAS(fc.notes()[1], "ignored: 'wandb.project' (run.yaml");
+}
+
+// Whole numbers in float lists are written as integers, so that a saved config reads as written.
+TEST(ConfigTrain, LayerListsAreWrittenAsIntegers) {
+  const TrainConfig c = minimal({"fp8_layers=[1,2,5]", "optimizer.betas=[0.9,0.98]"});
+  const std::string y = to_yaml(c);
+  EXPECT_HAS(y, "fp8_layers: [1, 2, 5]");
+  EXPECT_HAS(y, "betas: [0.9, 0.98]");
+  EXPECT_EQ(load_train_config_string(y), c);
 }
 
 TEST(ConfigTrain, ProfilerEnabledTakesTheRecipesWindow) {

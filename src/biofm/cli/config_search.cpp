@@ -1,6 +1,7 @@
 #include "biofm/cli/config_search.h"
 
 #include <cctype>
+#include <cstdio>
 
 #include <glob.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/data/input_files.h"
+#include "biofm/dist/launch_env.h"
 
 namespace fs = std::filesystem;
 
@@ -149,34 +151,41 @@ class Overlay {
 
 namespace {
 
+// `text` with the temporary overlay's paths named as the files they lead to (or as the search
+// path, for a file that is in none of its directories).
+std::string without_overlay(std::string msg, const Overlay& overlay, const std::vector<std::string>& dirs) {
+  std::string where;
+  for (const auto& d : dirs) where += (where.empty() ? "" : ":") + d;
+  const auto in_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; };
+  for (size_t p; (p = msg.find(overlay.path())) != std::string::npos;) {
+    size_t end = p + overlay.path().size();
+    std::string replacement = "[" + where + "]";
+    if (end < msg.size() && msg[end] == '/') {
+      size_t stop = end + 1;
+      while (stop < msg.size() && in_name(msg[stop])) ++stop;
+      const fs::path link = fs::path(overlay.path()) / msg.substr(end + 1, stop - end - 1);
+      std::error_code ec;
+      if (stop > end + 1 && fs::is_symlink(link, ec)) {
+        replacement = fs::read_symlink(link, ec).string();
+        end = stop;
+      }
+    }
+    msg.replace(p, end - p, replacement);
+  }
+  return msg;
+}
+
 TrainConfig load_composed(const std::vector<std::string>& dirs, const std::string& name,
-                          const std::vector<std::string>& overrides) {
-  if (dirs.size() == 1) return load_train_config(dirs[0], name, overrides);
+                          const std::vector<std::string>& overrides, std::vector<std::string>* notes) {
+  if (dirs.size() == 1) return load_train_config(dirs[0], name, overrides, notes);
   Overlay overlay(dirs);
   try {
-    return load_train_config(overlay.path(), name, overrides);
+    TrainConfig cfg = load_train_config(overlay.path(), name, overrides, notes);
+    if (notes)
+      for (std::string& n : *notes) n = without_overlay(n, overlay, dirs);
+    return cfg;
   } catch (const Error& e) {
-    // Name the file a message is about (the overlay's link leads to it), or the search path
-    // for a file that is in none of its directories, rather than the temporary overlay.
-    std::string msg = e.what(), where;
-    for (const auto& d : dirs) where += (where.empty() ? "" : ":") + d;
-    const auto in_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; };
-    for (size_t p; (p = msg.find(overlay.path())) != std::string::npos;) {
-      size_t end = p + overlay.path().size();
-      std::string replacement = "[" + where + "]";
-      if (end < msg.size() && msg[end] == '/') {
-        size_t stop = end + 1;
-        while (stop < msg.size() && in_name(msg[stop])) ++stop;
-        const fs::path link = fs::path(overlay.path()) / msg.substr(end + 1, stop - end - 1);
-        std::error_code ec;
-        if (stop > end + 1 && fs::is_symlink(link, ec)) {
-          replacement = fs::read_symlink(link, ec).string();
-          end = stop;
-        }
-      }
-      msg.replace(p, end - p, replacement);
-    }
-    throw Error(msg);
+    throw Error(without_overlay(e.what(), overlay, dirs));
   }
 }
 
@@ -184,8 +193,18 @@ TrainConfig load_composed(const std::vector<std::string>& dirs, const std::strin
 
 TrainConfig load_train_config_searched(const std::vector<std::string>& dirs, const std::string& name,
                                        const std::vector<std::string>& overrides) {
-  TrainConfig cfg = load_composed(dirs, name, overrides);
+  std::vector<std::string> notes;
+  TrainConfig cfg = load_composed(dirs, name, overrides, &notes);
   resolve_input_paths(cfg, shipped_roots());
+  // What the config files' recipe spellings were read as (once per run: rank 0 or the only
+  // process; the overrides' are printed where they are checked).
+  int rank = 0;
+  try {
+    rank = detect_launched_ranks().rank;
+  } catch (const Error&) {  // (reported where the run reads the launcher's variables)
+  }
+  if (rank == 0)
+    for (const std::string& n : notes) std::fprintf(stderr, "note: %s\n", n.c_str());
   return cfg;
 }
 

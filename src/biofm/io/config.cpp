@@ -192,7 +192,11 @@ static std::string value_str(const Value& v) {
     std::string operator()(const std::string& x) const { return yaml_quote(x); }
     std::string operator()(const std::vector<double>& x) const {
       std::string s = "[";
-      for (size_t i = 0; i < x.size(); ++i) s += (i ? ", " : "") + format_float(x[i]);
+      // (whole numbers as integers: a list such as fp8_layers reads back as it was written)
+      for (size_t i = 0; i < x.size(); ++i) {
+        const bool whole = std::isfinite(x[i]) && x[i] == std::trunc(x[i]) && std::fabs(x[i]) < 1e15;
+        s += (i ? ", " : "") + (whole ? std::to_string(int64_t(x[i])) : format_float(x[i]));
+      }
       return s + "]";
     }
   };
@@ -1060,8 +1064,13 @@ Config resolve(const Schema& schema, const Flat& f, Problems& probs) {
                   " (" + e.origin + ")");
       }
     } else if (const RecipeSpelling* r = schema.recipe_spelling(path)) {
-      // (an override or a config file written with the recipes' names)
-      if (r->ignored) continue;  // (recipe_spelling_notes says so for overrides)
+      // (an override or a config file written with the recipes' names; recipe_spelling_notes
+      // notes the overrides, the config's notes the files)
+      const bool from_file = !starts_with(e.origin, "override '");
+      if (r->ignored) {
+        if (from_file) cfg.add_note("ignored: '" + path + "' (" + e.origin + "): " + r->note);
+        continue;
+      }
       if (r->key.empty()) {
         probs.add("'" + path + "' is the recipes' key; " + r->note + " (" + e.origin + ")");
         continue;
@@ -1078,9 +1087,12 @@ Config resolve(const Schema& schema, const Flat& f, Problems& probs) {
       }
       Value v;
       std::string err;
-      if (convert(node, *schema.find(r->key), v, err))
+      if (convert(node, *schema.find(r->key), v, err)) {
+        if (from_file)
+          cfg.add_note("read '" + path + "' (" + e.origin + ", the recipes' name) as " + r->key + "=" +
+                       value_str(v) + (r->note.empty() ? "" : ": " + r->note));
         cfg.set(r->key, std::move(v), e.origin + " as " + r->key);
-      else
+      } else
         probs.add(err + " (" + e.origin + ", the recipes' name for " + r->key + ")");
     } else {
       probs.add_unknown_key(schema, path, e.origin);

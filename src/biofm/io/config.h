@@ -135,10 +135,17 @@ class Config {
 
   bool operator==(const Config& other) const { return values_ == other.values_; }
 
+  // What loading read a config file's recipe spellings as, or ignored of them ("read 'x'
+  // (file:line) as ...", "ignored: ..."): for the command to print once. (Overrides are noted by
+  // recipe_spelling_notes.)
+  const std::vector<std::string>& notes() const { return notes_; }
+  void add_note(std::string note) { notes_.push_back(std::move(note)); }
+
  private:
   const Schema* schema_;
   std::vector<Value> values_;
   std::vector<std::string> origins_;
+  std::vector<std::string> notes_;
 };
 
 // Loads `dir/name.yaml`, composes its defaults, applies the overrides, validates. A missing

@@ -229,6 +229,8 @@ Registry build_registry() {
                                    "FP8 codes directly (no bf16 copy; same results)");
   BIND(ops.fp8_norm_codes, .help = "FP8 DelayedScaling: the norms before the q|k|v projection and the MLP write its "
                                    "FP8 codes directly (no bf16 copy; same results)");
+  BIND(ops.fp8_rope_codes, .help = "FP8 DelayedScaling: the q|k|v gradient's inverse rotary rotation runs inside its "
+                                   "quantization (no rotated bf16 copy; same results)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");
@@ -697,7 +699,7 @@ std::string recipe_config_hint(const std::string& name) {
 }  // namespace
 
 TrainConfig load_train_config(const std::string& configs_dir, const std::string& name,
-                              const std::vector<std::string>& overrides) {
+                              const std::vector<std::string>& overrides, std::vector<std::string>* notes) {
   config::Config c(train_config_schema());
   try {
     c = config::load(train_config_schema(), configs_dir, name, overrides);
@@ -708,6 +710,7 @@ TrainConfig load_train_config(const std::string& configs_dir, const std::string&
   }
   TrainConfig t = train_config_from(c);
   check_train_config(t);
+  if (notes) *notes = c.notes();
   return t;
 }
 

@@ -195,6 +195,7 @@ struct TrainConfig {
     bool fp8_release_inputs = true;
     bool fp8_gelu_codes = true;
     bool fp8_norm_codes = true;
+    bool fp8_rope_codes = true;
     bool operator==(const Ops&) const = default;
   };
 
@@ -252,9 +253,11 @@ struct TrainConfig {
 
 // Loads `configs_dir/name.yaml` (composing its `defaults:`), applies `key=value` overrides and
 // validates everything; throws biofm::Error listing every problem (unknown keys come with the
-// nearest valid key; a missing name lists the available configs).
+// nearest valid key; a missing name lists the available configs). notes (optional): what the
+// files' recipe spellings were read as (config::Config::notes), for the command to print.
 TrainConfig load_train_config(const std::string& configs_dir, const std::string& name,
-                              const std::vector<std::string>& overrides = {});
+                              const std::vector<std::string>& overrides = {},
+                              std::vector<std::string>* notes = nullptr);
 // The same from YAML text (tests, saved run configs). `defaults:` in it is looked up in
 // configs_dir when given.
 TrainConfig load_train_config_string(const std::string& yaml,
