@@ -299,7 +299,7 @@ void add_fp8_quantize_rope_grad(std::vector<Case>& t) {
     t.push_back({"fp8_quantize_rope_grad", name, {F32, BF16}, [=](Env& e) {
                    const int64_t Np = (N + 15) / 16 * 16;
                    Tensor dpacked = e.in({N, C}, 0.01f);
-                   std::vector<int32_t> pos(size_t(N));
+                   std::vector<int32_t> pos(static_cast<size_t>(N));
                    for (int64_t i = 0; i < N; ++i) pos[size_t(i)] = int32_t(i % 23);
                    Tensor positions = e.i32({N}, pos), inv_freq = e.uniform({D / 2}, 1e-4f, 1.0f);
                    Tensor scale_amax = e.uniform({1}, 0.02f, 0.04f);

@@ -330,7 +330,7 @@ TEST(CudaFp8Delayed, RopeGradCodesEqualTheRopeKernelThenTheQuantization) {
           const std::string what = std::to_string(N) + "x" + std::to_string(C) + " D=" + std::to_string(h.D) + " " +
                                    dtype_name(dt) + (table ? " table" : " in place");
           const Tensor dpacked = to_device(randn({N, C}, uint64_t(N + C), 0.01f), dt);
-          std::vector<int32_t> pos(size_t(N));
+          std::vector<int32_t> pos(static_cast<size_t>(N));
           for (int64_t i = 0; i < N; ++i) pos[size_t(i)] = int32_t(i % 29 + (i % 3) * 100);  // (several sequences)
           const Tensor positions = Tensor::from_i32({N}, pos).to(Device::CUDA);
           std::vector<float> f(size_t(h.D / 2));
