@@ -22,7 +22,6 @@
 #include <functional>
 #include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "biofm/ops/activation/op.h"
@@ -288,35 +287,6 @@ void add_fp8_quantize_gelu(std::vector<Case>& t) {
                      // 1/7 of the largest value, of E4M3 1/15.
                      ft == ops::Fp8Type::E5M2 ? 5e-2 : 2e-2});
       }
-}
-
-// The q|k|v gradient's inverse rotary rotation inside its quantization, with a given
-// (DelayedScaling) scale: codes, scale, the history row, the column sums.
-void add_fp8_quantize_rope_grad(std::vector<Case>& t) {
-  for (auto [N, hq, hkv] : {std::tuple<int64_t, int64_t, int64_t>{37, 2, 2}, {70, 4, 1}}) {
-    const int64_t D = 64, C = (hq + 2 * hkv) * D;
-    const std::string name = dims({N, C}) + " heads " + std::to_string(hq) + "/" + std::to_string(hkv);
-    t.push_back({"fp8_quantize_rope_grad", name, {F32, BF16}, [=](Env& e) {
-                   const int64_t Np = (N + 15) / 16 * 16;
-                   Tensor dpacked = e.in({N, C}, 0.01f);
-                   std::vector<int32_t> pos(static_cast<size_t>(N));
-                   for (int64_t i = 0; i < N; ++i) pos[size_t(i)] = int32_t(i % 23);
-                   Tensor positions = e.i32({N}, pos), inv_freq = e.uniform({D / 2}, 1e-4f, 1.0f);
-                   Tensor scale_amax = e.uniform({1}, 0.02f, 0.04f);
-                   Tensor q = e.out_exact({N, C}, DType::U8), qt = e.out_exact({C, Np}, DType::U8);
-                   Tensor s = e.out_as({1}, F32), record = e.uniform({3}, 1e-5f, 2e-5f);
-                   Tensor sums = e.accum("col_sums", {C});
-                   ops::fp8_quantize_rope_grad(q, qt, s, dpacked, positions, inv_freq, hq, hkv, 23,
-                                               ops::Fp8Type::E5M2, scale_amax, record, sums);
-                   e.check("codes", decoded(e, q, ops::Fp8Type::E5M2));
-                   e.check("codes_t", decoded(e, qt, ops::Fp8Type::E5M2));
-                   e.check("scale_inv", s);
-                   e.check("record", record);
-                 },
-                 // A last-bit difference of cos / sin or the rotation may flip a bf16 rounding and
-                 // then one E5M2 code (as for fp8_quantize_gelu).
-                 5e-2});
-  }
 }
 
 // The norms writing the next GEMM's codes themselves with a given (DelayedScaling) scale:
@@ -858,7 +828,6 @@ const std::vector<Case>& table() {
     add_fp8(v);
     add_fp8_quantize_gelu(v);
     add_norm_fp8(v);
-    add_fp8_quantize_rope_grad(v);
     add_embedding(v);
     add_norm(v);
     add_rope(v);

@@ -21,7 +21,6 @@
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/norm/op.h"
 #include "biofm/ops/options.h"
-#include "biofm/ops/rope/op.h"
 #include "biofm/train/optimizer.h"
 #include "biofm/train/schedule.h"
 #include "cuda_test_util.h"
@@ -310,80 +309,6 @@ TEST(CudaFp8Delayed, GeluCodesTrainAsTheGeluKernels) {
   ASSERT_EQ(curve[0].size(), curve[1].size());
   for (size_t i = 0; i < curve[0].size(); ++i)
     EXPECT_NEAR(curve[1][i], curve[0][i], 1e-3 * std::fabs(curve[0][i])) << "window " << i;
-}
-
-// fp8_quantize_rope_grad (the q|k|v gradient's inverse rotary rotation applied inside its
-// quantization) writes exactly what the rope kernel followed by fp8_quantize writes: both forms
-// of the codes, scale, the amax folded into the history row, the column sums, bit for bit; dpacked
-// is left as it was. ESM-2 (as many key as query heads), GQA and a 128-wide head; bf16 and f32;
-// the angles from the table, and computed in place for positions past max_position.
-TEST(CudaFp8Delayed, RopeGradCodesEqualTheRopeKernelThenTheQuantization) {
-  BIOFM_REQUIRE_GPU();
-  struct Heads {
-    int64_t hq, hkv, D;
-  };
-  for (Heads h : {Heads{4, 4, 64}, {8, 2, 64}, {2, 1, 128}})
-    for (int64_t N : {int64_t(37), int64_t(200)})
-      for (DType dt : {DType::BF16, DType::F32})
-        for (bool table : {true, false}) {
-          const int64_t C = (h.hq + 2 * h.hkv) * h.D, Np = (N + 15) / 16 * 16;
-          const std::string what = std::to_string(N) + "x" + std::to_string(C) + " D=" + std::to_string(h.D) + " " +
-                                   dtype_name(dt) + (table ? " table" : " in place");
-          const Tensor dpacked = to_device(randn({N, C}, uint64_t(N + C), 0.01f), dt);
-          std::vector<int32_t> pos(static_cast<size_t>(N));
-          for (int64_t i = 0; i < N; ++i) pos[size_t(i)] = int32_t(i % 29 + (i % 3) * 100);  // (several sequences)
-          const Tensor positions = Tensor::from_i32({N}, pos).to(Device::CUDA);
-          std::vector<float> f(size_t(h.D / 2));
-          for (size_t i = 0; i < f.size(); ++i) f[i] = float(std::pow(10000.0, -2.0 * double(i) / double(h.D)));
-          const Tensor inv_freq = Tensor::from_f32({h.D / 2}, f).to(Device::CUDA);
-          const Tensor scale_amax = Tensor::from_f32({1}, {0.02f}).to(Device::CUDA);  // (some values saturate)
-          auto outputs = [&] {
-            return std::tuple{Tensor::empty({N, C}, DType::U8, Device::CUDA), Tensor::empty({C, Np}, DType::U8, Device::CUDA),
-                              Tensor::empty({1}, DType::F32, Device::CUDA), Tensor::from_f32({2}, {0.0f, 3.0f}).to(Device::CUDA),
-                              Tensor::zeros({C}, DType::F32, Device::CUDA)};
-          };
-          auto [q, qt, s, amax, sums] = outputs();  // the two kernels
-          Tensor rotated = dpacked.clone(), seen = Tensor::zeros({1}, DType::F32, Device::CUDA);
-          ops::rope_qk_packed(rotated, positions, inv_freq, h.hq, h.hkv, /*inverse=*/true, seen);
-          ops::fp8_quantize(q, qt, s, rotated, ops::Fp8Type::E5M2, scale_amax, sums);
-          ops::fp8_amax_record(amax, Tensor(), seen);
-          auto [fq, fqt, fs, record, fsums] = outputs();  // one
-          const std::vector<uint8_t> before = bytes(dpacked);
-          const int64_t calls = ops::cuda::fp8_quantize_rope_grad_calls();
-          ops::fp8_quantize_rope_grad(fq, fqt, fs, dpacked, positions, inv_freq, h.hq, h.hkv, table ? 300 : 0,
-                                      ops::Fp8Type::E5M2, scale_amax, record, fsums);
-          EXPECT_EQ(ops::cuda::fp8_quantize_rope_grad_calls(), calls + 1);
-          EXPECT_EQ(bytes(fq), bytes(q)) << what;
-          EXPECT_EQ(bytes(fqt), bytes(qt)) << what;
-          EXPECT_EQ(bytes(fs), bytes(s)) << what;
-          EXPECT_EQ(bytes(record), bytes(amax)) << what;
-          EXPECT_EQ(bytes(fsums), bytes(sums)) << what;
-          EXPECT_EQ(bytes(dpacked), before) << what << ": dpacked changed";
-          EXPECT_GT(seen.to(Device::CPU).f32()[0], 0.02f) << what << ": no value saturated";
-        }
-}
-
-// Both recipe families under DelayedScaling take that path in training (ops.fp8_rope_codes, on
-// by default) and train as with the rope kernel: the curves agree to 1e-3 relative per window
-// (not bit for bit only because cuDNN's attention backward sums in a varying order).
-TEST(CudaFp8Delayed, RopeGradCodesTrainAsTheRopeKernel) {
-  BIOFM_REQUIRE_GPU();
-  const std::vector<ops::LayerQuant> layers(testkit::kRecipeCurveLayers, delayed(1024));
-  for (const std::string family : {"esm2", "llama"}) {
-    std::vector<double> curve[2];
-    for (int on = 0; on < 2; ++on) {
-      testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.fp8_rope_codes = on == 1; });
-      const int64_t calls = ops::cuda::fp8_quantize_rope_grad_calls();
-      curve[on] = testkit::recipe_curve(family, layers);
-      if (on)
-        EXPECT_GT(ops::cuda::fp8_quantize_rope_grad_calls(), calls) << family;
-      else
-        EXPECT_EQ(ops::cuda::fp8_quantize_rope_grad_calls(), calls) << family;
-    }
-    ASSERT_EQ(curve[0].size(), curve[1].size());
-    for (size_t i = 0; i < curve[0].size(); ++i)
-      EXPECT_NEAR(curve[1][i], curve[0][i], 1e-3 * std::fabs(curve[0][i])) << family << " window " << i;
-  }
 }
 
 // layernorm_forward_fp8 / rmsnorm_forward_fp8 (the norm writing the next GEMM's codes itself)

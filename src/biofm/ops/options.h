@@ -71,12 +71,6 @@ struct OpOptions {
   // wherever cuBLASLt has the FP8 GEMMs (should it refuse one, its bf16 fallback reads the decoded
   // codes instead of the bf16 tensor).
   bool fp8_norm_codes = true;
-  // ops.fp8_rope_codes: under FP8 DelayedScaling (CUDA, head dimensions a multiple of 32), the
-  // inverse rotary rotation of the q|k|v gradient is applied inside the quantization of that
-  // gradient for the projection's backward (ops::fp8_quantize_rope_grad), so the rotated bf16
-  // gradient is never written; false runs the rope kernel and then the quantization. The same
-  // results bit for bit wherever cuBLASLt has the FP8 GEMMs.
-  bool fp8_rope_codes = true;
   // Chunks of 8 features each thread of the norm kernels caches (1, 2, 4 or 8; backward at most
   // 4; 0 = the measured automatic choice). No config key: for bench/norm_bench.cpp.
   int norm_chunks = 0;

@@ -229,8 +229,6 @@ Registry build_registry() {
                                    "FP8 codes directly (no bf16 copy; same results)");
   BIND(ops.fp8_norm_codes, .help = "FP8 DelayedScaling: the norms before the q|k|v projection and the MLP write its "
                                    "FP8 codes directly (no bf16 copy; same results)");
-  BIND(ops.fp8_rope_codes, .help = "FP8 DelayedScaling: the q|k|v gradient's inverse rotary rotation runs inside its "
-                                   "quantization (no rotated bf16 copy; same results)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");

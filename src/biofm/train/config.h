@@ -195,7 +195,6 @@ struct TrainConfig {
     bool fp8_release_inputs = true;
     bool fp8_gelu_codes = true;
     bool fp8_norm_codes = true;
-    bool fp8_rope_codes = true;
     bool operator==(const Ops&) const = default;
   };
 

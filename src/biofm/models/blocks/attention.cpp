@@ -7,7 +7,6 @@
 #include "biofm/dist/comm.h"
 #include "biofm/ops/elementwise/op.h"
 #include "biofm/ops/embedding/op.h"
-#include "biofm/ops/fp8/op.h"
 #include "biofm/ops/attention/op.h"
 #include "biofm/ops/options.h"
 #include "biofm/ops/rope/op.h"
@@ -84,20 +83,6 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
                                      a.lse, b.cu_seqlens, b.seq_lens, shape);
     }
     dattn = Tensor();
-    if (ops::op_options().fp8_rope_codes && T > 0 && !b.cp && qkv_.takes_codes() && ops::rope_grad_codes_fit(hd) &&
-        dpacked.device() == Device::CUDA) {
-      // DelayedScaling: the projection's output-gradient codes (and its bias gradient, and the
-      // amax into its history) come straight from dq|dk|dv with the inverse rotation applied
-      // on the way; the rotated bf16 gradient is never written.
-      ops::Fp8Codes codes = ops::Fp8Codes::empty_for(T, dpacked.size(1));
-      ops::fp8_quantize_rope_grad(codes.codes, codes.codes_t, codes.scale_inv, dpacked, b.positions, *inv_freq_, nh,
-                                  nkv, b.max_seqlen, qkv_.producer_quant()->bwd, qkv_.producer_scale_amax(2),
-                                  qkv_.producer_record(2), qkv_.bias_grad());
-      dpacked = Tensor();
-      dxn = ctx_->act({T, qkv_.weight().size(1)});
-      qkv_.backward(dxn, Tensor(), xn, &a.fp8_qkv, Tensor(), &codes);
-      return;
-    }
     // FP8: the inverse rotation also gives max |dq|dk|dv| for the gradient's quantization.
     if (qkv_.fp8()) dpacked_amax = ctx_->f32({1});
     ops::rope_qk_packed(dpacked, b.positions, *inv_freq_, nh, nkv, /*inverse=*/true, dpacked_amax);

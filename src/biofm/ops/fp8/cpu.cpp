@@ -6,7 +6,6 @@
 #include "biofm/ops/cpu_util.h"
 #include "biofm/ops/fp8/delayed.h"
 #include "biofm/ops/fp8/op.h"
-#include "biofm/ops/rope/op.h"
 
 namespace biofm::ops {
 
@@ -169,23 +168,6 @@ void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& 
     cpu::gelu_backward(src, dact, pre, GeluKind::Erf, seen);
   else
     cpu::gelu_forward(src, pre, GeluKind::Erf, seen);
-  Tensor row = record;
-  cpu::fp8_amax_record(row, Tensor(), seen);
-  cpu::fp8_quantize(q, q_t, scale_inv, src, t, amax, col_sums, Tensor());
-}
-
-// The reference: rope_qk_packed's inverse rotation of a copy (rounded to dpacked's dtype, its
-// amax then folded into record), then fp8_quantize of it.
-void fp8_quantize_rope_grad(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& dpacked, const Tensor& positions,
-                            const Tensor& inv_freq, int64_t hq, int64_t hkv, int64_t max_position, Fp8Type t,
-                            const Tensor& amax, const Tensor& record, const Tensor& col_sums) {
-  const char* op = "fp8_quantize_rope_grad";
-  if (!amax.defined() || !record.defined()) fail(op, ": amax (the delayed scale) and record are required");
-  require_f32(record, op, "record");
-  if (record.numel() < 1) fail(op, ": record must be a history row, got ", record.describe());
-  if (max_position < 0) fail(op, ": max_position must be >= 0, got ", max_position);
-  Tensor src = dpacked.clone(), seen = Tensor::empty({1}, DType::F32);
-  cpu::rope_qk_packed(src, positions, inv_freq, hq, hkv, /*inverse=*/true, seen);
   Tensor row = record;
   cpu::fp8_amax_record(row, Tensor(), seen);
   cpu::fp8_quantize(q, q_t, scale_inv, src, t, amax, col_sums, Tensor());

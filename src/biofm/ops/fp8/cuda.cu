@@ -15,7 +15,6 @@
 #include "biofm/ops/fp8/codes.cuh"
 #include "biofm/ops/fp8/op.h"
 #include "biofm/ops/gemm/cublaslt_plans_cuda.h"
-#include "biofm/ops/rope/rope_math.cuh"
 
 namespace biofm::ops::cuda {
 using namespace cuda_detail;
@@ -37,33 +36,8 @@ __global__ void amax_kernel(const T* x, int64_t n, unsigned* amax_bits) {
 using fp8_codes::encode;
 
 // What the quantize kernel quantizes: x as read, or the MLP's GELU computed from pre (and x =
-// dact for its gradient), rounded to T as the GELU kernels store it (fp8_quantize_gelu), or x
-// = the fused q|k|v gradient after the inverse rotary rotation, rounded to T as the rope kernel
-// stores it (fp8_quantize_rope_grad).
-enum class Src { X, Gelu, GeluGrad, RopeGrad };
-
-// Src::RopeGrad: the first rotated_cols columns of a row are q and k heads of D = 2·half
-// (half a multiple of 16, so that a thread's 16 columns lie in one half of one head); the cos
-// and sin of position p and frequency i are table[p·half + i] for p < table_rows.
-struct RopeArgs {
-  const int32_t* positions = nullptr;
-  const float2* table = nullptr;
-  int64_t table_rows = 0;
-  const float* inv_freq = nullptr;
-  int half = 0;
-  int64_t rotated_cols = 0;
-};
-
-// One row of the inverse rotation's table: cos and -sin of position p for every frequency.
-__global__ void rope_table_kernel(float2* table, int64_t rows, int half, const float* inv_freq) {
-  const int64_t n = rows * half;
-  for (int64_t idx = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; idx < n; idx += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t p = idx / half;
-    float c, s;
-    rope_math::angle(c, s, float(p), inv_freq[idx - p * half], /*inverse=*/true);
-    table[idx] = make_float2(c, s);
-  }
-}
+// dact for its gradient), rounded to T as the GELU kernels store it (fp8_quantize_gelu).
+enum class Src { X, Gelu, GeluGrad };
 
 // x[R, C] (C a multiple of 16) -> q[R, C] and/or q_t[C, Rp] (Rp a multiple of 16, rows >= R
 // of x read as zero). Grid: (C / 64 rounded up, max(R, Rp) / 64 rounded up). kSrc other than X:
@@ -73,7 +47,7 @@ template <class T, Fp8Type kType, bool kColSums, Src kSrc = Src::X>
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, const unsigned* amax_bits, float fmax,
                     uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial, const T* pre = nullptr,
-                    unsigned* seen_bits = nullptr, unsigned* record_bits = nullptr, RopeArgs rope = {}) {
+                    unsigned* seen_bits = nullptr, unsigned* record_bits = nullptr) {
   // 16-byte rows of codes; 80 bytes per tile row keeps every row 16-byte aligned.
   __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
   // x itself when column sums are wanted (kColSums: col_partial set); rows padded by 16 bytes
@@ -103,32 +77,6 @@ __global__ void __launch_bounds__(kThreads)
           if (record_bits)
 #pragma unroll
             for (int i = 0; i < 16; ++i) recorded = max(recorded, __float_as_uint(fabsf(v[i])));
-        } else if constexpr (kSrc == Src::RopeGrad) {
-          load_vec<16>(v, x + gr * C + gc);
-          if (gc < rope.rotated_cols) {  // a q or k head: v[i] with its partner 16 columns away by half
-            const int j = int(gc % (2 * rope.half));
-            const bool first = j < rope.half;
-            const int i0 = first ? j : j - rope.half;
-            float w[16];
-            load_vec<16>(w, x + gr * C + gc + (first ? rope.half : -rope.half));
-            const int64_t p = rope.positions[gr];
-#pragma unroll
-            for (int i = 0; i < 16; ++i) {
-              float c, s;
-              if (p >= 0 && p < rope.table_rows) {
-                const float2 cs = rope.table[p * rope.half + i0 + i];
-                c = cs.x, s = cs.y;
-              } else {
-                rope_math::angle(c, s, float(p), rope.inv_freq[i0 + i], /*inverse=*/true);
-              }
-              v[i] = first ? rope_math::rotated_first(v[i], w[i], c, s) : rope_math::rotated_second(w[i], v[i], c, s);
-            }
-          }
-#pragma unroll
-          for (int i = 0; i < 16; ++i) {
-            v[i] = to_f32(from_f32<T>(v[i]));  // as the rope kernel would store it
-            seen = fmaxf(seen, fabsf(v[i]));
-          }
         } else {
           float p[16];
           load_vec<16>(p, pre + gr * C + gc);
@@ -194,7 +142,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T>
 void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type t, int64_t R, int64_t C,
             const Tensor& given_amax, const Tensor& col_sums, Src src = Src::X, const Tensor& pre = Tensor(),
-            const Tensor& seen_record = Tensor(), const Tensor& record = Tensor(), const RopeArgs& rope = {}) {
+            const Tensor& seen_record = Tensor(), const Tensor& record = Tensor()) {
   cudaStream_t st = cuda_ctx::stream();
   const T* xp = static_cast<const T*>(x.raw());
   Tensor own_amax;
@@ -218,17 +166,16 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   if (col_sums.defined()) partial.emplace(size_t(grid.y) * size_t(C) * sizeof(float));
   float* pp = partial ? partial->as<float>() : nullptr;
   const T* prep = pre.defined() ? static_cast<const T*>(pre.raw()) : nullptr;
-  unsigned* seen = src == Src::X ? nullptr : amax_record_slot(seen_record, "fp8_quantize");
+  unsigned* seen = src == Src::X ? nullptr : amax_record_slot(seen_record, "fp8_quantize_gelu");
   unsigned* rec = record.defined() ? static_cast<unsigned*>(record.raw()) : nullptr;
   auto go = [&](auto type_c, auto sums_c) {
     auto run = [&](auto src_c) {
       quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value, decltype(src_c)::value>
-          <<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp, scale_inv.f32(), pp, prep, seen, rec, rope);
+          <<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp, scale_inv.f32(), pp, prep, seen, rec);
     };
     if (src == Src::X) run(std::integral_constant<Src, Src::X>{});
     if (src == Src::Gelu) run(std::integral_constant<Src, Src::Gelu>{});
     if (src == Src::GeluGrad) run(std::integral_constant<Src, Src::GeluGrad>{});
-    if (src == Src::RopeGrad) run(std::integral_constant<Src, Src::RopeGrad>{});
   };
   using E4 = std::integral_constant<Fp8Type, Fp8Type::E4M3>;
   using E5 = std::integral_constant<Fp8Type, Fp8Type::E5M2>;
@@ -315,54 +262,6 @@ void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& 
   dispatch_float(pre.dtype(), op, [&](auto tag) {
     launch<typename decltype(tag)::type>(q, q_t, scale_inv, dact.defined() ? dact : pre, t, R, C, amax, col_sums,
                                          dact.defined() ? Src::GeluGrad : Src::Gelu, pre, record);
-  });
-}
-
-namespace {
-std::atomic<int64_t> g_rope_calls{0};
-}  // namespace
-
-int64_t fp8_quantize_rope_grad_calls() { return g_rope_calls.load(); }
-
-void fp8_quantize_rope_grad(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& dpacked, const Tensor& positions,
-                            const Tensor& inv_freq, int64_t hq, int64_t hkv, int64_t max_position, Fp8Type t,
-                            const Tensor& amax, const Tensor& record, const Tensor& col_sums) {
-  const char* op = "fp8_quantize_rope_grad";
-  if (!amax.defined() || !record.defined()) fail(op, ": amax (the delayed scale) and record are required");
-  require_cuda(record, op, "record");
-  amax_record_slot(record, op);  // (checked before anything runs)
-  const auto [R, C] = check_quantize(op, q, q_t, scale_inv, dpacked, amax, col_sums);
-  if (hq < 0 || hkv < 0 || hq + 2 * hkv == 0 || C % (hq + 2 * hkv) != 0)
-    fail(op, ": dpacked ", dpacked.describe(), " is not hq + 2·hkv = ", hq + 2 * hkv, " heads per row");
-  const int64_t D = C / (hq + 2 * hkv), half = D / 2;
-  if (!rope_grad_codes_fit(D)) fail(op, ": on the GPU the head dimension must be a multiple of 32, got ", D);
-  require_cuda(positions, op, "positions");
-  require_dtype(positions, DType::I32, op, "positions");
-  require_shape(positions, {R}, op, "positions");
-  require_cuda(inv_freq, op, "inv_freq");
-  require_dtype(inv_freq, DType::F32, op, "inv_freq");
-  require_shape(inv_freq, {half}, op, "inv_freq");
-  if (max_position < 0) fail(op, ": max_position must be >= 0, got ", max_position);
-  ++g_rope_calls;
-  if (C == 0) return;
-  // cos / -sin of every (position, frequency) once, read from L2 by the quantization (positions
-  // at or past max_position, which callers do not pass, would compute theirs in place).
-  Scratch table(size_t(max_position * half) * sizeof(float2));
-  if (max_position > 0) {
-    rope_table_kernel<<<grid_for(max_position * half, 256, sm_waves(8)), 256, 0, cuda_ctx::stream()>>>(
-        table.as<float2>(), max_position, int(half), inv_freq.f32());
-    BIOFM_CUDA_LAUNCH_CHECK();
-  }
-  RopeArgs rope;
-  rope.positions = positions.i32();
-  rope.table = table.as<float2>();
-  rope.table_rows = max_position;
-  rope.inv_freq = inv_freq.f32();
-  rope.half = int(half);
-  rope.rotated_cols = (hq + hkv) * D;
-  dispatch_float(dpacked.dtype(), op, [&](auto tag) {
-    launch<typename decltype(tag)::type>(q, q_t, scale_inv, dpacked, t, R, C, amax, col_sums, Src::RopeGrad, Tensor(),
-                                         record, Tensor(), rope);
   });
 }
 

@@ -13,13 +13,6 @@ void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& 
   BIOFM_DISPATCH(pre.device(), fp8_quantize_gelu, q, q_t, scale_inv, pre, dact, t, amax, record, col_sums);
 }
 
-void fp8_quantize_rope_grad(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& dpacked, const Tensor& positions,
-                            const Tensor& inv_freq, int64_t hq, int64_t hkv, int64_t max_position, Fp8Type t,
-                            const Tensor& amax, const Tensor& record, const Tensor& col_sums) {
-  BIOFM_DISPATCH(dpacked.device(), fp8_quantize_rope_grad, q, q_t, scale_inv, dpacked, positions, inv_freq, hq, hkv,
-                 max_position, t, amax, record, col_sums);
-}
-
 void fp8_delayed_update(Tensor& amax_history, Tensor& scale_amax, int margin, bool use_max) {
   BIOFM_DISPATCH(amax_history.device(), fp8_delayed_update, amax_history, scale_amax, margin, use_max);
 }

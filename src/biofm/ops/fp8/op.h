@@ -55,34 +55,17 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
 void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& pre, const Tensor& dact, Fp8Type t,
                        const Tensor& amax, const Tensor& record, const Tensor& col_sums = Tensor());
 
-// fp8_quantize of the fused q|k|v projection's output gradient after the rotary embedding's
-// inverse rotation, applied on the way, so that the rotated bf16 gradient is never written:
-// src = dpacked after rope_qk_packed(dpacked, positions, inv_freq, hq, hkv, inverse = true),
-// rounded to dpacked's dtype as that op stores it, then quantized exactly as fp8_quantize(src)
-// with the scale of `amax` (required: delayed scaling's scale_amax); record and col_sums as
-// fp8_quantize_gelu's (of src). dpacked [N, (hq + 2·hkv)·D] is not changed. max_position: every
-// position is below it (the batch's longest sequence); the angles of positions 0..max_position-1
-// are computed once per call. On the GPU the half head D/2 must be a multiple of 16
-// (rope_grad_codes_fit).
-void fp8_quantize_rope_grad(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& dpacked, const Tensor& positions,
-                            const Tensor& inv_freq, int64_t hq, int64_t hkv, int64_t max_position, Fp8Type t,
-                            const Tensor& amax, const Tensor& record, const Tensor& col_sums = Tensor());
-// Whether fp8_quantize_rope_grad runs on the GPU for heads of head_dim.
-inline bool rope_grad_codes_fit(int64_t head_dim) { return head_dim % 32 == 0; }
-
 // The way back from fp8_quantize's transposed codes: x[r, c] = decode(q_t[c, r]) · scale_inv for
 // the R rows of x (F32 or BF16; q_t [C, Rp], Rp >= R). What an FP8 layer that kept only its
 // input's codes (Fp8SavedInput::replaces_x) computes its weight gradient from in bf16 when
 // cuBLASLt refuses the FP8 GEMM.
 void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale_inv, Fp8Type t);
 
-BIOFM_BACKENDS(fp8_quantize, fp8_dequantize_transposed, fp8_quantize_gelu, fp8_quantize_rope_grad)
+BIOFM_BACKENDS(fp8_quantize, fp8_dequantize_transposed, fp8_quantize_gelu)
 
 namespace cuda {
-// How many fp8_quantize_gelu / fp8_quantize_rope_grad calls have run on the GPU in this process
-// (tests).
+// How many fp8_quantize_gelu calls have run on the GPU in this process (tests).
 int64_t fp8_quantize_gelu_calls();
-int64_t fp8_quantize_rope_grad_calls();
 }  // namespace cuda
 
 namespace cpu {

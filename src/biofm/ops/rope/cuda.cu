@@ -7,19 +7,25 @@
 // alignment allow.
 #include "biofm/ops/cuda_util.cuh"
 #include "biofm/ops/rope/op.h"
-#include "biofm/ops/rope/rope_math.cuh"
 
 namespace biofm::ops::cuda {
 using namespace cuda_detail;
 
 namespace {
 
-// cos / sin of the VEC angles position · inv_freq[i0 + j] (rope_math::angle).
+// cos / sin of the VEC angles position · inv_freq[i0 + j]: the angle in fp32 (as Hugging Face),
+// its cos / sin in double (as the CPU reference); sin negated for the inverse rotation.
 template <int VEC>
 __device__ __forceinline__ void token_angles(float (&cs)[VEC], float (&sn)[VEC], float p, const float* inv_freq,
                                              int i0, bool inverse) {
 #pragma unroll
-  for (int j = 0; j < VEC; ++j) rope_math::angle(cs[j], sn[j], p, inv_freq[i0 + j], inverse);
+  for (int j = 0; j < VEC; ++j) {
+    const float a = p * inv_freq[i0 + j];
+    double s, c;
+    sincos(double(a), &s, &c);
+    cs[j] = float(c);
+    sn[j] = inverse ? -float(s) : float(s);
+  }
 }
 
 // Rotates the VEC pairs (src[j], src[j + half]) into dst (dst may be src); returns the largest
@@ -32,8 +38,8 @@ __device__ __forceinline__ float rotate(T* dst, const T* src, int half, const fl
   load_vec<VEC>(x2, src + half);
 #pragma unroll
   for (int j = 0; j < VEC; ++j) {
-    y1[j] = rope_math::rotated_first(x1[j], x2[j], cs[j], sn[j]);
-    y2[j] = rope_math::rotated_second(x1[j], x2[j], cs[j], sn[j]);
+    y1[j] = x1[j] * cs[j] - x2[j] * sn[j];
+    y2[j] = x2[j] * cs[j] + x1[j] * sn[j];
   }
   store_vec<VEC>(dst, y1);
   store_vec<VEC>(dst + half, y2);
