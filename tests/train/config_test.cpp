@@ -566,6 +566,20 @@ TEST(ConfigTrain, ProfilerEnabledTakesTheRecipesWindow) {
   EXPECT_EQ(minimal().profiler.start_step, -1);
 }
 
+// A micro batch size given for packed (thd) batches, which only the token budget shapes, is
+// named in a note; the shipped configs' own value (for bshd) is not.
+TEST(ConfigTrain, MicroBatchSizeUnderThdIsNoted) {
+  std::vector<std::string> notes;
+  load_train_config(kConfigs, "esm2_sanity", {"dataset.micro_batch_size=4"}, &notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_HAS(notes[0], "dataset.micro_batch_size=4 (override 'dataset.micro_batch_size=4') is not used with "
+                       "dataset.packing=thd");
+  load_train_config(kConfigs, "esm2_sanity", {}, &notes);
+  EXPECT_TRUE(notes.empty());
+  load_train_config(kConfigs, "esm2_sanity", {"dataset.micro_batch_size=4", "dataset.packing=bshd"}, &notes);
+  EXPECT_TRUE(notes.empty());
+}
+
 TEST(ConfigTrain, RecipeConfigNamesRunOrSayWhatToRun) {
   EXPECT_EQ(load_train_config(kConfigs, "og2_7b_thd_gqa"), load_train_config(kConfigs, "og2_7b"));
   EXPECT_EQ(load_train_config(kConfigs, "og2_7b_thd_gqa_fp8"), load_train_config(kConfigs, "og2_7b_fp8"));

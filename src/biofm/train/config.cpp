@@ -708,7 +708,15 @@ TrainConfig load_train_config(const std::string& configs_dir, const std::string&
   }
   TrainConfig t = train_config_from(c);
   check_train_config(t);
-  if (notes) *notes = c.notes();
+  if (notes) {
+    *notes = c.notes();
+    // (the recipes pass both batch sizes; under packing only the token budget applies)
+    const std::string& mbs_origin = c.origin("dataset.micro_batch_size");
+    if (t.dataset.packing == BatchMode::Thd && mbs_origin.rfind("override '", 0) == 0)
+      notes->push_back("dataset.micro_batch_size=" + std::to_string(t.dataset.micro_batch_size) + " (" + mbs_origin +
+                       ") is not used with dataset.packing=thd: each micro batch holds up to "
+                       "dataset.max_tokens_per_batch=" + std::to_string(t.dataset.max_tokens_per_batch) + " tokens");
+  }
   return t;
 }
 
