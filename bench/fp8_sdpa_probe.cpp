@@ -1,6 +1,8 @@
 // Does FP8 attention pay on this GPU? Times cuDNN's dense SDPA forward and backward in BF16 and
 // in FP8 (E4M3 q/k/v/o/dO, the recipes' `fp8_dpa`) on the same shapes: Llama 1B (32/8 heads,
-// head dim 64) and OpenGenome2 7B (32/8, head dim 128) windows of 8192 tokens, causal.
+// head dim 64) and OpenGenome2 7B (32/8, head dim 128) windows of 8192 tokens, causal; and
+// ESM-2 650M's short bidirectional sequences (20 heads of 64; 40 sequences of 416 tokens, about
+// one 16k-token batch of UniProt proteins, dense: the padded stand-in for its ragged batches).
 // Timing only: inputs are random, all scales 1 (the numbers a real recipe computes do not change
 // the kernels' speed).
 //
@@ -37,6 +39,7 @@ void check(cudaError_t e, const char* what) {
 struct Shape {
   const char* name;
   int64_t B, S, Hq, Hkv, D;
+  bool causal = true;
 };
 
 // Device buffer of `bytes` random bytes shaped as the element type asks (small normal values).
@@ -111,7 +114,7 @@ std::shared_ptr<fe::graph::Graph> build(cudnnHandle_t h, const Shape& s, bool fp
   if (!backward) {
     TensorPtr o, stats;
     if (fp8) {
-      auto opts = fe::graph::SDPA_fp8_attributes().set_name("fp8_fwd").set_generate_stats(true).set_causal_mask(true).set_attn_scale(attn_scale);
+      auto opts = fe::graph::SDPA_fp8_attributes().set_name("fp8_fwd").set_generate_stats(true).set_causal_mask(s.causal).set_attn_scale(attn_scale);
       auto dq_ = sc("descale_q"), dk_ = sc("descale_k"), dv_ = sc("descale_v"), ds_ = sc("descale_s"), ss_ = sc("scale_s"),
            so_ = sc("scale_o");
       auto r = g->sdpa_fp8(q, k, v, dq_, dk_, dv_, ds_, ss_, so_, opts);
@@ -119,7 +122,7 @@ std::shared_ptr<fe::graph::Graph> build(cudnnHandle_t h, const Shape& s, bool fp
       amax(r[2]);
       amax(r[3]);
     } else {
-      auto opts = fe::graph::SDPA_attributes().set_name("bf16_fwd").set_generate_stats(true).set_causal_mask(true).set_attn_scale(attn_scale);
+      auto opts = fe::graph::SDPA_attributes().set_name("bf16_fwd").set_generate_stats(true).set_causal_mask(s.causal).set_attn_scale(attn_scale);
       auto r = g->sdpa(q, k, v, opts);
       o = r[0], stats = r[1];
     }
@@ -132,7 +135,7 @@ std::shared_ptr<fe::graph::Graph> build(cudnnHandle_t h, const Shape& s, bool fp
     stats_attrs(*stats);
     TensorPtr dq, dk, dv;
     if (fp8) {
-      auto opts = fe::graph::SDPA_fp8_backward_attributes().set_name("fp8_bwd").set_causal_mask(true).set_attn_scale(attn_scale);
+      auto opts = fe::graph::SDPA_fp8_backward_attributes().set_name("fp8_bwd").set_causal_mask(s.causal).set_attn_scale(attn_scale);
       auto dq_ = sc("descale_q"), dk_ = sc("descale_k"), dv_ = sc("descale_v"), do_ = sc("descale_o"),
            ddo_ = sc("descale_dO"), ds_ = sc("descale_s"), ddp_ = sc("descale_dP"), ss_ = sc("scale_s"),
            sdq_ = sc("scale_dQ"), sdk_ = sc("scale_dK"), sdv_ = sc("scale_dV"), sdp_ = sc("scale_dP");
@@ -140,7 +143,7 @@ std::shared_ptr<fe::graph::Graph> build(cudnnHandle_t h, const Shape& s, bool fp
       dq = r[0], dk = r[1], dv = r[2];
       for (int i = 3; i < 7; ++i) amax(r[size_t(i)]);
     } else {
-      auto opts = fe::graph::SDPA_backward_attributes().set_name("bf16_bwd").set_causal_mask(true).set_attn_scale(attn_scale);
+      auto opts = fe::graph::SDPA_backward_attributes().set_name("bf16_bwd").set_causal_mask(s.causal).set_attn_scale(attn_scale);
       auto r = g->sdpa_backward(q, k, v, o, dO, stats, opts);
       dq = r[0], dk = r[1], dv = r[2];
     }
@@ -203,10 +206,10 @@ void run(cudnnHandle_t h, const Shape& s, bool fp8, int iters) {
     for (float* p : scalars) cudaFree(p);
     if (work) cudaFree(work);
   }
-  const double flops = 4.0 * double(s.B) * double(s.S) * double(s.S) * double(s.Hq) * double(s.D) * 0.5;
-  std::printf("%-12s %-4s B=%lld S=%lld Hq=%lld Hkv=%lld D=%lld causal  fwd %7.3f ms %6.1f TFLOP/s   bwd %7.3f ms %6.1f TFLOP/s\n",
+  const double flops = 4.0 * double(s.B) * double(s.S) * double(s.S) * double(s.Hq) * double(s.D) * (s.causal ? 0.5 : 1.0);
+  std::printf("%-12s %-4s B=%lld S=%lld Hq=%lld Hkv=%lld D=%lld %s  fwd %7.3f ms %6.1f TFLOP/s   bwd %7.3f ms %6.1f TFLOP/s\n",
               s.name, fp8 ? "fp8" : "bf16", (long long)s.B, (long long)s.S, (long long)s.Hq, (long long)s.Hkv,
-              (long long)s.D, ms[0], flops / ms[0] / 1e9, ms[1], 2.5 * flops / ms[1] / 1e9);
+              (long long)s.D, s.causal ? "causal" : "full", ms[0], flops / ms[0] / 1e9, ms[1], 2.5 * flops / ms[1] / 1e9);
   std::fflush(stdout);
   for (void* p : {q, k, v, dO, o, dq, dk, dv, stats}) cudaFree(p);
 }
@@ -224,7 +227,8 @@ int main(int argc, char** argv) {
   const std::vector<Shape> shapes = {{"llama-1B", 1, 8192, 32, 8, 64},
                                      {"llama-1B-mha", 1, 8192, 32, 32, 64},
                                      {"og2-7B", 1, 8192, 32, 8, 128},
-                                     {"og2-7B-mha", 1, 8192, 32, 32, 128}};
+                                     {"og2-7B-mha", 1, 8192, 32, 32, 128},
+                                     {"esm2-650M", 40, 416, 20, 20, 64, false}};
   for (const Shape& s : shapes)
     for (bool fp8 : {false, true}) run(h, s, fp8, iters);
   cudnnDestroy(h);
