@@ -37,8 +37,8 @@ TEST(E2eStream, UnshuffledStreamTrainsLikeTheInMemoryFileAndShuffledResumes) {
   // The recipes' key name is read as ours, and the run says so.
   RunResult hf = run_biofm(tiny_esm(fresh_dir("stream_hf_keys"), "dataset.load_dataset_kwargs.streaming=true", 1));
   EXPECT_EQ(hf.code, 0) << hf.output;
-  EXPECT_NE(hf.output.find("note: read 'dataset.load_dataset_kwargs.streaming=true' (the recipes' name) as "
-                           "dataset.streaming=true"),
+  EXPECT_NE(hf.output.find("note: read 'dataset.load_dataset_kwargs.streaming' (override "
+                           "'dataset.load_dataset_kwargs.streaming=true', the recipes' name) as dataset.streaming=true"),
             std::string::npos) << hf.output;
   EXPECT_NE(hf.output.find("streamed from 1 file"), std::string::npos) << hf.output;
 

@@ -530,21 +530,23 @@ TEST(ConfigTrain, RecipeSpellingsAreReadAsOurs) {
              "'use_sequence_packing' (the recipes' name for dataset.packing) takes true or false, got 'maybe'");
   EXPECT_HAS(error_of([] { load_train_config_string("dataset:\n  path: x\nvalidation:\n  enabled: false\n"); }),
              "'validation.enabled' is the recipes' key; biofm validates when dataset.val_path is set");
-  // What the command prints before it runs.
-  const auto notes = config::recipe_spelling_notes(
-      train_config_schema(), {"use_sequence_packing=true", "wandb_init_args.project=x", "optimizer.lr=1", "seed=3"});
+  // What the command prints before it runs: every recipe spelling read or ignored, with where it
+  // came from (an override, or a config file's line); ours give no note.
+  const config::Config oc = config::load_string(
+      train_config_schema(), "{}", {"use_sequence_packing=true", "wandb_init_args.project=x", "optimizer.lr=1", "seed=3"});
+  const auto& notes = oc.notes();
   ASSERT_EQ(notes.size(), 2u);
-  EXPECT_EQ(notes[0], "read 'use_sequence_packing=true' (the recipes' name) as dataset.packing=thd");
-  EXPECT_HAS(notes[1], "ignored: 'wandb_init_args.project=x': biofm writes metrics.jsonl");
-  // A config file's recipe spellings are noted by the loaded config (the overrides are not: they
-  // were noted above), with the file and line they came from.
+  EXPECT_EQ(notes[0], "read 'use_sequence_packing' (override 'use_sequence_packing=true', the recipes' name) as "
+                      "dataset.packing=thd");
+  EXPECT_HAS(notes[1], "ignored: 'wandb_init_args.project' (override 'wandb_init_args.project=x'): biofm writes metrics.jsonl");
   const config::Config fc = config::load_string(
       train_config_schema(), "dataset:\n  path: x.fasta\nadamw_kwargs:\n  lr: 2.0e-4\nwandb:\n  project: p\n",
       {"use_sequence_packing=true"}, "", "run.yaml");
-  ASSERT_EQ(fc.notes().size(), 2u);
+  ASSERT_EQ(fc.notes().size(), 3u);
   EXPECT_HAS(fc.notes()[0], "read 'adamw_kwargs.lr' (run.yaml");
   EXPECT_HAS(fc.notes()[0], "as optimizer.lr=0.0002");
   EXPECT_HAS(fc.notes()[1], "ignored: 'wandb.project' (run.yaml");
+  EXPECT_HAS(fc.notes()[2], "read 'use_sequence_packing' (override 'use_sequence_packing=true'");
 }
 
 // Whole numbers in float lists are written as integers, so that a saved config reads as written.

@@ -1,9 +1,6 @@
 #include "biofm/cli/config_flags.h"
 
-#include <cstdio>
-
 #include "biofm/cli/flags.h"
-#include "biofm/dist/launch_env.h"
 #include "biofm/io/config.h"
 #include "biofm/train/config.h"
 
@@ -26,15 +23,8 @@ void check_config_overrides(const std::vector<std::string>& overrides) {
   } catch (const Error& e) {
     throw UsageError(e.what());
   }
-  // What the recipes' spellings were read as (once per run: rank 0 or the only process).
-  int rank = 0;
-  try {
-    rank = detect_launched_ranks().rank;
-  } catch (const Error&) {  // (reported where the run reads the launcher's variables)
-  }
-  if (rank == 0)
-    for (const std::string& n : config::recipe_spelling_notes(train_config_schema(), overrides))
-      std::fprintf(stderr, "note: %s\n", n.c_str());
+  // (what the recipes' spellings were read as is printed where the run's config is loaded:
+  // load_train_config_searched)
 }
 
 std::string config_keys_help() {

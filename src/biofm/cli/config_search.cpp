@@ -196,8 +196,8 @@ TrainConfig load_train_config_searched(const std::vector<std::string>& dirs, con
   std::vector<std::string> notes;
   TrainConfig cfg = load_composed(dirs, name, overrides, &notes);
   resolve_input_paths(cfg, shipped_roots());
-  // What the config files' recipe spellings were read as (once per run: rank 0 or the only
-  // process; the overrides' are printed where they are checked).
+  // What the recipes' spellings (in the files and the overrides) were read as, and other notes
+  // of loading: once per run (rank 0 or the only process).
   int rank = 0;
   try {
     rank = detect_launched_ranks().rank;

@@ -1064,11 +1064,10 @@ Config resolve(const Schema& schema, const Flat& f, Problems& probs) {
                   " (" + e.origin + ")");
       }
     } else if (const RecipeSpelling* r = schema.recipe_spelling(path)) {
-      // (an override or a config file written with the recipes' names; recipe_spelling_notes
-      // notes the overrides, the config's notes the files)
-      const bool from_file = !starts_with(e.origin, "override '");
+      // (an override or a config file written with the recipes' names; each is noted, with
+      // where it came from, for the command to print)
       if (r->ignored) {
-        if (from_file) cfg.add_note("ignored: '" + path + "' (" + e.origin + "): " + r->note);
+        cfg.add_note("ignored: '" + path + "' (" + e.origin + "): " + r->note);
         continue;
       }
       if (r->key.empty()) {
@@ -1088,9 +1087,8 @@ Config resolve(const Schema& schema, const Flat& f, Problems& probs) {
       Value v;
       std::string err;
       if (convert(node, *schema.find(r->key), v, err)) {
-        if (from_file)
-          cfg.add_note("read '" + path + "' (" + e.origin + ", the recipes' name) as " + r->key + "=" +
-                       value_str(v) + (r->note.empty() ? "" : ": " + r->note));
+        cfg.add_note("read '" + path + "' (" + e.origin + ", the recipes' name) as " + r->key + "=" + value_str(v) +
+                     (r->note.empty() ? "" : ": " + r->note));
         cfg.set(r->key, std::move(v), e.origin + " as " + r->key);
       } else
         probs.add(err + " (" + e.origin + ", the recipes' name for " + r->key + ")");
@@ -1139,27 +1137,6 @@ Config load_string(const Schema& schema, const std::string& yaml,
   std::vector<std::string> stack;
   compose_node(f, parse_yaml(yaml, source_name), source_name, dir, stack, probs);
   return finish(schema, f, overrides, probs, source_name);
-}
-
-std::vector<std::string> recipe_spelling_notes(const Schema& schema, const std::vector<std::string>& overrides) {
-  std::vector<std::string> notes;
-  for (const std::string& ov : overrides) {
-    std::string s = trim(ov);
-    while (starts_with(s, "+")) s = s.substr(1);
-    const size_t eq = s.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string key = trim(s.substr(0, eq));
-    std::string text = trim(s.substr(eq + 1));
-    if (schema.find(key) || schema.is_section(key)) continue;
-    const RecipeSpelling* r = schema.recipe_spelling(key);
-    if (!r) continue;
-    if (r->ignored)
-      notes.push_back("ignored: '" + ov + "': " + r->note);
-    else if (!r->key.empty() && map_recipe_value(*r, text))
-      notes.push_back("read '" + ov + "' (the recipes' name) as " + r->key + "=" + text +
-                      (r->note.empty() ? "" : ": " + r->note));
-  }
-  return notes;
 }
 
 std::vector<std::string> list_configs(const std::string& dir) {

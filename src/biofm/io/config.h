@@ -135,9 +135,9 @@ class Config {
 
   bool operator==(const Config& other) const { return values_ == other.values_; }
 
-  // What loading read a config file's recipe spellings as, or ignored of them ("read 'x'
-  // (file:line) as ...", "ignored: ..."): for the command to print once. (Overrides are noted by
-  // recipe_spelling_notes.)
+  // What loading read the recipes' spellings as, or ignored of them, in config files and
+  // overrides alike ("read 'x' (file:line, ...) as ...", "ignored: 'y' (override 'y=1'): ..."):
+  // for the command to print once.
   const std::vector<std::string>& notes() const { return notes_; }
   void add_note(std::string note) { notes_.push_back(std::move(note)); }
 
@@ -158,10 +158,6 @@ Config load_string(const Schema& schema, const std::string& yaml,
                    const std::string& source_name = "<string>");
 
 // Config names (file stems of *.yaml / *.yml) in a directory, sorted.
-// One line per override written with a recipe spelling: "read 'use_sequence_packing=true' as
-// dataset.packing=thd (...)" or "ignored: ...", for the command to print before it runs.
-std::vector<std::string> recipe_spelling_notes(const Schema& schema, const std::vector<std::string>& overrides);
-
 std::vector<std::string> list_configs(const std::string& dir);
 
 // Levenshtein distance (insert, delete, substitute each cost 1) between the first 128

@@ -253,7 +253,8 @@ struct TrainConfig {
 // Loads `configs_dir/name.yaml` (composing its `defaults:`), applies `key=value` overrides and
 // validates everything; throws biofm::Error listing every problem (unknown keys come with the
 // nearest valid key; a missing name lists the available configs). notes (optional): what the
-// files' recipe spellings were read as (config::Config::notes), for the command to print.
+// recipes' spellings were read as (config::Config::notes) and other remarks on the config, for
+// the command to print.
 TrainConfig load_train_config(const std::string& configs_dir, const std::string& name,
                               const std::vector<std::string>& overrides = {},
                               std::vector<std::string>* notes = nullptr);
