@@ -21,12 +21,20 @@ namespace biofm::testkit {
 
 constexpr int kRecipeCurveLayers = 4;
 
-inline std::vector<double> recipe_curve(const std::string& family, const std::vector<ops::LayerQuant>& layers) {
+// The model and batches (defaults: head dim 64, 4096-token batches of 256-token proteins or
+// 1024-token DNA windows).
+struct CurveOptions {
+  int64_t hidden = 128;
+  int64_t max_seq_length = 0, tokens_per_batch = 4096;  // 0: the family's default above
+};
+
+inline std::vector<double> recipe_curve(const std::string& family, const std::vector<ops::LayerQuant>& layers,
+                                        const CurveOptions& o = {}) {
   const ModelFamily& f = family_named(family);
   const bool esm = family == "esm2";
   ModelShape shape;
-  shape.hidden_size = 128;
-  shape.intermediate_size = 512;
+  shape.hidden_size = o.hidden;
+  shape.intermediate_size = 4 * o.hidden;
   shape.num_hidden_layers = kRecipeCurveLayers;
   shape.num_attention_heads = 2;
   if (!esm) {  // the DNA Llama: GQA, SwiGLU, untied head
@@ -39,8 +47,8 @@ inline std::vector<double> recipe_curve(const std::string& family, const std::ve
   SequenceDataset data = SequenceDataset::load(std::string(BIOFM_SOURCE_DIR) + (esm ? "/data/proteins_sample.fasta" : "/data/dna_sample.fasta"),
                                                ReaderOptions{});
   DataOptions d;
-  d.max_seq_length = esm ? 256 : 1024;
-  d.max_tokens_per_batch = 4096;
+  d.max_seq_length = o.max_seq_length ? o.max_seq_length : esm ? 256 : 1024;
+  d.max_tokens_per_batch = o.tokens_per_batch;
   std::unique_ptr<BatchSource> batches = f.batches(d, data);
   BuildOptions bo;
   bo.precision = Precision::Bf16Mixed;

@@ -91,6 +91,19 @@ TEST(E2eFp8Recipes, DelayedScalingTracksFp32) {
                 reference(2), "DelayedScaling most_recent margin 1");
 }
 
+TEST(E2eFp8Recipes, Fp8AttentionTracksFp32) {
+  std::string out;
+  expect_tracks(losses("dpa_delayed", "fp8_config.enabled=true fp8_config.fp8_recipe=DelayedScaling"
+                                      " fp8_config.fp8_recipe_kwargs.fp8_dpa=true", 2, &out),
+                reference(2), "DelayedScaling + fp8_dpa");
+  EXPECT_NE(out.find("precision by layer: layers 1-2: fp8 DelayedScaling + FP8 attention"), std::string::npos) << out;
+  // Layer-wise: only layer 2's projections and attention in FP8.
+  expect_tracks(losses("dpa_current", "fp8_config.enabled=true fp8_config.fp8_recipe_kwargs.fp8_dpa=true"
+                                      " 'fp8_layers=[2]'", 2, &out),
+                reference(2), "Float8CurrentScaling + fp8_dpa, layer 2");
+  EXPECT_NE(out.find("layer 1: fp32, layer 2: fp8 Float8CurrentScaling + FP8 attention"), std::string::npos) << out;
+}
+
 TEST(E2eFp8Recipes, Float8BlockScalingTracksFp32) {
   expect_tracks(losses("block", "fp8_config.enabled=true fp8_config.fp8_recipe=Float8BlockScaling", 2), reference(2),
                 "Float8BlockScaling");
@@ -194,7 +207,9 @@ TEST(E2eFp8Recipes, SettingsThatCannotRunFailNamingTheKey) {
       {"fp8_config.enabled=true fp8_config.fp8_recipe_kwargs.amax_histroy_len=4", "amax_history_len"},
       {"fp8_config.enabled=true fp8_config.fp8_recipe_kwargs.amax_history_len=4",
        "amax_history_len is a parameter of DelayedScaling, not of fp8_config.fp8_recipe Float8CurrentScaling"},
-      {"fp8_config.enabled=true fp8_config.fp8_recipe_kwargs.fp8_dpa=true", "fp8_dpa"},
+      {"fp8_config.enabled=true fp8_config.fp8_recipe=Float8BlockScaling fp8_config.fp8_recipe_kwargs.fp8_dpa=true",
+       "fp8_dpa=true takes a per-tensor recipe (DelayedScaling or Float8CurrentScaling)"},
+      {"fp8_config.enabled=true fp8_config.fp8_recipe_kwargs.fp8_mha=true", "fp8_mha=true"},
       {"fp8_config.enabled=true fp4_config.enabled=true", "neither fp8_layers nor fp4_layers"},
       {"fp8_config.enabled=true 'fp8_layers=[3]'", "fp8_layers: layer 3 is not a layer number in [1, 2]"},
       {"fp8_config.enabled=true fp8_config.fp8_recipe=DelayedScalin", "fp8_config.fp8_recipe"},

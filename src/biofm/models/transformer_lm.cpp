@@ -120,6 +120,19 @@ void TransformerLM::set_layer_quant(std::vector<ops::LayerQuant> layers) {
       }
     ctx_.delayed_scale_amax = Tensor::from_f32({rows}, init).to(device());
   }
+  // FP8 attention: a state per layer (zeros: nothing measured yet, so each layer's first
+  // backward calibrates). On the GPU cuDNN's FP8 attention backward takes head dim 128 only.
+  ctx_.fp8_attention_state = Tensor();
+  ctx_.fp8_attention_calibrated.clear();
+  bool dpa = false;
+  for (const ops::LayerQuant& q : ctx_.layer_quant) dpa |= q.format == ops::LayerFormat::Fp8 && q.fp8_dpa;
+  if (dpa) {
+    if (device() == Device::CUDA && spec_.head_dim != 128)
+      fail("fp8_dpa (FP8 attention) on the GPU needs head dim 128 (cuDNN's FP8 attention backward on Hopper "
+           "takes no other); this model's is ", spec_.head_dim);
+    ctx_.fp8_attention_state = Tensor::zeros({spec_.layers, ops::kFp8AttentionSlots}, DType::F32, device());
+    ctx_.fp8_attention_calibrated.assign(size_t(spec_.layers), 0);
+  }
   ++ctx_.fp8_epoch;  // weight codes made under another recipe are stale
 }
 

@@ -139,6 +139,16 @@ void attention_backward_packed(Tensor& dqkv, const Tensor& dout, const Tensor& q
   BIOFM_DISPATCH(qkv.device(), attention_backward_packed, dqkv, dout, qkv, heads, out, lse, cu_seqlens, seq_lens,
                  a);
 }
+void attention_forward_fp8(Tensor& out, Fp8AttentionSaved& saved, Tensor& state, const Tensor& q, const Tensor& k,
+                           const Tensor& v, const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a) {
+  BIOFM_DISPATCH(q.device(), attention_forward_fp8, out, saved, state, q, k, v, cu_seqlens, seq_lens, a);
+}
+void attention_backward_fp8(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& state, const Tensor& dout,
+                            const Fp8AttentionSaved& saved, const Tensor& cu_seqlens, const Tensor& seq_lens,
+                            const AttentionShape& a, bool calibrate) {
+  BIOFM_DISPATCH(dout.device(), attention_backward_fp8, dq, dk, dv, state, dout, saved, cu_seqlens, seq_lens, a,
+                 calibrate);
+}
 void attention_forward(Tensor& out, Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, const Tensor& cu_seqlens, const Tensor& seq_lens,
                        const AttentionShape& a) {
@@ -184,6 +194,9 @@ void fp8_quantize(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp
 }
 void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale_inv, Fp8Type t) {
   BIOFM_DISPATCH(x.device(), fp8_dequantize_transposed, x, q_t, scale_inv, t);
+}
+void fp8_dequantize(Tensor& x, const Tensor& q, const Tensor& scale_inv, Fp8Type t) {
+  BIOFM_DISPATCH(x.device(), fp8_dequantize, x, q, scale_inv, t);
 }
 
 // ---- loss

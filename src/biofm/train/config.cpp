@@ -244,7 +244,7 @@ Registry build_registry() {
   BIND(fp8_config.fp8_recipe_kwargs.reduce_amax, .help = "DelayedScaling: amax reduced over ranks (see docs/PRECISION.md)");
   BIND(fp8_config.fp8_recipe_kwargs.use_f32_scales,
        .help = "Float8BlockScaling: fp32 scales (false: scales rounded down to powers of two, TE's default)");
-  BIND(fp8_config.fp8_recipe_kwargs.fp8_dpa, .help = "FP8 attention (not implemented: must be false)");
+  BIND(fp8_config.fp8_recipe_kwargs.fp8_dpa, .help = "FP8 attention (DelayedScaling / Float8CurrentScaling; on the GPU head dim 128 and full windows)");
   BIND(fp8_config.fp8_recipe_kwargs.fp8_mha, .help = "FP8 multi-head attention (not implemented: must be false)");
   BIND(fp8_config.stats_interval, .range = ge(0), .aliases = {"fp8_stats_interval", "quant_stats_interval"},
        .help = "every N steps: per-layer amax, scale and under/overflow fractions of the FP8 tensors into the "

@@ -119,7 +119,7 @@ struct TrainConfig {
       int64_t margin = 0;                      // DelayedScaling (MXFP8BlockScaling accepts it; biofm ignores it there)
       bool reduce_amax = true;                 // DelayedScaling (one process: nothing to reduce)
       bool use_f32_scales = false;             // Float8BlockScaling: false = power-of-two scales
-      bool fp8_dpa = false;                    // FP8 attention: not implemented (must stay false)
+      bool fp8_dpa = false;                    // FP8 attention (ops/attention/op.h)
       bool fp8_mha = false;
       bool operator==(const Kwargs&) const = default;
     } fp8_recipe_kwargs;

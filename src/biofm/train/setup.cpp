@@ -58,11 +58,12 @@ void check_kwargs(const TrainConfig& cfg, const std::string& recipe) {
   only_for(k.margin != d.margin, "margin", {"DelayedScaling", "MXFP8BlockScaling"});
   only_for(k.reduce_amax != d.reduce_amax, "reduce_amax", {"DelayedScaling"});
   only_for(k.use_f32_scales != d.use_f32_scales, "use_f32_scales", {"Float8BlockScaling"});
-  if (k.fp8_dpa || k.fp8_mha)
-    fail("fp8_config.fp8_recipe_kwargs.", k.fp8_dpa ? "fp8_dpa" : "fp8_mha",
-         "=true (FP8 attention) is not implemented: attention runs in bf16 (on H100 with cuDNN 9.14, FP8 "
-         "attention's backward takes head dim 128 only and runs slower than bf16 with grouped kv heads; "
-         "docs/PRECISION.md)");
+  if (k.fp8_mha)
+    fail("fp8_config.fp8_recipe_kwargs.fp8_mha=true (FP8 attention with FP8 inputs and outputs of the whole "
+         "attention block) is not implemented; fp8_dpa=true runs the attention itself in FP8 (docs/PRECISION.md)");
+  if (k.fp8_dpa && recipe != "DelayedScaling" && recipe != "Float8CurrentScaling")
+    fail("fp8_config.fp8_recipe_kwargs.fp8_dpa=true takes a per-tensor recipe (DelayedScaling or "
+         "Float8CurrentScaling), as Transformer Engine's FP8 attention does; fp8_config.fp8_recipe is ", recipe);
 }
 
 }  // namespace
@@ -105,6 +106,7 @@ std::vector<ops::LayerQuant> layer_quant_for(const TrainConfig& cfg, Device devi
   fp8q.delayed.amax_compute_max = f8.fp8_recipe_kwargs.amax_compute_algo == "max";
   fp8q.delayed.margin = int(f8.fp8_recipe_kwargs.margin);
   fp8q.block_f32_scales = f8.fp8_recipe_kwargs.use_f32_scales;
+  fp8q.fp8_dpa = f8.fp8_recipe_kwargs.fp8_dpa;
   fp4q.format = ops::LayerFormat::Fp4;
   fp4q.nvfp4.random_hadamard = !f4.fp4_recipe_kwargs.disable_rht;
   fp4q.nvfp4.stochastic_rounding = !f4.fp4_recipe_kwargs.disable_stochastic_rounding;

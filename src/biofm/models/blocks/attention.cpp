@@ -1,6 +1,7 @@
 #include "biofm/models/blocks/attention.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "biofm/core/error.h"
 #include "biofm/core/profiling.h"
@@ -28,11 +29,25 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
   a.attn = ctx_->act({T, nh, hd});
   const float scale = 1.0f / std::sqrt(float(hd));
   const ops::AttentionShape shape{scale, spec_.causal, b.max_seqlen, b.uniform()};
+  // FP8 attention where the layer asks for it; on the GPU cuDNN's FP8 graphs take full windows
+  // only, so a batch with a shorter window (a record's last) runs its attention in bf16 (noted).
+  bool fp8_attn = !cache && fp8_attention(layer);
+  if (fp8_attn && packed.device() == Device::CUDA && !b.uniform()) {
+    fp8_attn = false;
+    static bool noted = false;
+    if (!noted) {
+      noted = true;
+      std::fprintf(stderr, "note: fp8_dpa: batches that are not all full windows (here %d tokens at most) run their "
+                   "attention in bf16; cuDNN's FP8 attention takes full windows only\n", int(b.max_seqlen));
+    }
+  }
   if (b.cp) {
     if (cache) fail("context parallelism does not decode");
+    if (fp8_attention(layer)) fail("fp8_dpa (FP8 attention) does not take context parallelism");
     ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
     forward_context_parallel(b, a, packed);
-  } else if (reads_packed_qkv(spec_, packed.device(), packed.dtype(), b.uniform(), cache != nullptr)) {
+  } else if (!fp8_attn &&
+             reads_packed_qkv(spec_, packed.device(), packed.dtype(), b.uniform(), cache != nullptr)) {
     // Training, scoring, embedding: rope in place, attention reads q, k, v from the packed rows.
     ops::rope_qk_packed(packed, b.positions, *inv_freq_, nh, nkv, /*inverse=*/false);
     a.qkv = packed;
@@ -57,6 +72,13 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
       // which now include their own keys/values.
       ops::attention_decode(a.attn, a.q, cache->k[size_t(layer)], cache->v[size_t(layer)], cache->length + T,
                             cache->length, scale);
+    } else if (fp8_attn) {
+      // FP8 attention: backward reads the codes kept here, so q, k, v go now.
+      NvtxRange r("sdpa forward fp8");
+      a.layer = layer;
+      Tensor state = ctx_->fp8_attention_state.narrow0(layer, 1).view({ops::kFp8AttentionSlots});
+      ops::attention_forward_fp8(a.attn, a.fp8_attn, state, a.q, a.k, a.v, b.cu_seqlens, b.seq_lens, shape);
+      a.q = a.k = a.v = Tensor();
     } else {
       a.lse = ctx_->f32({T, nh});
       NvtxRange r("sdpa forward");
@@ -88,7 +110,15 @@ void SelfAttention::backward(Tensor& dxn, const Tensor& dout, const Tensor& xn, 
     ops::rope_qk_packed(dpacked, b.positions, *inv_freq_, nh, nkv, /*inverse=*/true, dpacked_amax);
   } else {
     Tensor dq = ctx_->act({T, nh, hd}), dk = ctx_->act({T, nkv, hd}), dv = ctx_->act({T, nkv, hd});
-    {
+    if (a.fp8_attn.q.defined()) {
+      NvtxRange r("sdpa backward fp8");
+      Tensor state = ctx_->fp8_attention_state.narrow0(a.layer, 1).view({ops::kFp8AttentionSlots});
+      char& calibrated = ctx_->fp8_attention_calibrated.at(size_t(a.layer));
+      ops::attention_backward_fp8(dq, dk, dv, state, dattn.view({T, nh, hd}), a.fp8_attn, b.cu_seqlens, b.seq_lens,
+                                  shape, /*calibrate=*/!calibrated);
+      calibrated = 1;
+      a.fp8_attn = ops::Fp8AttentionSaved();
+    } else {
       NvtxRange r("sdpa backward");
       ops::attention_backward(dq, dk, dv, dattn.view({T, nh, hd}), a.q, a.k, a.v, a.attn, a.lse, b.cu_seqlens,
                               b.seq_lens, shape);

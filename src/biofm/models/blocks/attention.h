@@ -4,6 +4,7 @@
 // heads when kv_heads < heads), and the output projection with the residual added in its GEMM.
 #pragma once
 #include "biofm/data/batch.h"
+#include "biofm/ops/attention/op.h"
 #include "biofm/models/blocks/linear.h"
 
 namespace biofm {
@@ -37,6 +38,9 @@ struct AttentionActs {
   Tensor q, k, v;  // instead of qkv: decoding (k, v also go to the cache), or ops.attention_packed_qkv off
   Tensor attn, lse;
   ops::Fp8SavedInput fp8_qkv, fp8_o;
+  // FP8 attention (LayerQuant::fp8_dpa): the codes backward reads instead of q, k, v, lse.
+  ops::Fp8AttentionSaved fp8_attn;
+  int layer = -1;
 };
 
 class SelfAttention {
@@ -64,6 +68,11 @@ class SelfAttention {
                 const Tensor& dout_amax = Tensor()) const;
 
  private:
+  // Whether layer `layer` runs its attention in FP8 (LayerQuant::fp8_dpa; never when decoding).
+  bool fp8_attention(int layer) const {
+    const ops::LayerQuant* q = ctx_->quant_of(layer);
+    return q && q->format == ops::LayerFormat::Fp8 && q->fp8_dpa && ctx_->fp8_attention_state.defined();
+  }
   // Context parallelism: attention over the group's rows (b.cp), this rank's rows out.
   void forward_context_parallel(const Batch& b, AttentionActs& a, const Tensor& packed) const;
   void backward_context_parallel(Tensor& dpacked, const Batch& b, AttentionActs& a, const Tensor& dattn) const;

@@ -42,6 +42,11 @@ struct BlockContext {
   // DelayedScaling state of every quantized tensor: 3 rows (input, weight, output gradient) per
   // projection of the layers, projection p of layer l at rows (4l + p)·3 ... (ops/fp8/delayed.h).
   Tensor delayed_history, delayed_scale_amax;  // F32 [rows, L], [rows]
+  // FP8 attention (LayerQuant::fp8_dpa): each layer's attention state (F32 [layers,
+  // ops::kFp8AttentionSlots], ops/attention/op.h), and whether its backward has measured its
+  // gradients' amaxes yet (host flags: a layer's first backward calibrates).
+  Tensor fp8_attention_state;
+  mutable std::vector<char> fp8_attention_calibrated;
   // Set on the steps that log quantization statistics (ops/fp8/stats.h): the layers' Linears
   // add each quantized tensor's statistics (host copies: slow, hence only then).
   ops::QuantStatsCollector* stats = nullptr;

@@ -81,6 +81,11 @@ struct SdpaCall {
   void* dq = nullptr;
   void* dk = nullptr;
   void* dv = nullptr;
+  // FP8 (attention_*_fp8; dense graphs of uniform batches only): q, k, v, out, dout, dq, dk, dv
+  // are E4M3 codes and fp8_state the op's state (F32 [kFp8AttentionSlots], op.h): the graph
+  // reads its scales there and writes its amaxes there. lse is then cuDNN's statistics in packed
+  // [B, Hq, S] order (Fp8AttentionSaved::stats), read and written as they are.
+  float* fp8_state = nullptr;
 };
 
 // Run cuDNN SDPA forward/backward (BF16) on cuda_ctx::stream(). Return false, with *why set,

@@ -91,6 +91,7 @@ enum : int64_t {
   kUidOffQO,
   kUidOffKV,
   kUidOffStats,
+  kUidFp8Slot0 = 100,  // FP8 graphs: state slot i (op.h's Fp8AttentionSlot) has uid kUidFp8Slot0 + i
 };
 
 struct GraphKey {
@@ -98,6 +99,8 @@ struct GraphKey {
   bool causal, backward;
   bool dense;  // plain BSHD: no ragged offsets, no padding mask (every sequence S long)
   int64_t qkv_row;  // SdpaCall::qkv_row (0: separate q, k, v)
+  bool fp8 = false;  // E4M3 (SdpaCall::fp8_state); dense only
+  float fp8_attn_scale = 0;  // FP8 graphs take the attention scale as a constant
   auto operator<=>(const GraphKey&) const = default;
 };
 
@@ -106,7 +109,7 @@ std::string describe(const GraphKey& k) {
   os << (k.backward ? "backward" : "forward") << " B=" << k.B << " S=" << k.S;
   if (k.backward) os << " T=" << k.T;
   os << " Hq=" << k.Hq << " Hkv=" << k.Hkv << " D=" << k.D << (k.causal ? " causal" : " bidirectional")
-     << " bf16" << (k.dense ? " dense" : " ragged") << (k.qkv_row ? " packed-qkv" : "");
+     << (k.fp8 ? " fp8" : " bf16") << (k.dense ? " dense" : " ragged") << (k.qkv_row ? " packed-qkv" : "");
   return os.str();
 }
 
@@ -114,6 +117,7 @@ struct GraphEntry {
   GraphKey key{};
   std::shared_ptr<fe::graph::Graph> graph;  // null when the build failed
   int64_t workspace = 0;
+  std::vector<int64_t> fp8_slots;  // FP8 graphs: the state slots they read or write
   std::string error;
   bool tuned = false;  // autotuned on its first execution (ops.sdpa_autotune)
   // Built ahead on a thread of its own (cudnn_sdpa_prebuild): the handle it was built with, which
@@ -247,7 +251,79 @@ std::string finish_build(fe::graph::Graph& g, cudnnHandle_t h, int64_t* workspac
   return {};
 }
 
+// cuDNN's FP8 flash attention (dense BSHD, separate q, k, v): E4M3 tensors, scales and amaxes
+// in the op's state slots, statistics in packed [B, Hq, S] order (both directions).
+GraphEntry build_fp8_graph(const GraphKey& k, cudnnHandle_t h) {
+  GraphEntry entry;
+  const int64_t B = k.B, S = k.S, Hq = k.Hq, Hkv = k.Hkv, D = k.D;
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(fe::DataType_t::FP8_E4M3)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  auto scalar_attrs = [&](fe::graph::Tensor_attributes& t, int64_t slot) -> fe::graph::Tensor_attributes& {
+    entry.fp8_slots.push_back(slot);
+    return t.set_uid(kUidFp8Slot0 + slot).set_dim({1, 1, 1, 1}).set_stride({1, 1, 1, 1}).set_data_type(fe::DataType_t::FLOAT);
+  };
+  auto in = [&](const char* name, int64_t slot) {
+    fe::graph::Tensor_attributes t;
+    t.set_name(name);
+    return g->tensor(scalar_attrs(t, slot));
+  };
+  auto amax_out = [&](const std::shared_ptr<fe::graph::Tensor_attributes>& t, int64_t slot) {
+    scalar_attrs(t->set_output(true), slot);
+  };
+  const std::shared_ptr<fe::graph::Tensor_attributes> none;
+  auto Q = g->tensor(bhsd("Q", kUidQ, B, Hq, S, D, none, Hq * D));
+  auto K = g->tensor(bhsd("K", kUidK, B, Hkv, S, D, none, Hkv * D));
+  auto V = g->tensor(bhsd("V", kUidV, B, Hkv, S, D, none, Hkv * D));
+  if (!k.backward) {
+    auto opts = fe::graph::SDPA_fp8_attributes()
+                    .set_name("biofm_sdpa_fp8_fwd")
+                    .set_generate_stats(true)
+                    .set_causal_mask(k.causal)
+                    .set_attn_scale(k.fp8_attn_scale);
+    auto r = g->sdpa_fp8(Q, K, V, in("descale_q", kFa8QScaleInv), in("descale_k", kFa8KScaleInv),
+                         in("descale_v", kFa8VScaleInv), in("descale_s", kFa8SScaleInv), in("scale_s", kFa8SScale),
+                         in("scale_o", kFa8OScale), std::move(opts));
+    set_bhsd(r[0]->set_output(true), kUidO, B, Hq, S, D, none, Hq * D);
+    r[1]->set_output(true);
+    set_stats(*r[1], B, Hq, S, none, /*packed_bhs=*/true);
+    amax_out(r[2], kFa8AmaxS);
+    amax_out(r[3], kFa8AmaxO);
+  } else {
+    auto O = g->tensor(bhsd("O", kUidO, B, Hq, S, D, none, Hq * D));
+    auto dO = g->tensor(bhsd("dO", kUidDO, B, Hq, S, D, none, Hq * D));
+    auto Stats = g->tensor(fe::graph::Tensor_attributes().set_name("Stats"));
+    set_stats(*Stats, B, Hq, S, none, /*packed_bhs=*/true);
+    auto opts = fe::graph::SDPA_fp8_backward_attributes()
+                    .set_name("biofm_sdpa_fp8_bwd")
+                    .set_causal_mask(k.causal)
+                    .set_attn_scale(k.fp8_attn_scale);
+    auto r = g->sdpa_fp8_backward(
+        Q, K, V, O, dO, Stats, in("descale_q", kFa8QScaleInv), in("descale_k", kFa8KScaleInv),
+        in("descale_v", kFa8VScaleInv), in("descale_o", kFa8OScaleInv), in("descale_dO", kFa8DoScaleInv),
+        in("descale_s", kFa8SScaleInv), in("descale_dP", kFa8DpScaleInv), in("scale_s", kFa8SScale),
+        in("scale_dQ", kFa8DqScale), in("scale_dK", kFa8DkScale), in("scale_dV", kFa8DvScale),
+        in("scale_dP", kFa8DpScale), std::move(opts));
+    set_bhsd(r[0]->set_output(true), kUidDQ, B, Hq, S, D, none, Hq * D);
+    set_bhsd(r[1]->set_output(true), kUidDK, B, Hkv, S, D, none, Hkv * D);
+    set_bhsd(r[2]->set_output(true), kUidDV, B, Hkv, S, D, none, Hkv * D);
+    amax_out(r[3], kFa8AmaxDq);
+    amax_out(r[4], kFa8AmaxDk);
+    amax_out(r[5], kFa8AmaxDv);
+    amax_out(r[6], kFa8AmaxDp);
+  }
+  try {
+    entry.error = finish_build(*g, h, &entry.workspace);
+  } catch (const std::exception& e) {
+    entry.error = std::string("exception while building: ") + e.what();
+  }
+  if (entry.error.empty()) entry.graph = std::move(g);
+  return entry;
+}
+
 GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
+  if (k.fp8) return build_fp8_graph(k, h);
   GraphEntry entry;
   const int64_t B = k.B, S = k.S, Hq = k.Hq, Hkv = k.Hkv, D = k.D;
   auto g = std::make_shared<fe::graph::Graph>();
@@ -390,13 +466,25 @@ GraphKey ragged_key_for(const SdpaCall& c, bool backward) {
 GraphKey dense_key_for(const SdpaCall& c, bool backward) {
   return GraphKey{c.B, c.max_seqlen, 0, c.Hq, c.Hkv, c.D, c.causal, backward, true, c.qkv_row};
 }
+GraphKey fp8_key_for(const SdpaCall& c, bool backward) {
+  GraphKey k = dense_key_for(c, backward);
+  k.fp8 = true;
+  k.fp8_attn_scale = c.scale;
+  return k;
+}
 
 bool run(const SdpaCall& c, bool backward, std::string* why) {
   const GraphKey ragged_key = ragged_key_for(c, backward), dense_key = dense_key_for(c, backward);
   std::unique_lock<std::mutex> lock(g_mutex);
   cudnnHandle_t h = handle_locked();
-  GraphEntry* found = try_dense(c) ? &graph_for_locked(dense_key, h, lock) : nullptr;
-  if (!found || !found->graph) found = &graph_for_locked(ragged_key, h, lock);
+  const bool fp8 = c.fp8_state != nullptr;
+  if (fp8 && !(c.uniform && c.max_seqlen > 0 && c.N == c.B * c.max_seqlen && c.qkv_row == 0)) {
+    if (why) *why = "FP8 attention takes uniform batches (full windows) of separate q, k, v only";
+    return false;
+  }
+  GraphEntry* found = fp8 ? &graph_for_locked(fp8_key_for(c, backward), h, lock)
+                      : try_dense(c) ? &graph_for_locked(dense_key, h, lock) : nullptr;
+  if (!fp8 && (!found || !found->graph)) found = &graph_for_locked(ragged_key, h, lock);
   GraphEntry& entry = *found;
   if (entry.own_handle) {  // built ahead: executes with the handle that built it
     BIOFM_CUDNN_CHECK(cudnnSetStream(entry.own_handle, cuda_ctx::stream()));
@@ -414,7 +502,8 @@ bool run(const SdpaCall& c, bool backward, std::string* why) {
   const size_t seq_bytes = key.dense ? 0 : align_up(size_t(Bb) * sizeof(int32_t), 256);
   const size_t off_bytes = key.dense ? 0 : align_up(size_t(Bb + 1) * sizeof(int64_t), 256);
   // A dense backward reads the statistics as packed [B, Hq, S]: a transposed copy of lse.
-  const size_t bhs_bytes = key.dense && backward ? align_up(size_t(c.N * c.Hq) * sizeof(float), 256) : 0;
+  // (FP8 keeps its statistics in that order from the start.)
+  const size_t bhs_bytes = key.dense && backward && !key.fp8 ? align_up(size_t(c.N * c.Hq) * sizeof(float), 256) : 0;
   const size_t head = seq_bytes + 3 * off_bytes + bhs_bytes;
   const size_t total = std::max<size_t>(head + size_t(std::max<int64_t>(entry.workspace, 0)), 1);
   Tensor scratch = Tensor::empty({int64_t(total)}, DType::U8, Device::CUDA);
@@ -452,6 +541,10 @@ bool run(const SdpaCall& c, bool backward, std::string* why) {
     pack[kUidDQ] = c.dq;
     pack[kUidDK] = c.dk;
     pack[kUidDV] = c.dv;
+  }
+  if (key.fp8) {
+    pack.erase(kUidScale);  // a constant in FP8 graphs
+    for (int64_t slot : entry.fp8_slots) pack[kUidFp8Slot0 + slot] = c.fp8_state + slot;
   }
   fe::error_t e;
   try {

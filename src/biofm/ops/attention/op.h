@@ -87,8 +87,51 @@ struct AttentionBatch {
 void attention_prepare_forward(Device device, DType dtype, const std::vector<AttentionBatch>& batches,
                                const QkvHeads& heads, bool causal);
 
+// ---- FP8 attention (the recipes' fp8_dpa) ----
+// attention_forward / attention_backward with q, k, v, the output, the softmax probabilities
+// and every gradient inside in FP8 E4M3 (on the GPU cuDNN's FP8 flash attention; on Hopper its
+// backward takes head dim 128 only, and uniform batches only here: full windows). The outputs
+// (out, dq, dk, dv) are handed back in the inputs' dtype; `saved` keeps the codes of q, k, v and
+// out (U8, shaped like them) from forward for backward, so q, k, v themselves need not be kept.
+// Per-tensor scales, E4M3's 448 over an amax:
+//   q, k, v, dout: current scaling (their own amax, as fp8_quantize);
+//   softmax probabilities (in [0, 1]): the fixed scale 448;
+//   out: 448 / (2·amax(v)) (each output row is a convex combination of v's rows, so |out| <=
+//   amax(v); the 2 covers the rounding of the probabilities);
+//   dq, dk, dv and the score gradient dP, unknown before they exist: delayed scaling from the
+//   amaxes the previous backward of the same state measured (history 1), 448 / (4·amax): two
+//   binades of headroom. A state's first backward (calibrate = true) has no such amaxes: it
+//   runs the backward once to measure them (dP then scaled by its bound 2·D·amax(dout)·amax(v))
+//   and again with the scales they give.
+// state: F32 [kFp8AttentionSlots] on the op's device, all zeros to start (one per layer; slots
+// below), updated in place; no host synchronisation. The CPU form is the reference: q, k, v and
+// dout quantized as above, fp32 attention on the dequantized values, the outputs quantized with
+// their scales (probabilities and dP are not quantized there, so the GPU's results differ from
+// it by their rounding).
+enum Fp8AttentionSlot : int64_t {
+  kFa8QScaleInv, kFa8KScaleInv, kFa8VScaleInv, kFa8DoScaleInv,  // the inputs' (their quantization writes them)
+  kFa8SScale, kFa8SScaleInv, kFa8OScale, kFa8OScaleInv,
+  kFa8DqScale, kFa8DqScaleInv, kFa8DkScale, kFa8DkScaleInv, kFa8DvScale, kFa8DvScaleInv, kFa8DpScale, kFa8DpScaleInv,
+  kFa8AmaxS, kFa8AmaxO, kFa8AmaxDq, kFa8AmaxDk, kFa8AmaxDv, kFa8AmaxDp,  // measured by the last forward / backward
+  kFp8AttentionSlots
+};
+struct Fp8AttentionSaved {
+  Tensor q, k, v, out;  // U8 codes [N, H, D]
+  Tensor stats;         // F32, N·Hq softmax statistics in the backend's own layout
+};
+void attention_forward_fp8(Tensor& out, Fp8AttentionSaved& saved, Tensor& state, const Tensor& q, const Tensor& k,
+                           const Tensor& v, const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
+void attention_backward_fp8(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& state, const Tensor& dout,
+                            const Fp8AttentionSaved& saved, const Tensor& cu_seqlens, const Tensor& seq_lens,
+                            const AttentionShape& a, bool calibrate);
+
 BIOFM_BACKENDS(attention_forward, attention_backward, attention_decode, attention_forward_packed,
                attention_backward_packed, attention_prepare_forward, attention_forward_packed_rows,
                attention_backward_packed_rows)
+BIOFM_BACKENDS(attention_forward_fp8, attention_backward_fp8)
+namespace cuda {
+// How many attention_forward_fp8 calls have run on the GPU in this process (tests).
+int64_t attention_fp8_calls();
+}  // namespace cuda
 
 }  // namespace biofm::ops

@@ -173,6 +173,23 @@ void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& 
   cpu::fp8_quantize(q, q_t, scale_inv, src, t, amax, col_sums, Tensor());
 }
 
+namespace {
+// x[r, c] = decode(codes[r·row_stride + c·col_stride]) · scale_inv: both ways back share it.
+void dequantize_strided(Tensor& x, const uint8_t* codes, int64_t row_stride, int64_t col_stride,
+                        const Tensor& scale_inv, Fp8Type t) {
+  const int64_t R = x.size(0), C = x.size(1);
+  const float inv = scale_inv.f32()[0];
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t c = 0; c < C; ++c) {
+      const float v = fp8_decode(codes[r * row_stride + c * col_stride], t) * inv;
+      if (x.dtype() == DType::F32)
+        x.f32()[r * C + c] = v;
+      else
+        x.bf()[r * C + c] = f32_to_bf16(v);
+    }
+}
+}  // namespace
+
 void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale_inv, Fp8Type t) {
   const char* op = "fp8_dequantize_transposed";
   if (x.dtype() != DType::F32 && x.dtype() != DType::BF16) fail(op, ": x must be F32 or BF16, got ", x.describe());
@@ -182,17 +199,17 @@ void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale
   if (q_t.dim() != 2 || q_t.size(0) != C || q_t.size(1) < R)
     fail(op, ": q_t must be [", C, ", Rp] with Rp >= ", R, ", got ", q_t.describe());
   require_f32_shape(scale_inv, {1}, op, "scale_inv");
-  const float inv = scale_inv.f32()[0];
-  const int64_t Rp = q_t.size(1);
-  const uint8_t* q = static_cast<const uint8_t*>(q_t.raw());
-  for (int64_t r = 0; r < R; ++r)
-    for (int64_t c = 0; c < C; ++c) {
-      const float v = fp8_decode(q[c * Rp + r], t) * inv;
-      if (x.dtype() == DType::F32)
-        x.f32()[r * C + c] = v;
-      else
-        x.bf()[r * C + c] = f32_to_bf16(v);
-    }
+  dequantize_strided(x, static_cast<const uint8_t*>(q_t.raw()), 1, q_t.size(1), scale_inv, t);
+}
+
+void fp8_dequantize(Tensor& x, const Tensor& q, const Tensor& scale_inv, Fp8Type t) {
+  const char* op = "fp8_dequantize";
+  if (x.dtype() != DType::F32 && x.dtype() != DType::BF16) fail(op, ": x must be F32 or BF16, got ", x.describe());
+  if (x.dim() != 2) fail(op, ": x must be [R, C], got ", x.describe());
+  require(q, DType::U8, op, "q");
+  if (q.shape() != x.shape()) fail(op, ": q must be shaped like x ", x.describe(), ", got ", q.describe());
+  require_f32_shape(scale_inv, {1}, op, "scale_inv");
+  dequantize_strided(x, static_cast<const uint8_t*>(q.raw()), x.size(1), 1, scale_inv, t);
 }
 
 void fp8_fake_quantize(Tensor& out, const Tensor& x, Fp8Type t, const Tensor& amax) {

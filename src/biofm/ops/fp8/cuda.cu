@@ -267,19 +267,34 @@ void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& 
 
 namespace {
 
-// One thread per element of x, consecutive threads along x's row (a fallback path: the codes
-// are read with a stride of Rp).
+// One thread per element of x, consecutive threads along x's row: codes[r·row_stride +
+// c·col_stride] (transposed codes, a fallback path, are read with a stride of Rp; FP8
+// attention's row-major outputs contiguously).
 template <class T, Fp8Type kType>
-__global__ void dequantize_t_kernel(T* x, const uint8_t* q_t, const float* scale_inv, int64_t R, int64_t C,
-                                    int64_t Rp) {
+__global__ void dequantize_kernel(T* x, const uint8_t* codes, const float* scale_inv, int64_t R, int64_t C,
+                                  int64_t row_stride, int64_t col_stride) {
   const int64_t n = R * C, stride = int64_t(gridDim.x) * blockDim.x;
   const float inv = *scale_inv;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const int64_t r = i / C, c = i % C;
-    const __nv_fp8_storage_t code = q_t[c * Rp + r];
+    const __nv_fp8_storage_t code = codes[r * row_stride + c * col_stride];
     const __half_raw h = __nv_cvt_fp8_to_halfraw(code, kType == Fp8Type::E4M3 ? __NV_E4M3 : __NV_E5M2);
     x[i] = from_f32<T>(__half2float(__half(h)) * inv);
   }
+}
+
+void launch_dequantize(Tensor& x, const uint8_t* codes, int64_t row_stride, int64_t col_stride,
+                       const Tensor& scale_inv, Fp8Type t, const char* op) {
+  const int64_t R = x.size(0), C = x.size(1);
+  if (R * C == 0) return;
+  const unsigned blocks = unsigned(std::min<int64_t>((R * C + kThreads - 1) / kThreads, 4096));
+  dispatch_float(x.dtype(), op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto* kernel = t == Fp8Type::E4M3 ? dequantize_kernel<T, Fp8Type::E4M3> : dequantize_kernel<T, Fp8Type::E5M2>;
+    kernel<<<blocks, kThreads, 0, cuda_ctx::stream()>>>(static_cast<T*>(x.raw()), codes, scale_inv.f32(), R, C,
+                                                       row_stride, col_stride);
+    BIOFM_CUDA_LAUNCH_CHECK();
+  });
 }
 
 }  // namespace
@@ -297,16 +312,21 @@ void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale
     fail(op, ": q_t must be [", C, ", Rp] with Rp >= ", R, ", got ", q_t.describe());
   require_dtype(scale_inv, DType::F32, op, "scale_inv");
   if (scale_inv.numel() != 1) fail(op, ": scale_inv must have one element, got ", scale_inv.describe());
-  if (R * C == 0) return;
-  const unsigned blocks = unsigned(std::min<int64_t>((R * C + kThreads - 1) / kThreads, 4096));
-  dispatch_float(x.dtype(), op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto* kernel = t == Fp8Type::E4M3 ? dequantize_t_kernel<T, Fp8Type::E4M3> : dequantize_t_kernel<T, Fp8Type::E5M2>;
-    kernel<<<blocks, kThreads, 0, cuda_ctx::stream()>>>(static_cast<T*>(x.raw()),
-                                                       static_cast<const uint8_t*>(q_t.raw()), scale_inv.f32(), R,
-                                                       C, q_t.size(1));
-    BIOFM_CUDA_LAUNCH_CHECK();
-  });
+  launch_dequantize(x, static_cast<const uint8_t*>(q_t.raw()), 1, q_t.size(1), scale_inv, t, op);
+}
+
+void fp8_dequantize(Tensor& x, const Tensor& q, const Tensor& scale_inv, Fp8Type t) {
+  const char* op = "fp8_dequantize";
+  require_float(x, op, "x");
+  if (x.dim() != 2) fail(op, ": x must be [R, C], got ", x.describe());
+  require_cuda(x, op, "x");
+  require_cuda(q, op, "q");
+  require_cuda(scale_inv, op, "scale_inv");
+  require_dtype(q, DType::U8, op, "q");
+  if (q.shape() != x.shape()) fail(op, ": q must be shaped like x ", x.describe(), ", got ", q.describe());
+  require_dtype(scale_inv, DType::F32, op, "scale_inv");
+  if (scale_inv.numel() != 1) fail(op, ": scale_inv must have one element, got ", scale_inv.describe());
+  launch_dequantize(x, static_cast<const uint8_t*>(q.raw()), x.size(1), 1, scale_inv, t, op);
 }
 
 }  // namespace biofm::ops::cuda

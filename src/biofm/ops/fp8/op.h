@@ -60,8 +60,11 @@ void fp8_quantize_gelu(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& 
 // input's codes (Fp8SavedInput::replaces_x) computes its weight gradient from in bf16 when
 // cuBLASLt refuses the FP8 GEMM.
 void fp8_dequantize_transposed(Tensor& x, const Tensor& q_t, const Tensor& scale_inv, Fp8Type t);
+// The row-major way back: x[r, c] = decode(q[r, c]) · scale_inv, q [R, C] (U8), x F32 or BF16
+// (FP8 attention's outputs, which cuDNN writes as codes).
+void fp8_dequantize(Tensor& x, const Tensor& q, const Tensor& scale_inv, Fp8Type t);
 
-BIOFM_BACKENDS(fp8_quantize, fp8_dequantize_transposed, fp8_quantize_gelu)
+BIOFM_BACKENDS(fp8_quantize, fp8_dequantize_transposed, fp8_dequantize, fp8_quantize_gelu)
 
 namespace cuda {
 // How many fp8_quantize_gelu calls have run on the GPU in this process (tests).

@@ -20,7 +20,7 @@ const char* fp8_scaling_name(Fp8Scaling s) {
 std::string layer_quant_name(const LayerQuant& q) {
   switch (q.format) {
     case LayerFormat::Compute: return "";
-    case LayerFormat::Fp8: return std::string("fp8 ") + fp8_scaling_name(q.scaling);
+    case LayerFormat::Fp8: return std::string("fp8 ") + fp8_scaling_name(q.scaling) + (q.fp8_dpa ? " + FP8 attention" : "");
     case LayerFormat::Fp4: return "fp4 NVFP4BlockScaling";
   }
   return "?";

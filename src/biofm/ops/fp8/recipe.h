@@ -44,6 +44,7 @@ struct LayerQuant {
   Fp8Type fwd = Fp8Type::E4M3, bwd = Fp8Type::E5M2;  // HYBRID; E4M3 everywhere for fp8_format E4M3
   DelayedScalingOptions delayed;
   bool block_f32_scales = false;  // Float8BlockScaling's use_f32_scales (false: power-of-two scales)
+  bool fp8_dpa = false;  // attention in FP8 as well (the recipes' fp8_recipe_kwargs.fp8_dpa; ops/attention/op.h)
   Nvfp4Options nvfp4;
   bool operator==(const LayerQuant&) const = default;
 };
