@@ -335,6 +335,18 @@ void add_fp8(std::vector<Case>& t) {
                      e.check("x", x);
                    }});
     }
+  // Row-major codes (FP8 attention's outputs) back to x.
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {5, 16}})
+    for (ops::Fp8Type ft : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2}) {
+      t.push_back({"fp8_dequantize", dims({R, C}) + " " + ops::fp8_type_name(ft), {F32, BF16}, [=](Env& e) {
+                     const Tensor v = randn({R, C}, 78, 100.0f);
+                     std::vector<uint8_t> codes(size_t(R * C));
+                     for (size_t i = 0; i < codes.size(); ++i) codes[i] = ops::fp8_encode(v.f32()[i], ft);
+                     Tensor x = e.out({R, C});
+                     ops::fp8_dequantize(x, e.u8({R, C}, codes), e.uniform({1}, 0.1f, 2.0f), ft);
+                     e.check("x", x);
+                   }});
+    }
   // The column sums of x from the quantization's own pass (the bias gradient of dout): tiles of
   // 64 rows and columns, so cover a partial row tile, several row tiles and a partial column tile.
   for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {200, 144}, {130, 16}}) {

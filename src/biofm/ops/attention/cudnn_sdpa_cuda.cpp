@@ -251,6 +251,17 @@ std::string finish_build(fe::graph::Graph& g, cudnnHandle_t h, int64_t* workspac
   return {};
 }
 
+// The described graph built (or the error why not) into the entry.
+GraphEntry finish_entry(GraphEntry entry, std::shared_ptr<fe::graph::Graph> g, cudnnHandle_t h) {
+  try {
+    entry.error = finish_build(*g, h, &entry.workspace);
+  } catch (const std::exception& e) {
+    entry.error = std::string("exception while building: ") + e.what();
+  }
+  if (entry.error.empty()) entry.graph = std::move(g);
+  return entry;
+}
+
 // cuDNN's FP8 flash attention (dense BSHD, separate q, k, v): E4M3 tensors, scales and amaxes
 // in the op's state slots, statistics in packed [B, Hq, S] order (both directions).
 GraphEntry build_fp8_graph(const GraphKey& k, cudnnHandle_t h) {
@@ -313,13 +324,7 @@ GraphEntry build_fp8_graph(const GraphKey& k, cudnnHandle_t h) {
     amax_out(r[5], kFa8AmaxDv);
     amax_out(r[6], kFa8AmaxDp);
   }
-  try {
-    entry.error = finish_build(*g, h, &entry.workspace);
-  } catch (const std::exception& e) {
-    entry.error = std::string("exception while building: ") + e.what();
-  }
-  if (entry.error.empty()) entry.graph = std::move(g);
-  return entry;
+  return finish_entry(std::move(entry), std::move(g), h);
 }
 
 GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
@@ -389,13 +394,7 @@ GraphEntry build_graph(const GraphKey& k, cudnnHandle_t h) {
     set_bhsd(dV->set_output(true), kUidDV, B, Hkv, S, D, off_kv, row_kv);
   }
 
-  try {
-    entry.error = finish_build(*g, h, &entry.workspace);
-  } catch (const std::exception& e) {
-    entry.error = std::string("exception while building: ") + e.what();
-  }
-  if (entry.error.empty()) entry.graph = std::move(g);
-  return entry;
+  return finish_entry(std::move(entry), std::move(g), h);
 }
 
 // Builds the graph for `k` with handle h (no lock needed); failures are in the entry.
