@@ -102,6 +102,14 @@ TEST(AttentionFp8, BackwardDelayedScalesFromTheLastCall) {
   ops::attention_backward_fp8(dq2, dk2, dv2, state, f.dout, saved, f.cu, f.lens, f.shape, /*calibrate=*/false);
   for (int64_t i = 0; i < dq.numel(); ++i) ASSERT_EQ(dq.f32()[i], dq2.f32()[i]) << i;
   for (int64_t i = 0; i < dv.numel(); ++i) ASSERT_EQ(dv.f32()[i], dv2.f32()[i]) << i;
+  // The scale follows the largest amax of the history: a backward on gradients 8x smaller keeps
+  // the scale the larger ones gave, so their largest values land two binades + 3 below 448.
+  Tensor small = f.dout.clone();
+  for (int64_t i = 0; i < small.numel(); ++i) small.f32()[i] /= 8.0f;
+  const float scale_before = st[ops::kFa8DqScale];
+  ops::attention_backward_fp8(dq2, dk2, dv2, state, small, saved, f.cu, f.lens, f.shape, /*calibrate=*/false);
+  EXPECT_EQ(st[ops::kFa8DqScale], scale_before);
+  EXPECT_NEAR(st[ops::kFa8AmaxDq], amax(rq) / 8.0f, 0.15 * amax(rq) / 8.0f);
   // Without calibration a fresh state has no amaxes: scale 1, and gradients of 1e-3·... lose
   // their small values to E4M3's range, which is what calibration is for.
   Tensor fresh = Tensor::zeros({ops::kFp8AttentionSlots}, DType::F32);

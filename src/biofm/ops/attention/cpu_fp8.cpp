@@ -81,13 +81,25 @@ void attention_backward_fp8(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& state, c
   Tensor g[3] = {Tensor::empty(dq.shape(), DType::F32, Device::CPU), Tensor::empty(dk.shape(), DType::F32, Device::CPU),
                  Tensor::empty(dv.shape(), DType::F32, Device::CPU)};
   cpu::attention_backward(g[0], g[1], g[2], dod, qd, kd, vd, od, saved.stats, cu_seqlens, seq_lens, a);
-  // Delayed scaling: the previous backward's amax, or (calibrating) this one's, which the GPU
-  // measures in its first pass.
+  // Delayed scaling: the largest amax of the history after folding in the previous backward's,
+  // or (calibrating) this one's, which the GPU measures in its first pass. (dP is not rounded
+  // here; its history is kept all the same.)
   Tensor* outs[3] = {&dq, &dk, &dv};
-  const int64_t amax_slot[3] = {kFa8AmaxDq, kFa8AmaxDk, kFa8AmaxDv}, scale_slot[3] = {kFa8DqScale, kFa8DkScale, kFa8DvScale};
+  const int64_t amax_slot[4] = {kFa8AmaxDq, kFa8AmaxDk, kFa8AmaxDv, kFa8AmaxDp},
+                scale_slot[3] = {kFa8DqScale, kFa8DkScale, kFa8DvScale};
+  float history_max[4] = {0, 0, 0, 0};
+  if (!calibrate) {
+    const int64_t next = int64_t(st[kFa8HistoryNext]);
+    for (int i = 0; i < 4; ++i) {
+      float* hist = st + kFa8History + i * kFp8AttentionHistory;
+      hist[next] = st[amax_slot[i]];
+      for (int64_t j = 0; j < kFp8AttentionHistory; ++j) history_max[i] = std::max(history_max[i], hist[j]);
+    }
+    st[kFa8HistoryNext] = float((next + 1) % kFp8AttentionHistory);
+  }
   for (int i = 0; i < 3; ++i) {
     const float now = max_abs(g[i].f32(), g[i].numel());
-    const float used = calibrate ? now : st[amax_slot[i]];
+    const float used = calibrate ? now : history_max[i];
     Tensor codes;
     outs[i]->copy_from(quantize(codes, slot(state, scale_slot[i] + 1), g[i], scalar(4.0f * used)));
     st[scale_slot[i]] = 1.0f / st[scale_slot[i] + 1];

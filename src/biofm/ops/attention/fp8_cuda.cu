@@ -35,9 +35,9 @@ __global__ void forward_scales_kernel(float* st) {
   set_scale(st, kFa8OScale, 2.0f * kE4M3Max * st[kFa8VScaleInv]);
 }
 
-// Backward: dq, dk, dv, dP from the last backward's amaxes (two binades of headroom); when
-// calibrating (no amaxes yet), dP from its bound 2·D·amax(dout)·amax(v) and the outputs at
-// scale 1 (that pass only measures their amaxes).
+// Backward: dq, dk, dv, dP from the largest amax of their histories (two binades of headroom),
+// after folding in the last backward's; when calibrating (no amaxes yet), dP from its bound
+// 2·D·amax(dout)·amax(v) and the outputs at scale 1 (that pass only measures their amaxes).
 __global__ void backward_scales_kernel(float* st, int64_t D, bool calibrating) {
   if (calibrating) {
     const float amax_do = kE4M3Max * st[kFa8DoScaleInv], amax_v = kE4M3Max * st[kFa8VScaleInv];
@@ -47,10 +47,17 @@ __global__ void backward_scales_kernel(float* st, int64_t D, bool calibrating) {
     set_scale(st, kFa8DvScale, 0.0f);
     return;
   }
-  set_scale(st, kFa8DpScale, 4.0f * st[kFa8AmaxDp]);
-  set_scale(st, kFa8DqScale, 4.0f * st[kFa8AmaxDq]);
-  set_scale(st, kFa8DkScale, 4.0f * st[kFa8AmaxDk]);
-  set_scale(st, kFa8DvScale, 4.0f * st[kFa8AmaxDv]);
+  const int64_t amax_slot[4] = {kFa8AmaxDq, kFa8AmaxDk, kFa8AmaxDv, kFa8AmaxDp},
+                scale_slot[4] = {kFa8DqScale, kFa8DkScale, kFa8DvScale, kFa8DpScale};
+  const int64_t next = int64_t(st[kFa8HistoryNext]);
+  for (int i = 0; i < 4; ++i) {
+    float* hist = st + kFa8History + i * kFp8AttentionHistory;
+    hist[next] = st[amax_slot[i]];
+    float amax = 0.0f;
+    for (int64_t j = 0; j < kFp8AttentionHistory; ++j) amax = fmaxf(amax, hist[j]);
+    set_scale(st, scale_slot[i], 4.0f * amax);
+  }
+  st[kFa8HistoryNext] = float((next + 1) % kFp8AttentionHistory);
 }
 
 Tensor slot(Tensor& state, int64_t i) { return state.narrow0(i, 1); }

@@ -98,11 +98,11 @@ void attention_prepare_forward(Device device, DType dtype, const std::vector<Att
 //   softmax probabilities (in [0, 1]): the fixed scale 448;
 //   out: 448 / (2·amax(v)) (each output row is a convex combination of v's rows, so |out| <=
 //   amax(v); the 2 covers the rounding of the probabilities);
-//   dq, dk, dv and the score gradient dP, unknown before they exist: delayed scaling from the
-//   amaxes the previous backward of the same state measured (history 1), 448 / (4·amax): two
-//   binades of headroom. A state's first backward (calibrate = true) has no such amaxes: it
-//   runs the backward once to measure them (dP then scaled by its bound 2·D·amax(dout)·amax(v))
-//   and again with the scales they give.
+//   dq, dk, dv and the score gradient dP, unknown before they exist: delayed scaling, 448 /
+//   (4·amax) with amax the largest of the last kFp8AttentionHistory backwards of the same state
+//   (two binades of headroom over it). A state's first backward (calibrate = true) has no such
+//   amaxes: it runs the backward once to measure them (dP then scaled by its bound
+//   2·D·amax(dout)·amax(v)) and again with the scales they give.
 // state: F32 [kFp8AttentionSlots] on the op's device, all zeros to start (one per layer; slots
 // below), updated in place; no host synchronisation. The CPU form is the reference: q, k, v and
 // dout quantized as above, fp32 attention on the dequantized values, the outputs quantized with
@@ -113,8 +113,14 @@ enum Fp8AttentionSlot : int64_t {
   kFa8SScale, kFa8SScaleInv, kFa8OScale, kFa8OScaleInv,
   kFa8DqScale, kFa8DqScaleInv, kFa8DkScale, kFa8DkScaleInv, kFa8DvScale, kFa8DvScaleInv, kFa8DpScale, kFa8DpScaleInv,
   kFa8AmaxS, kFa8AmaxO, kFa8AmaxDq, kFa8AmaxDk, kFa8AmaxDv, kFa8AmaxDp,  // measured by the last forward / backward
-  kFp8AttentionSlots
+  // The gradients' amax histories: kFa8History + i·kFp8AttentionHistory + j is entry j of
+  // gradient i (dq, dk, dv, dP), a ring whose next entry is kFa8HistoryNext; each backward
+  // first folds in the amaxes the one before it measured.
+  kFa8HistoryNext,
+  kFa8History,
 };
+constexpr int64_t kFp8AttentionHistory = 16;
+constexpr int64_t kFp8AttentionSlots = kFa8History + 4 * kFp8AttentionHistory;
 struct Fp8AttentionSaved {
   Tensor q, k, v, out;  // U8 codes [N, H, D]
   Tensor stats;         // F32, N·Hq softmax statistics in the backend's own layout
