@@ -158,6 +158,26 @@ TEST(E2eFp8Recipes, DelayedScalingResumesExactly) {
   EXPECT_NE(d.output.find("fp8_state.safetensors"), std::string::npos) << d.output;
 }
 
+// FP8 attention's scales and amax histories travel in the checkpoint too: a resumed run goes on
+// exactly as the straight one (no second calibration).
+TEST(E2eFp8Recipes, Fp8AttentionResumesExactly) {
+  const std::string flags = " fp8_config.enabled=true fp8_config.fp8_recipe_kwargs.fp8_dpa=true checkpoint.save_every_n_steps=3";
+  const std::string straight = fresh_dir("a_straight"), resumed = fresh_dir("a_resumed");
+  RunResult a = run(train_args(2, 6) + flags + " output_dir=" + straight);
+  ASSERT_EQ(a.code, 0) << a.output;
+  RunResult b = run(train_args(2, 6) + flags + " output_dir=" + resumed);
+  ASSERT_EQ(b.code, 0) << b.output;
+  EXPECT_TRUE(fs::exists(resumed + "/checkpoints/step_3/fp8_state.safetensors"));
+  fs::remove_all(resumed + "/checkpoints/step_6");
+  RunResult c = run(train_args(2, 6) + flags + " output_dir=" + resumed);
+  ASSERT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
+  const auto ma = read_metrics(straight + "/metrics.jsonl"), mc = read_metrics(resumed + "/metrics.jsonl");
+  ASSERT_EQ(ma.size(), 6u);
+  ASSERT_EQ(mc.size(), 6u);
+  for (size_t i = 3; i < 6; ++i) EXPECT_EQ(mc[i]["loss"].get<double>(), ma[i]["loss"].get<double>()) << "step " << i + 1;
+}
+
 TEST(E2eFp8Recipes, StatisticsGoToTheMetrics) {
   const std::string out = fresh_dir("stats");
   RunResult r = run(train_args(2, 3) + " checkpoint.save_every_n_steps=0 output_dir=" + out +

@@ -51,6 +51,8 @@ class LanguageModel {
   // Quantization state a checkpoint carries (DelayedScaling histories and scales), by name;
   // the tensors are the model's own (a checkpoint load writes into them).
   virtual std::vector<std::pair<std::string, Tensor>> quant_state() const { return {}; }
+  // After a checkpoint load has written quant_state(): whatever the model derives from it.
+  virtual void quant_state_loaded() {}
   // While set (non-null): each quantized tensor's statistics go into `c` (ops/fp8/stats.h).
   virtual void set_quant_stats(ops::QuantStatsCollector* c) { (void)c; }
   // Called around each layer's forward and backward (blocks/common.h: LayerEvent), in every

@@ -147,8 +147,24 @@ void TransformerLM::quant_step_end() {
 }
 
 std::vector<std::pair<std::string, Tensor>> TransformerLM::quant_state() const {
-  if (!ctx_.delayed_history.defined()) return {};
-  return {{"fp8.delayed.amax_history", ctx_.delayed_history}, {"fp8.delayed.scale_amax", ctx_.delayed_scale_amax}};
+  std::vector<std::pair<std::string, Tensor>> s;
+  if (ctx_.delayed_history.defined())
+    s = {{"fp8.delayed.amax_history", ctx_.delayed_history}, {"fp8.delayed.scale_amax", ctx_.delayed_scale_amax}};
+  if (ctx_.fp8_attention_state.defined()) s.push_back({"fp8.attention.state", ctx_.fp8_attention_state});
+  return s;
+}
+
+void TransformerLM::quant_state_loaded() {
+  if (!ctx_.fp8_attention_state.defined()) return;
+  // A layer whose attention has measured its gradients' amaxes needs no calibration (one host
+  // copy, at load time only).
+  const Tensor st = ctx_.fp8_attention_state.to(Device::CPU);
+  for (int64_t l = 0; l < spec_.layers; ++l) {
+    const float* row = st.f32() + l * ops::kFp8AttentionSlots;
+    bool measured = false;
+    for (int64_t i = ops::kFa8AmaxDq; i <= ops::kFa8AmaxDp; ++i) measured = measured || row[i] != 0.0f;
+    ctx_.fp8_attention_calibrated[size_t(l)] = measured;
+  }
 }
 
 std::pair<int64_t, int64_t> TransformerLM::layer_param_range(int layer) const {

@@ -68,6 +68,7 @@ class TransformerLM : public LanguageModel {
   const std::vector<ops::LayerQuant>& layer_quant() const override { return ctx_.layer_quant; }
   void quant_step_end() override;
   std::vector<std::pair<std::string, Tensor>> quant_state() const override;
+  void quant_state_loaded() override;
   void set_quant_stats(ops::QuantStatsCollector* c) override { ctx_.stats = c; }
   void set_layer_hook(LayerHook hook) override { layer_hook_ = std::move(hook); }
   void set_context_parallel_group(Communicator* group) override { ctx_.cp_group = group; }

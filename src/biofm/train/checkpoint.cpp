@@ -250,7 +250,7 @@ std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerS
       for (auto& [name, t] : opt.state()) moments.push_back({name, t, DType::F32});
       w->add("optimizer.safetensors", write_safetensors_stream(w->path("optimizer.safetensors"), moments));
     }
-    if (const auto qs = model.quant_state(); !qs.empty()) {  // DelayedScaling histories and scales
+    if (const auto qs = model.quant_state(); !qs.empty()) {  // DelayedScaling's and FP8 attention's state
       std::vector<SafetensorsSource> src;
       for (const auto& [name, t] : qs) src.push_back({name, t, DType::F32});
       w->add("fp8_state.safetensors", write_safetensors_stream(w->path("fp8_state.safetensors"), src));
@@ -341,9 +341,9 @@ void load_optimizer_state(const std::string& dir, const std::vector<std::string>
     fail(dir, ": the optimizer files cover ", covered, " of the ", end - begin, " moments this rank needs");
 }
 
-// The model's quantization state (DelayedScaling) from fp8_state.safetensors; a checkpoint
+// The model's quantization state (DelayedScaling, FP8 attention) from fp8_state.safetensors; a checkpoint
 // without it (another recipe before) leaves the fresh state, with a note.
-void load_quant_state(const std::string& dir, const std::vector<std::string>& names, const LanguageModel& model) {
+void load_quant_state(const std::string& dir, const std::vector<std::string>& names, LanguageModel& model) {
   const auto state = model.quant_state();
   if (state.empty()) return;
   if (std::find(names.begin(), names.end(), "fp8_state.safetensors") == names.end()) {
@@ -354,11 +354,16 @@ void load_quant_state(const std::string& dir, const std::vector<std::string>& na
   MappedSafetensors f(path);
   for (const auto& [name, t] : state) {
     const SafetensorsEntry* e = f.find(name);
+    if (!e && name == "fp8.attention.state") {  // fp8_dpa turned on since: calibrates afresh
+      std::cerr << "note: " << path << " has no FP8 attention state: each layer's attention calibrates again\n";
+      continue;
+    }
     if (!e || e->shape != t.shape())
       fail(path, ": '", name, "' is missing or not ", shape_str(t.shape()),
            " (amax_history_len or the layers' recipes changed since this checkpoint)");
     f.copy_into(*e, t);
   }
+  model.quant_state_loaded();
 }
 
 // The checkpoint's GEMM algorithm choices, where this run tunes GEMMs on the GPU; -1 when it
