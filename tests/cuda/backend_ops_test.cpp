@@ -336,7 +336,8 @@ void add_fp8(std::vector<Case>& t) {
                    }});
     }
   // Row-major codes (FP8 attention's outputs) back to x.
-  for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {5, 16}})
+  // (37 x 64 and 5 x 16: the vectorized kernel, 8 codes per thread; 7 x 9: the elementwise one.)
+  for (auto [R, C] : {std::pair<int64_t, int64_t>{37, 64}, {5, 16}, {7, 9}})
     for (ops::Fp8Type ft : {ops::Fp8Type::E4M3, ops::Fp8Type::E5M2}) {
       t.push_back({"fp8_dequantize", dims({R, C}) + " " + ops::fp8_type_name(ft), {F32, BF16}, [=](Env& e) {
                      const Tensor v = randn({R, C}, 78, 100.0f);
