@@ -158,6 +158,22 @@ TEST(E2eFp8Recipes, DelayedScalingResumesExactly) {
   EXPECT_NE(d.output.find("fp8_state.safetensors"), std::string::npos) << d.output;
 }
 
+// Without recompute each layer's forward runs once per step with FP8 attention too (the layer
+// keeps the codes of q, k, v, not the tensors, and must not read that as "recompute me").
+TEST(E2eFp8Recipes, Fp8AttentionRunsEachForwardOnce) {
+  const std::string out = fresh_dir("dpa_once");
+  RunResult r = run(train_args(2, 4) + " checkpoint.save_every_n_steps=0 output_dir=" + out +
+                    " fp8_config.enabled=true fp8_config.fp8_recipe_kwargs.fp8_dpa=true profiler.range_times=true"
+                    " profiler.start_step=2 profiler.end_step=3");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::ifstream f(out + "/range_times_rank0.json");
+  const nlohmann::json j = nlohmann::json::parse(f);
+  std::map<std::string, int64_t> calls;
+  for (const auto& range : j["ranges"]) calls[range["name"].get<std::string>()] = range["calls"].get<int64_t>();
+  EXPECT_EQ(calls["sdpa forward fp8"], 4) << j.dump();  // 2 steps x 2 layers
+  EXPECT_EQ(calls["sdpa backward fp8"], 4) << j.dump();
+}
+
 // FP8 attention's scales and amax histories travel in the checkpoint too: a resumed run goes on
 // exactly as the straight one (no second calibration).
 TEST(E2eFp8Recipes, Fp8AttentionResumesExactly) {

@@ -74,7 +74,7 @@ TEST(AttentionFp8, ForwardScalesCodesAndResult) {
   EXPECT_GT(err, 0.0) << "nothing was quantized";
 }
 
-TEST(AttentionFp8, BackwardDelayedScalesFromTheLastCall) {
+TEST(AttentionFp8, BackwardDelayedScalesFromTheHistory) {
   Fixture f;
   Tensor state = Tensor::zeros({ops::kFp8AttentionSlots}, DType::F32);
   Tensor out = Tensor::empty(f.q.shape(), DType::F32);

@@ -347,19 +347,21 @@ void load_quant_state(const std::string& dir, const std::vector<std::string>& na
   const auto state = model.quant_state();
   if (state.empty()) return;
   if (std::find(names.begin(), names.end(), "fp8_state.safetensors") == names.end()) {
-    std::cerr << "note: " << dir << " has no fp8_state.safetensors: DelayedScaling starts with fresh amax histories\n";
+    std::cerr << "note: " << dir << " has no fp8_state.safetensors: the quantization state (DelayedScaling's amax histories, FP8 attention's scales) starts fresh\n";
     return;
   }
   const std::string path = dir + "/fp8_state.safetensors";
   MappedSafetensors f(path);
   for (const auto& [name, t] : state) {
     const SafetensorsEntry* e = f.find(name);
-    if (!e && name == "fp8.attention.state") {  // fp8_dpa turned on since: calibrates afresh
-      std::cerr << "note: " << path << " has no FP8 attention state: each layer's attention calibrates again\n";
+    if (!e) {  // a recipe or fp8_dpa turned on since: that state starts fresh
+      std::cerr << "note: " << path << " has no '" << name << "': it starts fresh"
+                << (name == "fp8.attention.state" ? " (each layer's attention calibrates again)" : "") << "\n";
+      if (name == "fp8.attention.state") Tensor(t).zero_();
       continue;
     }
-    if (!e || e->shape != t.shape())
-      fail(path, ": '", name, "' is missing or not ", shape_str(t.shape()),
+    if (e->shape != t.shape())
+      fail(path, ": '", name, "' is not ", shape_str(t.shape()),
            " (amax_history_len or the layers' recipes changed since this checkpoint)");
     f.copy_into(*e, t);
   }

@@ -21,7 +21,8 @@ struct LayerActs {
   bool keep_fp8 = false;  // keep the FP8 input codes for backward
   bool lean = false;      // the cheap activations were dropped (drop_cheap)
 
-  bool recompute_pending() const { return !attn.qkv.defined() && !attn.q.defined(); }  // only x_in was kept
+  // Only x_in was kept (FP8 attention keeps the codes of q, k, v instead of the tensors).
+  bool recompute_pending() const { return !attn.qkv.defined() && !attn.q.defined() && !attn.fp8_attn.q.defined(); }
 };
 
 class TransformerLayer {

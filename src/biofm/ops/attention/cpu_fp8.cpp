@@ -62,6 +62,7 @@ void attention_forward_fp8(Tensor& out, Fp8AttentionSaved& saved, Tensor& state,
   const float amax_v = fp8_max(kE4M3) * st[kFa8VScaleInv];
   out.copy_from(quantize(saved.out, slot(state, kFa8OScaleInv), o32, scalar(2.0f * amax_v)));
   st[kFa8OScale] = 1.0f / st[kFa8OScaleInv];
+  saved.scales = state.narrow0(0, kFa8SavedSlots).clone();
 }
 
 void attention_backward_fp8(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& state, const Tensor& dout,
@@ -73,6 +74,9 @@ void attention_backward_fp8(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& state, c
   require_f32_shape(dq, saved.q.shape(), op, "dq");
   require_f32_shape(dk, saved.k.shape(), op, "dk");
   require_f32_shape(dv, saved.v.shape(), op, "dv");
+  if (!saved.scales.defined()) fail(op, ": saved holds no forward's scales");
+  Tensor head = state.narrow0(0, kFa8SavedSlots);
+  head.copy_from(saved.scales);
   float* st = state.f32();
   Tensor dout_codes;
   const Tensor dod = quantize(dout_codes, slot(state, kFa8DoScaleInv), dout);

@@ -36,10 +36,18 @@ __global__ void forward_scales_kernel(float* st) {
 }
 
 // Backward: dq, dk, dv, dP from the largest amax of their histories (two binades of headroom),
-// after folding in the last backward's; when calibrating (no amaxes yet), dP from its bound
-// 2·D·amax(dout)·amax(v) and the outputs at scale 1 (that pass only measures their amaxes).
-__global__ void backward_scales_kernel(float* st, int64_t D, bool calibrating) {
-  if (calibrating) {
+// after folding in the last backward's. Calibrating (no amaxes yet): dP from its bound
+// 2·D·amax(dout)·amax(v) and the outputs at scale 1 (that pass only measures their amaxes);
+// then (calibrated) from the amaxes that pass measured, which go into no history.
+enum class ScaleMode { Calibrating, Calibrated, FromHistory };
+__global__ void backward_scales_kernel(float* st, int64_t D, ScaleMode mode) {
+  const int64_t amax_slot[4] = {kFa8AmaxDq, kFa8AmaxDk, kFa8AmaxDv, kFa8AmaxDp},
+                scale_slot[4] = {kFa8DqScale, kFa8DkScale, kFa8DvScale, kFa8DpScale};
+  if (mode == ScaleMode::Calibrated) {
+    for (int i = 0; i < 4; ++i) set_scale(st, scale_slot[i], 4.0f * st[amax_slot[i]]);
+    return;
+  }
+  if (mode == ScaleMode::Calibrating) {
     const float amax_do = kE4M3Max * st[kFa8DoScaleInv], amax_v = kE4M3Max * st[kFa8VScaleInv];
     set_scale(st, kFa8DpScale, 2.0f * float(D) * amax_do * amax_v);
     set_scale(st, kFa8DqScale, 0.0f);
@@ -47,8 +55,6 @@ __global__ void backward_scales_kernel(float* st, int64_t D, bool calibrating) {
     set_scale(st, kFa8DvScale, 0.0f);
     return;
   }
-  const int64_t amax_slot[4] = {kFa8AmaxDq, kFa8AmaxDk, kFa8AmaxDv, kFa8AmaxDp},
-                scale_slot[4] = {kFa8DqScale, kFa8DkScale, kFa8DvScale, kFa8DpScale};
   const int64_t next = int64_t(st[kFa8HistoryNext]);
   for (int i = 0; i < 4; ++i) {
     float* hist = st + kFa8History + i * kFp8AttentionHistory;
@@ -115,6 +121,7 @@ void attention_forward_fp8(Tensor& out, Fp8AttentionSaved& saved, Tensor& state,
   std::string why;
   if (!attention_detail::cudnn_sdpa_forward(c, &why)) fail(op, ": cuDNN's FP8 attention failed: ", why);
   dequantize_into(out, saved.out, state, kFa8OScaleInv);
+  saved.scales = state.narrow0(0, kFa8SavedSlots).clone();
   ++g_calls;
 }
 
@@ -130,13 +137,17 @@ void attention_backward_fp8(Tensor& dq, Tensor& dk, Tensor& dv, Tensor& state, c
     fail(op, ": dout, dq must be shaped like q ", saved.q.describe(), ", dk and dv like k ", saved.k.describe());
   SdpaCall c = call_for(op, saved.q, saved.k.size(1), cu_seqlens, seq_lens, a, state);
   if (c.N == 0) return;
+  if (!saved.scales.defined()) fail(op, ": saved holds no forward's scales");
+  Tensor head = state.narrow0(0, kFa8SavedSlots);
+  head.copy_from(saved.scales);
   const Tensor dout_codes = quantize(state, kFa8DoScaleInv, dout);
   Tensor dq8 = Tensor::empty(dq.shape(), DType::U8, Device::CUDA), dk8 = Tensor::empty(dk.shape(), DType::U8, Device::CUDA),
          dv8 = Tensor::empty(dv.shape(), DType::U8, Device::CUDA);
   c.q = saved.q.raw(), c.k = saved.k.raw(), c.v = saved.v.raw(), c.out = saved.out.raw(), c.lse = saved.stats.f32();
   c.dout = dout_codes.raw(), c.dq = dq8.raw(), c.dk = dk8.raw(), c.dv = dv8.raw();
   for (int pass = calibrate ? 0 : 1; pass < 2; ++pass) {
-    backward_scales_kernel<<<1, 1, 0, cuda_ctx::stream()>>>(state.f32(), c.D, pass == 0);
+    const ScaleMode mode = pass == 0 ? ScaleMode::Calibrating : calibrate ? ScaleMode::Calibrated : ScaleMode::FromHistory;
+    backward_scales_kernel<<<1, 1, 0, cuda_ctx::stream()>>>(state.f32(), c.D, mode);
     BIOFM_CUDA_LAUNCH_CHECK();
     std::string why;
     if (!attention_detail::cudnn_sdpa_backward(c, &why)) fail(op, ": cuDNN's FP8 attention failed: ", why);

@@ -102,7 +102,8 @@ void attention_prepare_forward(Device device, DType dtype, const std::vector<Att
 //   (4·amax) with amax the largest of the last kFp8AttentionHistory backwards of the same state
 //   (two binades of headroom over it). A state's first backward (calibrate = true) has no such
 //   amaxes: it runs the backward once to measure them (dP then scaled by its bound
-//   2·D·amax(dout)·amax(v)) and again with the scales they give.
+//   2·D·amax(dout)·amax(v)) and again with the scales they give (those amaxes are not put in
+//   the history; the second pass's are, by the next backward).
 // state: F32 [kFp8AttentionSlots] on the op's device, all zeros to start (one per layer; slots
 // below), updated in place; no host synchronisation. The CPU form is the reference: q, k, v and
 // dout quantized as above, fp32 attention on the dequantized values, the outputs quantized with
@@ -120,10 +121,15 @@ enum Fp8AttentionSlot : int64_t {
   kFa8History,
 };
 constexpr int64_t kFp8AttentionHistory = 16;
+constexpr int64_t kFa8SavedSlots = kFa8DqScale;  // q, k, v, dout scale_inv; S and O scales
 constexpr int64_t kFp8AttentionSlots = kFa8History + 4 * kFp8AttentionHistory;
 struct Fp8AttentionSaved {
   Tensor q, k, v, out;  // U8 codes [N, H, D]
   Tensor stats;         // F32, N·Hq softmax statistics in the backend's own layout
+  // The state's slots [0, kFa8SavedSlots) as this forward left them (the scales of q, k, v and
+  // out), put back by backward: another forward of the same layer in between (evaluation, a
+  // pipeline schedule) cannot change the scales its codes are read with.
+  Tensor scales;
 };
 void attention_forward_fp8(Tensor& out, Fp8AttentionSaved& saved, Tensor& state, const Tensor& q, const Tensor& k,
                            const Tensor& v, const Tensor& cu_seqlens, const Tensor& seq_lens, const AttentionShape& a);
