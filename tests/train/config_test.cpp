@@ -582,6 +582,17 @@ TEST(ConfigTrain, MicroBatchSizeUnderThdIsNoted) {
   EXPECT_TRUE(notes.empty());
 }
 
+// fp8_dpa without FP8 layers does nothing, and says so.
+TEST(ConfigTrain, Fp8AttentionWithoutFp8IsNoted) {
+  std::vector<std::string> notes;
+  load_train_config(kConfigs, "llama3_sanity", {"fp8_config.fp8_recipe_kwargs.fp8_dpa=true"}, &notes);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_HAS(notes[0], "fp8_dpa=true has no effect without fp8_config.enabled=true");
+  load_train_config(kConfigs, "llama3_sanity", {"fp8_config.fp8_recipe_kwargs.fp8_dpa=true", "fp8_config.enabled=true"},
+                    &notes);
+  EXPECT_TRUE(notes.empty());
+}
+
 TEST(ConfigTrain, RecipeConfigNamesRunOrSayWhatToRun) {
   EXPECT_EQ(load_train_config(kConfigs, "og2_7b_thd_gqa"), load_train_config(kConfigs, "og2_7b"));
   EXPECT_EQ(load_train_config(kConfigs, "og2_7b_thd_gqa_fp8"), load_train_config(kConfigs, "og2_7b_fp8"));

@@ -716,6 +716,10 @@ TrainConfig load_train_config(const std::string& configs_dir, const std::string&
       notes->push_back("dataset.micro_batch_size=" + std::to_string(t.dataset.micro_batch_size) + " (" + mbs_origin +
                        ") is not used with dataset.packing=thd: each micro batch holds up to "
                        "dataset.max_tokens_per_batch=" + std::to_string(t.dataset.max_tokens_per_batch) + " tokens");
+    // (as in Transformer Engine, FP8 attention belongs to the FP8 layers)
+    if (t.fp8_config.fp8_recipe_kwargs.fp8_dpa && !t.fp8_config.enabled)
+      notes->push_back("fp8_config.fp8_recipe_kwargs.fp8_dpa=true has no effect without fp8_config.enabled=true: "
+                       "attention runs in FP8 only in the FP8 layers");
   }
   return t;
 }
