@@ -75,6 +75,27 @@ void expect_tracks(const std::vector<double>& q, const std::vector<double>& ref,
   EXPECT_TRUE(differs) << what << " had no effect";
 }
 
+// Six steps straight, and six with checkpoints every 3 steps resumed from step 3: the resumed
+// steps' losses equal the straight run's. Returns the resumed run's directory.
+std::string expect_resumes_exactly(const std::string& flags, const std::string& name) {
+  const std::string straight = fresh_dir(name + "_straight"), resumed = fresh_dir(name + "_resumed");
+  RunResult a = run(train_args(2, 6) + flags + " output_dir=" + straight);
+  EXPECT_EQ(a.code, 0) << a.output;
+  RunResult b = run(train_args(2, 6) + flags + " output_dir=" + resumed);
+  EXPECT_EQ(b.code, 0) << b.output;
+  EXPECT_TRUE(fs::exists(resumed + "/checkpoints/step_3/fp8_state.safetensors"));
+  fs::remove_all(resumed + "/checkpoints/step_6");
+  RunResult c = run(train_args(2, 6) + flags + " output_dir=" + resumed);
+  EXPECT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
+  const auto ma = read_metrics(straight + "/metrics.jsonl"), mc = read_metrics(resumed + "/metrics.jsonl");
+  EXPECT_EQ(ma.size(), 6u);
+  EXPECT_EQ(mc.size(), 6u);
+  for (size_t i = 3; i < 6 && i < ma.size() && i < mc.size(); ++i)
+    EXPECT_EQ(mc[i]["loss"].get<double>(), ma[i]["loss"].get<double>()) << "step " << i + 1;
+  return resumed;
+}
+
 }  // namespace
 
 TEST(E2eFp8Recipes, DelayedScalingTracksFp32) {
@@ -138,20 +159,7 @@ TEST(E2eFp8Recipes, LayerWisePrecision) {
 TEST(E2eFp8Recipes, DelayedScalingResumesExactly) {
   const std::string flags = " fp8_config.enabled=true fp8_config.fp8_recipe=DelayedScaling"
                             " fp8_config.fp8_recipe_kwargs.amax_history_len=4 checkpoint.save_every_n_steps=3";
-  const std::string straight = fresh_dir("d_straight"), resumed = fresh_dir("d_resumed");
-  RunResult a = run(train_args(2, 6) + flags + " output_dir=" + straight);
-  ASSERT_EQ(a.code, 0) << a.output;
-  RunResult b = run(train_args(2, 6) + flags + " output_dir=" + resumed);
-  ASSERT_EQ(b.code, 0) << b.output;
-  EXPECT_TRUE(fs::exists(resumed + "/checkpoints/step_3/fp8_state.safetensors"));
-  fs::remove_all(resumed + "/checkpoints/step_6");
-  RunResult c = run(train_args(2, 6) + flags + " output_dir=" + resumed);
-  ASSERT_EQ(c.code, 0) << c.output;
-  EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
-  const auto ma = read_metrics(straight + "/metrics.jsonl"), mc = read_metrics(resumed + "/metrics.jsonl");
-  ASSERT_EQ(ma.size(), 6u);
-  ASSERT_EQ(mc.size(), 6u);
-  for (size_t i = 3; i < 6; ++i) EXPECT_EQ(mc[i]["loss"].get<double>(), ma[i]["loss"].get<double>()) << "step " << i + 1;
+  const std::string resumed = expect_resumes_exactly(flags, "d");
   // A changed history length cannot take the saved state: the checkpoint is skipped, saying why.
   fs::remove_all(resumed + "/checkpoints/step_6");
   RunResult d = run(train_args(2, 6) + flags + " fp8_config.fp8_recipe_kwargs.amax_history_len=8 output_dir=" + resumed);
@@ -178,20 +186,7 @@ TEST(E2eFp8Recipes, Fp8AttentionRunsEachForwardOnce) {
 // exactly as the straight one (no second calibration).
 TEST(E2eFp8Recipes, Fp8AttentionResumesExactly) {
   const std::string flags = " fp8_config.enabled=true fp8_config.fp8_recipe_kwargs.fp8_dpa=true checkpoint.save_every_n_steps=3";
-  const std::string straight = fresh_dir("a_straight"), resumed = fresh_dir("a_resumed");
-  RunResult a = run(train_args(2, 6) + flags + " output_dir=" + straight);
-  ASSERT_EQ(a.code, 0) << a.output;
-  RunResult b = run(train_args(2, 6) + flags + " output_dir=" + resumed);
-  ASSERT_EQ(b.code, 0) << b.output;
-  EXPECT_TRUE(fs::exists(resumed + "/checkpoints/step_3/fp8_state.safetensors"));
-  fs::remove_all(resumed + "/checkpoints/step_6");
-  RunResult c = run(train_args(2, 6) + flags + " output_dir=" + resumed);
-  ASSERT_EQ(c.code, 0) << c.output;
-  EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
-  const auto ma = read_metrics(straight + "/metrics.jsonl"), mc = read_metrics(resumed + "/metrics.jsonl");
-  ASSERT_EQ(ma.size(), 6u);
-  ASSERT_EQ(mc.size(), 6u);
-  for (size_t i = 3; i < 6; ++i) EXPECT_EQ(mc[i]["loss"].get<double>(), ma[i]["loss"].get<double>()) << "step " << i + 1;
+  expect_resumes_exactly(flags, "a");
 }
 
 TEST(E2eFp8Recipes, StatisticsGoToTheMetrics) {
