@@ -4,6 +4,9 @@
 // CUDA GELU (activation/gelu_math.cuh: nvcc fuses the multiply-adds and the division is the
 // hardware reciprocal's, good to 2 ulp for Q in [-2.4, -0.014]). The result is clamped to [-1, 1]
 // (the quotient exceeds 1 in magnitude by a few 1e-7 near |x| = 4); a NaN passes through.
+// On the GPU both clamps are NaN-propagating min/max (one instruction each instead of two
+// compares and two selects; the same value for every input): the FP8 GELU quantizations are
+// bound by issue slots, and this took 9% off the forward one (docs/PERFORMANCE.md, session 29).
 #pragma once
 
 #ifdef __CUDACC__
@@ -14,8 +17,20 @@
 
 namespace biofm::ops {
 
+// clamp(x, lo, hi) = x < lo ? lo : (x > hi ? hi : x), a NaN passing through.
+BIOFM_ERF_HD float erf_clamp(float x, float lo, float hi) {
+#ifdef __CUDA_ARCH__
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(hi));
+  asm("max.NaN.f32 %0, %0, %1;" : "+f"(r) : "f"(lo));
+  return r;
+#else
+  return x < lo ? lo : (x > hi ? hi : x);
+#endif
+}
+
 BIOFM_ERF_HD float erf_rational(float x) {
-  x = x < -4.0f ? -4.0f : (x > 4.0f ? 4.0f : x);
+  x = erf_clamp(x, -4.0f, 4.0f);
   const float x2 = x * x;
   float p = -2.72614225801306e-10f;
   p = p * x2 + 2.77068142495902e-08f;
@@ -34,7 +49,7 @@ BIOFM_ERF_HD float erf_rational(float x) {
 #else
   const float r = x * p / q;
 #endif
-  return r < -1.0f ? -1.0f : (r > 1.0f ? 1.0f : r);
+  return erf_clamp(r, -1.0f, 1.0f);
 }
 
 }  // namespace biofm::ops

@@ -60,56 +60,53 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t row0 = int64_t(blockIdx.y) * kTile, col0 = int64_t(blockIdx.x) * kTile;
   float seen = 0.0f;  // kSrc: max |src| of this thread's values
   unsigned recorded = 0;  // record_bits: max bit pattern of |x| over this thread's values
-  // One thread's 16 values; kEdge: the tile crosses R or C (bounds checked, zeros outside).
-  auto quantize_mine = [&](auto edge) {
-    constexpr bool kEdge = decltype(edge)::value;
-    const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
-    const int64_t gr = row0 + r, gc = col0 + c;
-    float v[16];
-    if constexpr (kEdge)
+  // This thread's 16 values. A tile crossing R or C reads zeros outside (C % 16 == 0: the 16
+  // columns are all in range or all out); the arithmetic below is emitted once for both cases,
+  // the bounds only guard the loads and the row-major store. (Two inlined copies of the GELU
+  // arithmetic, one per case, ran 6 / 24 us slower per call at [16k, 5120] than one copy on the
+  // H200: session 29.) Zeros give zero codes, add nothing to the sums and do not raise the maxima.
+  const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
+  const int64_t gr = row0 + r, gc = col0 + c;
+  const bool mine = (row0 + kTile <= R && col0 + kTile <= C) || (gr < R && gc < C);  // whole tile: uniform
+  float v[16];
+  if constexpr (kSrc == Src::X) {
+    if (mine) {
+      load_vec<16>(v, x + gr * C + gc);
+      if (record_bits)
+#pragma unroll
+        for (int i = 0; i < 16; ++i) recorded = max(recorded, __float_as_uint(fabsf(v[i])));
+    } else {
 #pragma unroll
       for (int i = 0; i < 16; ++i) v[i] = 0.0f;
-    if (!kEdge || gc < C) {  // C % 16 == 0: the 16 columns are all in range
-      Pack<uint8_t, 16> codes;
-      if (!kEdge || gr < R) {
-        if constexpr (kSrc == Src::X) {
-          load_vec<16>(v, x + gr * C + gc);
-          if (record_bits)
-#pragma unroll
-            for (int i = 0; i < 16; ++i) recorded = max(recorded, __float_as_uint(fabsf(v[i])));
-        } else {
-          float p[16];
-          load_vec<16>(p, pre + gr * C + gc);
-          if constexpr (kSrc == Src::GeluGrad) load_vec<16>(v, x + gr * C + gc);
-#pragma unroll
-          for (int i = 0; i < 16; ++i) {
-            float s;
-            if constexpr (kSrc == Src::Gelu)
-              s = gelu_math::gelu_erf(p[i]);
-            else
-              s = v[i] * gelu_math::gelu_erf_grad(p[i]);
-            v[i] = to_f32(from_f32<T>(s));  // as the GELU kernel would store it
-            seen = fmaxf(seen, fabsf(v[i]));
-          }
-        }
-#pragma unroll
-        for (int i = 0; i < 16; ++i) codes.v[i] = encode<kType>(v[i] * scale);
-        if (q) *reinterpret_cast<Pack<uint8_t, 16>*>(q + gr * C + gc) = codes;
-      } else {
-#pragma unroll
-        for (int i = 0; i < 16; ++i) codes.v[i] = 0;
-      }
-      *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = codes;
     }
-    // x as read, for the column sums below (zeros past R and C).
-    if constexpr (kColSums) store_vec<16>(&vals[r][c], v);
-  };
-  // The GELU paths take whole tiles without bounds checks (a uniform branch per block; session 23,
-  // the GELU backward at [16k, 5120]: 247 -> 237 us); the plain quantization keeps one path.
-  if (kSrc != Src::X && row0 + kTile <= R && col0 + kTile <= C)
-    quantize_mine(std::false_type{});
-  else
-    quantize_mine(std::true_type{});
+  } else {
+    float p[16];
+    if (mine) {
+      load_vec<16>(p, pre + gr * C + gc);
+      if constexpr (kSrc == Src::GeluGrad) load_vec<16>(v, x + gr * C + gc);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) p[i] = v[i] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      float s;
+      if constexpr (kSrc == Src::Gelu)
+        s = gelu_math::gelu_erf(p[i]);
+      else
+        s = v[i] * gelu_math::gelu_erf_grad(p[i]);
+      v[i] = to_f32(from_f32<T>(s));  // as the GELU kernel would store it
+      seen = fmaxf(seen, fabsf(v[i]));
+    }
+  }
+  Pack<uint8_t, 16> codes;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) codes.v[i] = encode<kType>(v[i] * scale);
+  if (q && mine) *reinterpret_cast<Pack<uint8_t, 16>*>(q + gr * C + gc) = codes;
+  // (columns past C land in the tile but are never stored; rows past R are the zero codes of q_t's padding)
+  *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = codes;
+  // x as read, for the column sums below (zeros past R and C).
+  if constexpr (kColSums) store_vec<16>(&vals[r][c], v);
   // kSrc: the warps' maxima meet in shared memory, and warp 0 sends one atomic for the block at
   // the very end (its read of the accumulator waits on L2; before the tile sync, that wait held
   // every warp of the block: ~20 us per call at [16k, 5120], session 23).
