@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
 #include "hf_fixture.h"
 #include "biofm/models/esm2/model.h"
@@ -107,6 +108,12 @@ TEST(ModelsEsm2, ExportImportRoundTrip) {
   for (int64_t i = 0; i < a.params().numel(); ++i)
     ASSERT_EQ(a.params().flat().f32()[i], b->params().flat().f32()[i]);
   EXPECT_EQ(b->config().hidden_size, 32);
+  // The float32 fields as written (the shortest decimal of the float), read back to the same float.
+  const std::string config = read_file(dir + "/config.json");
+  EXPECT_NE(config.find("\"initializer_range\": 0.02,"), std::string::npos) << config;
+  EXPECT_NE(config.find("\"layer_norm_eps\": 1e-05,"), std::string::npos) << config;
+  EXPECT_EQ(b->config().initializer_range, c.initializer_range);
+  EXPECT_EQ(b->config().layer_norm_eps, c.layer_norm_eps);
 }
 
 TEST(ModelsEsm2, InitFollowsHuggingFaceRules) {

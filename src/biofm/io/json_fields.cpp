@@ -1,6 +1,7 @@
 #include "biofm/io/json_fields.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 #include "biofm/core/error.h"
@@ -72,6 +73,18 @@ void JsonFields::get(const char* k, std::string& v) const {
   if (!has(k)) return;
   if (!obj[k].is_string()) fail(source, ": '", key(k), "' must be a string, got ", obj[k].dump());
   v = obj[k].get<std::string>();
+}
+
+json json_float32(float v) {
+  if (!std::isfinite(v)) return v;  // (nlohmann writes null for these, as for any double)
+  // The float's shortest decimal, read back as the double nearest to it: a double prints as
+  // its own shortest decimal, which is that one.
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  BIOFM_CHECK(ec == std::errc(), "json_float32: to_chars failed");
+  double d = 0;
+  std::from_chars(buf, end, d);
+  return d;
 }
 
 }  // namespace biofm

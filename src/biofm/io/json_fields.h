@@ -1,6 +1,6 @@
 // Typed, range-checked reads of JSON object fields (config.json, manifests, trainer state).
 // Every failure names the source file and the key; nothing here lets a nlohmann exception
-// escape. Absent or null keys leave the value unchanged.
+// escape. Absent or null keys leave the value unchanged. And the writing of float32 fields.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -26,5 +26,9 @@ struct JsonFields {
   void get(const char* k, bool& v) const;
   void get(const char* k, std::string& v) const;
 };
+
+// A float32 value as a JSON number: the shortest decimal that reads back as the same float
+// (0.02, not 0.019999999552965164: how the float, widened to a double, prints).
+nlohmann::json json_float32(float v);
 
 }  // namespace biofm
