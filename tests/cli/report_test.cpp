@@ -120,6 +120,34 @@ TEST(Report, ReadsAForeignJsonl) {
   EXPECT_THROW(load_report_run(dir + "/nothing_here"), std::exception);
 }
 
+// A kill can cut the last line of metrics.jsonl short: that line is skipped (and said), as train
+// skips it on resume; a bad line anywhere else is still an error.
+TEST(Report, SkipsALastLineCutShortByAKill) {
+  const std::string dir = testing::TempDir() + "/biofm_report_cut";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string good = "{\"step\": 1, \"loss\": 4.0}\n{\"step\": 2, \"loss\": 3.0}\n";
+  std::ofstream(dir + "/metrics.jsonl") << good << "{\"step\": 3, \"lo";
+  const ReportRun r = load_report_run(dir);
+  EXPECT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.cut_line, 3);
+  EXPECT_EQ(count(render_report({r}), "<path class=\"series\""), 1u);
+  // A whole last line without its newline is a record; a cut line followed by others is an error.
+  std::ofstream(dir + "/metrics.jsonl", std::ios::trunc) << good << "{\"step\": 3, \"loss\": 2.0}";
+  EXPECT_EQ(load_report_run(dir).records.size(), 3u);
+  EXPECT_EQ(load_report_run(dir).cut_line, 0);
+  std::ofstream(dir + "/metrics.jsonl", std::ios::trunc) << "{\"step\": 1, \"lo\n" << good;
+  try {
+    load_report_run(dir);
+    FAIL() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("metrics.jsonl:1: not a JSON object"), std::string::npos) << e.what();
+  }
+  // A cut line with its newline (not what a kill leaves) is an error too.
+  std::ofstream(dir + "/metrics.jsonl", std::ios::trunc) << good << "{\"step\": 3, \"lo\n";
+  EXPECT_THROW(load_report_run(dir), std::exception);
+}
+
 // A run that timed its ranges (profiler.range_times) gets a "where a step goes" table from the
 // range_times_rank0.json beside its metrics: folded rows, per step, as a share of train_step.
 TEST(Report, ShowsWhereAStepGoesWhenTheRunTimedItsRanges) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -153,16 +154,27 @@ TEST(E2eHardening, SigtermCheckpointsAndResumeKeepsMetricsOnce) {
   ASSERT_EQ(metric_steps(out + "/metrics.jsonl").back(), saved);
 
   // A stale temporary directory from a killed save, and metrics logged past the checkpoint
-  // (as when a run dies between saves): both are cleaned on resume.
+  // (as when a run dies between saves), the last line cut short by the kill: all are cleaned on
+  // resume. `biofm report` skips the cut line too, and says so.
   fs::create_directories(out + "/checkpoints/.tmp_step_99.2147483646");
   {
     std::ofstream m(out + "/metrics.jsonl", std::ios::app);
-    m << json{{"step", saved + 1}, {"loss", 1.0}}.dump() << "\n" << json{{"step", saved + 2}, {"loss", 1.0}}.dump() << "\n";
+    m << json{{"step", saved + 1}, {"loss", 1.0}}.dump() << "\n" << json{{"step", saved + 2}, {"loss", 1.0}}.dump() << "\n"
+      << "{\"step\": " << saved + 3 << ", \"lo";
   }
+  const std::string text = read_file(out + "/metrics.jsonl");
+  const std::string cut_line = std::to_string(std::count(text.begin(), text.end(), '\n') + 1);
+  RunResult rep = run("report " + out + " --output " + out + "/report.html");
+  ASSERT_EQ(rep.code, 0) << rep.output;
+  EXPECT_NE(rep.output.find("metrics.jsonl:" + cut_line + ": skipped the last line, cut short"), std::string::npos)
+      << rep.output;
+  EXPECT_TRUE(fs::exists(out + "/report.html"));
   const int target = 3 * (int(saved) / 3 + 2);  // a multiple of save_every_n_steps past `saved`
   RunResult res = run(tiny_train_args(out, target));
   ASSERT_EQ(res.code, 0) << res.output;
   EXPECT_NE(res.output.find("resumed from"), std::string::npos) << res.output;
+  EXPECT_NE(res.output.find("dropped 2 record(s) after step " + std::to_string(saved) + " and a last line cut short by a kill"),
+            std::string::npos) << res.output;
   EXPECT_NE(res.output.find("removed an incomplete checkpoint"), std::string::npos) << res.output;
   EXPECT_FALSE(fs::exists(out + "/checkpoints/.tmp_step_99.2147483646"));
   const std::vector<int64_t> logged = metric_steps(out + "/metrics.jsonl");

@@ -27,7 +27,12 @@ int cmd_report(int argc, char** argv) {
   }
   if (f.positional().empty()) usage_fail("biofm report: give at least one run directory or metrics file");
   std::vector<ReportRun> runs;
-  for (const auto& p : f.positional()) runs.push_back(load_report_run(p));
+  for (const auto& p : f.positional()) {
+    runs.push_back(load_report_run(p));
+    if (runs.back().cut_line > 0)
+      std::fprintf(stderr, "note: %s:%lld: skipped the last line, cut short (no newline, not JSON: a killed run's)\n",
+                   runs.back().source.c_str(), (long long)runs.back().cut_line);
+  }
   const std::string out = f.get("--output", "report.html");
   write_file_atomic(out, render_report(runs));
   std::printf("report: %s (%zu run%s)\n", out.c_str(), runs.size(), runs.size() == 1 ? "" : "s");

@@ -9,6 +9,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/core/range_timer.h"
+#include "biofm/train/metrics.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -167,9 +168,12 @@ ReportRun load_report_run(const std::string& path) {
       fail((dir / "range_times_rank0.json").string(), ": not JSON: ", e.what());
     }
   }
-  std::istringstream in(read_text(metrics));
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
+  // (a last line cut short by a kill is skipped, as train skips it on resume: split_jsonl)
+  const JsonlText text = split_jsonl(read_text(metrics));
+  if (text.cut_tail) run.cut_line = int64_t(text.lines.size()) + 1;
+  for (size_t i = 0; i < text.lines.size(); ++i) {
+    const std::string& line = text.lines[i];
+    const size_t n = i + 1;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       json r = json::parse(line);

@@ -16,10 +16,13 @@ struct ReportRun {
   std::vector<nlohmann::json> records;
   // range_times_rank0.json beside it (profiler.range_times), null when absent.
   nlohmann::json range_times;
+  // The number of a last line that was cut short by a kill and skipped; 0 when none was.
+  int64_t cut_line = 0;
 };
 
 // A run directory (metrics.jsonl and config.yaml in it) or any JSONL metrics file (ours, or
-// e.g. a Hugging Face Trainer log with `step` and `loss`). Bad lines fail naming the line.
+// e.g. a Hugging Face Trainer log with `step` and `loss`). Bad lines fail naming the line, except
+// a last line cut short by a kill (no newline, not JSON), which is skipped (cut_line).
 ReportRun load_report_run(const std::string& path);
 
 // One plotted curve: (x, y) points of one run.

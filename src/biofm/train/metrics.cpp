@@ -41,6 +41,22 @@ void JsonlSink::write(const nlohmann::json& record) {
   if (!out_) fail("writing metrics file '", path_, "' failed");
 }
 
+JsonlText split_jsonl(const std::string& text) {
+  JsonlText t;
+  for (size_t at = 0; at < text.size();) {
+    const size_t nl = std::min(text.find('\n', at), text.size());
+    t.lines.push_back(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  const bool unterminated = !text.empty() && text.back() != '\n';
+  if (unterminated && t.lines.back().find_first_not_of(" \t\r") != std::string::npos &&
+      !nlohmann::json::accept(t.lines.back())) {
+    t.lines.pop_back();
+    t.cut_tail = true;
+  }
+  return t;
+}
+
 void ThroughputWindow::add_batch(const Batch& b) {
   rows_ += b.num_rows();
   real_ += b.num_real_tokens;

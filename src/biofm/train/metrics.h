@@ -41,6 +41,16 @@ class JsonlSink : public MetricSink {
   std::string path_;
 };
 
+// The lines of a JSONL file's text (metrics.jsonl), blank ones included so that index + 1 is
+// the line number. JsonlSink ends every record with a newline, so a last line without one that
+// does not parse was cut short by a kill: it is left out of `lines` and `cut_tail` says so
+// (readers tolerate it; any other line is theirs to judge).
+struct JsonlText {
+  std::vector<std::string> lines;
+  bool cut_tail = false;
+};
+JsonlText split_jsonl(const std::string& text);
+
 // The human-readable progress line on stdout (training records: step, loss, lr, throughput,
 // memory, ETA; validation records: loss, perplexity, accuracy).
 class ProgressLineSink : public MetricSink {

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -142,29 +141,28 @@ class StopSignals {
 };
 
 // After a resume at `step`, keeps only the records of steps <= step: the steps after it are
-// redone and logged again.
+// redone and logged again. A last line cut short by a kill goes too (split_jsonl), and any
+// other line that is not JSON (nothing to keep).
 void truncate_metrics(const std::string& path, int64_t step) {
-  std::ifstream in(path);
-  if (!in) return;
-  std::string line, kept;
+  if (!std::filesystem::exists(path)) return;
+  const JsonlText text = split_jsonl(read_file(path));
+  std::string kept;
   size_t dropped = 0;
-  while (std::getline(in, line)) {
+  for (const std::string& line : text.lines) {
     if (line.empty()) continue;
     json rec = json::parse(line, nullptr, /*allow_exceptions=*/false);
     const bool later = rec.is_object() && rec.contains("step") && rec["step"].is_number_integer() &&
                        rec["step"].get<int64_t>() > step;
-    const bool broken = rec.is_discarded();  // e.g. a line cut by a kill
-    if (later || broken) {
+    if (later || rec.is_discarded()) {
       ++dropped;
       continue;
     }
     kept += line + "\n";
   }
-  in.close();
-  if (dropped == 0) return;
+  if (dropped == 0 && !text.cut_tail) return;
   write_file_atomic(path, kept);
-  std::printf("metrics: dropped %zu record(s) after step %lld from %s (those steps are redone)\n", dropped,
-              (long long)step, path.c_str());
+  std::printf("metrics: dropped %zu record(s) after step %lld%s from %s (those steps are redone)\n", dropped,
+              (long long)step, text.cut_tail ? " and a last line cut short by a kill" : "", path.c_str());
 }
 
 // Where a non-finite value sits, for the divergence messages: the first parameter (in the
