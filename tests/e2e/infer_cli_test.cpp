@@ -101,6 +101,14 @@ TEST(InferCli, ShardedEmbedEqualsOneFileAndResumes) {
   EXPECT_NE(again.output.find("24 records from complete shards"), std::string::npos) << again.output;
   EXPECT_TRUE(fs::exists(gone));
   EXPECT_EQ(fs::last_write_time(d + "/out/shard-00000.safetensors"), kept_time);
+  // The same command with its paths spelled otherwise, from another directory, is the same run.
+  fs::remove(gone);
+  RunResult respelled = testkit::sh("cd " + d + " && " + kOneProcess + BIOFM_BINARY + " embed --model " + kEsm +
+                                    "/./ --input ./in.fasta --device cpu --layers 0,-1 --max-tokens 2000 --output out"
+                                    " --shard-size 16");
+  ASSERT_EQ(respelled.code, 0) << respelled.output;
+  EXPECT_NE(respelled.output.find("24 records from complete shards"), std::string::npos) << respelled.output;
+  EXPECT_TRUE(fs::exists(gone));
   // Another command into the same directory is refused, not mixed.
   RunResult other = run("embed --model " + kEsm + " --input " + input + " --device cpu --output " + d + "/out --shard-size 16");
   EXPECT_EQ(other.code, 1) << other.output;

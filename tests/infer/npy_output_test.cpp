@@ -19,6 +19,8 @@ using infer::NpyOutput;
 
 namespace {
 
+const infer::RunKey kRunA("run A");
+
 // A .npy file's header dict and its data (the format: magic, version 1.0, uint16 length).
 struct Npy {
   std::string dict;
@@ -55,14 +57,14 @@ TEST(NpyOutput, PiecesLandAtTheirRowsAndResume) {
   const std::string d = testkit::fresh_dir("npy_output");
   const int64_t total = 10, H = 3;
   {
-    NpyOutput out(d, "run A", 4, total);
+    NpyOutput out(d, kRunA, 4, total);
     EXPECT_FALSE(out.have(0, 4));
     // Out of order, as a resumed or parallel run might write them.
     out.write(8, 2, {{"embeddings", rows_f32(8, 2, H)}, {"ids", Tensor::from_i32({2}, {8, 9})}});
     out.write(0, 4, {{"embeddings", rows_f32(0, 4, H)}, {"ids", Tensor::from_i32({4}, {0, 1, 2, 3})}});
   }
   {
-    NpyOutput again(d, "run A", 4, total);  // a later run of the same command
+    NpyOutput again(d, kRunA, 4, total);  // a later run of the same command
     EXPECT_TRUE(again.have(0, 4));
     EXPECT_TRUE(again.have(8, 2));
     EXPECT_FALSE(again.have(4, 4));
@@ -91,15 +93,15 @@ TEST(NpyOutput, PiecesLandAtTheirRowsAndResume) {
 TEST(NpyOutput, RefusesAnotherRunAndRaggedOrDamagedInput) {
   const std::string d = testkit::fresh_dir("npy_output_refuse");
   {
-    NpyOutput out(d, "run A", 4, 8);
+    NpyOutput out(d, kRunA, 4, 8);
     out.write(0, 4, {{"embeddings", rows_f32(0, 4, 2)}});
     // A tensor that is not one row per record (per-token states) is refused.
     EXPECT_THROW(out.write(4, 4, {{"tokens", rows_f32(0, 9, 2)}}), Error);
   }
-  EXPECT_THROW(NpyOutput(d, "run B", 4, 8), Error);  // another command's directory
-  EXPECT_THROW(NpyOutput(d, "run A", 2, 8), Error);  // another piece size
+  EXPECT_THROW(NpyOutput(d, infer::RunKey("run B"), 4, 8), Error);  // another command's directory
+  EXPECT_THROW(NpyOutput(d, kRunA, 2, 8), Error);  // another piece size
   fs::resize_file(d + "/embeddings.npy", 20);         // a truncated array
-  EXPECT_THROW(NpyOutput(d, "run A", 4, 8), Error);
+  EXPECT_THROW(NpyOutput(d, kRunA, 4, 8), Error);
   write_file_atomic(d + "/progress.json", "{not json");
-  EXPECT_THROW(NpyOutput(d, "run A", 4, 8), Error);
+  EXPECT_THROW(NpyOutput(d, kRunA, 4, 8), Error);
 }

@@ -175,17 +175,17 @@ int cmd_embed(int argc, char** argv) {
   std::string layers_json = "[";
   for (size_t l = 0; l < o.layers.size(); ++l) layers_json += (l ? "," : "") + std::to_string(o.layers[l]);
   layers_json += "]";
-  std::ostringstream key;
-  key << "embed model=" << model_dir << " input=" << input << " layers=" << layers_json << " named=" << named_layers
-      << " pooling=" << infer::pooling_name(o.pooling) << " per_token=" << o.per_token << " logits=" << o.logits
-      << " window=" << o.window_tokens << " windows=" << o.windows << " stride=" << o.stride
-      << " precision=" << precision.name() << " records=" << n;
+  infer::RunKey key("embed");
+  key.path("model", model_dir).paths("input", input).add("layers", layers_json).add("named", named_layers)
+      .add("pooling", infer::pooling_name(o.pooling)).add("per_token", o.per_token).add("logits", o.logits)
+      .add("window", o.window_tokens).add("windows", o.windows).add("stride", o.stride)
+      .add("precision", precision.name()).add("records", n);
   std::optional<infer::ShardedOutput> out;
   std::optional<infer::NpyOutput> npy_out;
   if (npy)
-    npy_out.emplace(out_path, key.str(), shard_size, n);
+    npy_out.emplace(out_path, key, shard_size, n);
   else
-    out.emplace(out_path, key.str(), shard_size, n);
+    out.emplace(out_path, key, shard_size, n);
   // Output pieces: shards (or .npy rows) of --shard-size records; one file is a single piece on
   // disk, computed --shard-size records at a time and gathered.
   const int64_t chunk = npy ? npy_out->chunk_records() : out->chunk_records();

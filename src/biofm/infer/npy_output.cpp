@@ -59,7 +59,7 @@ void pwrite_all(int fd, const char* p, size_t n, int64_t offset, const std::stri
 
 }  // namespace
 
-NpyOutput::NpyOutput(std::string dir, std::string run_key, int64_t piece_records, int64_t total_records)
+NpyOutput::NpyOutput(std::string dir, RunKey run_key, int64_t piece_records, int64_t total_records)
     : dir_(std::move(dir)), run_key_(std::move(run_key)), chunk_(piece_records), total_(total_records) {
   if (chunk_ <= 0) fail("--shard-size must be positive, got ", piece_records);
   make_dirs_writable(dir_);
@@ -72,8 +72,8 @@ NpyOutput::NpyOutput(std::string dir, std::string run_key, int64_t piece_records
     fail(progress.string(), ": unreadable (", e.what(), "); remove it to start over");
   }
   const std::string run = p.value("run", std::string());
-  if (run != run_key_)
-    fail(dir_, " holds arrays written by a different command (", run, "); now: ", run_key_,
+  if (!run_key_.matches(run))
+    fail(dir_, " holds arrays written by a different command (", run, "); now: ", run_key_.str(),
          ". Use another --output directory or remove it");
   if (p.value("piece_records", int64_t(0)) != chunk_)
     fail(dir_, " was written with --shard-size ", p.value("piece_records", int64_t(0)), ", now ", chunk_);
@@ -149,7 +149,7 @@ void NpyOutput::save_progress() const {
   nlohmann::json arrays = nlohmann::json::object();
   for (const auto& [name, a] : arrays_)
     arrays[name] = {{"descr", a.descr}, {"shape", a.shape}, {"row_bytes", a.row_bytes}, {"data_offset", a.data_offset}};
-  const nlohmann::json p = {{"run", run_key_}, {"piece_records", chunk_}, {"arrays", arrays}, {"done", done_}};
+  const nlohmann::json p = {{"run", run_key_.str()}, {"piece_records", chunk_}, {"arrays", arrays}, {"done", done_}};
   write_file_atomic((fs::path(dir_) / "progress.json").string(),
                     p.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
@@ -190,7 +190,7 @@ void NpyOutput::finish(const std::vector<std::string>& names, const std::string&
 void NpyOutput::finish(const std::string& summary_json) const {
   nlohmann::json arrays = nlohmann::json::object();
   for (const auto& [name, a] : arrays_) arrays[name] = {{"file", name + ".npy"}, {"dtype", a.descr}, {"shape", a.shape}};
-  nlohmann::json index = {{"num_records", total_}, {"format", "npy"}, {"run", run_key_}, {"arrays", arrays},
+  nlohmann::json index = {{"num_records", total_}, {"format", "npy"}, {"run", run_key_.str()}, {"arrays", arrays},
                           {"names", "names.tsv"}};
   index["summary"] = nlohmann::json::parse(summary_json);
   write_file_atomic((fs::path(dir_) / "index.json").string(),

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "biofm/core/tensor.h"
+#include "biofm/infer/run_key.h"
 
 namespace biofm {
 class AtomicFileWriter;
@@ -23,7 +24,8 @@ namespace biofm::infer {
 
 class NpyOutput {
  public:
-  NpyOutput(std::string dir, std::string run_key, int64_t piece_records, int64_t total_records);
+  // run_key: compared with the directory's on resume (RunKey::matches).
+  NpyOutput(std::string dir, RunKey run_key, int64_t piece_records, int64_t total_records);
   int64_t chunk_records() const { return chunk_; }
   // Whether the piece holding records [first, first + n) is on disk from an earlier run.
   bool have(int64_t first, int64_t n) const;
@@ -44,7 +46,8 @@ class NpyOutput {
   std::string file_of(const std::string& tensor) const;
   void save_progress() const;
 
-  std::string dir_, run_key_;
+  std::string dir_;
+  RunKey run_key_;
   int64_t chunk_, total_;
   std::map<std::string, Array> arrays_;
   std::vector<int64_t> done_;  // first record of each piece on disk

@@ -9,14 +9,15 @@
 #include <string>
 
 #include "biofm/core/tensor.h"
+#include "biofm/infer/run_key.h"
 
 namespace biofm::infer {
 
 class ShardedOutput {
  public:
   // run_key: what makes two runs' shards interchangeable (model, input, options); stored in
-  // every shard and compared on resume.
-  ShardedOutput(std::string path, std::string run_key, int64_t shard_size, int64_t total_records);
+  // every shard and compared on resume (RunKey::matches).
+  ShardedOutput(std::string path, RunKey run_key, int64_t shard_size, int64_t total_records);
   bool single_file() const { return single_; }
   // Records per piece of work: the shard size, or everything for a single file.
   int64_t chunk_records() const { return chunk_; }
@@ -33,7 +34,8 @@ class ShardedOutput {
   void finish(const std::string& summary_json) const;
 
  private:
-  std::string path_, run_key_;
+  std::string path_;
+  RunKey run_key_;
   bool single_;
   int64_t chunk_, total_;
 };
