@@ -305,6 +305,34 @@ TEST(FrontDoor, RunMetricsTensorBoardAndReportInABrowser) {
   EXPECT_GT(with_paths, without + 1000) << "with paths " << with_paths << ", without " << without;
 }
 
+// bench takes device and precision from a --config-name config and its key=value overrides,
+// unless --device / --precision are given; its banner and JSON say what runs (the CPU: fp32).
+TEST(FrontDoor, BenchTakesDeviceAndPrecisionFromTheConfig) {
+  const std::string dir = fresh_dir("bench_config");
+  const std::string common = "bench --config-dir " + src("configs") + " --config-name esm2_sanity --steps 1 --warmup 0 --data " +
+                             src("data/proteins_sample.fasta") + kTiny;
+  auto json_of = [](const std::string& path) { return nlohmann::json::parse(read_text(path)); };
+  // esm2_sanity says device: cpu, precision: fp32.
+  RunResult r = run_biofm(common + " --json " + dir + "/a.json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(" on cpu (fp32), "), std::string::npos) << r.output;
+  EXPECT_EQ(json_of(dir + "/a.json").at("device"), "cpu");
+  EXPECT_EQ(json_of(dir + "/a.json").at("precision"), "fp32");
+  // The flags win over the overrides; the CPU says that it computes in fp32.
+  r = run_biofm(common + " device=cuda precision=bf16-mixed --device cpu --json " + dir + "/b.json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("on cpu (fp32; precision=bf16-mixed is for CUDA), "), std::string::npos) << r.output;
+  EXPECT_EQ(json_of(dir + "/b.json").at("precision"), "fp32");
+  r = run_biofm(common + " precision=bf16-mixed --precision fp32");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("on cpu (fp32), "), std::string::npos) << r.output;
+  // A shape's defaults (cuda, bf16-mixed) give way to an override as well.
+  r = run_biofm("bench --shape 8M device=cpu --steps 1 --warmup 0 --tokens-per-batch 512 --max-seq-length 256 --data " +
+                src("data/proteins_sample.fasta"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("on cpu (fp32; precision=bf16-mixed is for CUDA), "), std::string::npos) << r.output;
+}
+
 // bench says which recipe each layer ran (the banner's FP8 format alone does not), in its output
 // and its JSON.
 TEST(FrontDoor, BenchNamesThePrecisionOfEachLayer) {

@@ -24,6 +24,13 @@ TEST(Setup, PrecisionIsFp32OnTheCpu) {
   EXPECT_EQ(c.precision, Precision::Bf16Mixed);
   EXPECT_EQ(precision_for(c, Device::CPU), Precision::F32);
   EXPECT_EQ(precision_for(c, Device::CUDA), Precision::Bf16Mixed);
+  // What train's and bench's banners say: what runs, and on the CPU what the config asked.
+  EXPECT_EQ(describe_precision(c, Device::CPU), "fp32; precision=bf16-mixed is for CUDA");
+  EXPECT_EQ(describe_precision(c, Device::CUDA), "bf16-mixed");
+  c.precision = Precision::F32;
+  EXPECT_EQ(describe_precision(c, Device::CPU), "fp32");
+  c.fp8_config.enabled = true;
+  EXPECT_EQ(describe_precision(c, Device::CPU), "fp32, FP8 " + c.fp8_config.fp8_format + " emulated");
 }
 
 // fp8_config / fp4_config / fp8_layers / fp4_layers into each layer's quantization.

@@ -43,6 +43,18 @@ void device_sync(Device d) {
   }
 }
 
+// The overrides of the command line, in the order that decides: a shape's defaults (cuda,
+// bf16-mixed; a --config-name config keeps its own), then key=value overrides, then the flags
+// --device and --precision when given. (The other flags are appended after these.)
+std::vector<std::string> device_and_precision(const Flags& a) {
+  std::vector<std::string> ov;
+  if (!a.has("--config-name")) ov = {"device=cuda", "precision=bf16-mixed"};
+  for (const std::string& o : a.positional()) ov.push_back(o);
+  if (a.has("--device")) ov.push_back("device=" + a.get("--device"));
+  if (a.has("--precision")) ov.push_back("precision=" + a.get("--precision"));
+  return ov;
+}
+
 }  // namespace
 
 const CommandSpec kBenchSpec{
@@ -63,8 +75,8 @@ const CommandSpec kBenchSpec{
         {"--micro-batch", "N", "BSHD sequences per micro batch"},
         {"--steps", "N", "timed steps (default 30)"},
         {"--warmup", "N", "untimed steps first (default 10)"},
-        {"--precision", "fp32|bf16-mixed|bf16", "precision (default bf16-mixed)"},
-        {"--device", "cpu|cuda", "device (default cuda)"},
+        {"--precision", "fp32|bf16-mixed|bf16", "precision (default: the config's with --config-name, else bf16-mixed)"},
+        {"--device", "cpu|cuda", "device (default: the config's with --config-name, else cuda)"},
         {"--recompute", "", "activation recompute"},
         {"--recompute-layers", "N", "with --recompute: only the first N layers"},
         {"--grad-acc", "N", "micro batches per optimizer step"},
@@ -91,9 +103,7 @@ int cmd_bench(int argc, char** argv) {
     if (it == kShapes.end()) usage_fail("biofm bench: unknown shape '", key, "'; see biofm bench --help");
     name = it->second;
   }
-  std::vector<std::string> ov = a.positional();
-  ov.push_back("device=" + a.get("--device", "cuda"));
-  ov.push_back("precision=" + a.get("--precision", "bf16-mixed"));
+  std::vector<std::string> ov = device_and_precision(a);
   if (a.has("--data")) ov.push_back("dataset.path=" + a.get("--data"));
   if (a.has("--tokens-per-batch")) ov.push_back("dataset.max_tokens_per_batch=" + a.get("--tokens-per-batch"));
   if (a.has("--max-seq-length")) ov.push_back("dataset.max_seq_length=" + a.get("--max-seq-length"));
@@ -123,11 +133,11 @@ int cmd_bench(int argc, char** argv) {
   const ModelDims dims = model->dims();
   TrainStep train_step(*model, opt);
 
-  std::printf("biofm bench: %s (%.1fM parameters), %s%s, %s %s, %lld tokens per batch, %lld+%lld steps\n",
-              name.c_str(), double(dims.parameters) / 1e6, precision_name(cfg.precision),
-              cfg.fp8_config.enabled ? (" + FP8 " + cfg.fp8_config.fp8_format).c_str() : "", batch_mode_name(cfg.dataset.packing),
-              cfg.recompute ? "recompute" : "no recompute", (long long)cfg.dataset.max_tokens_per_batch,
-              (long long)warmup, (long long)steps);
+  // (what runs, as train says it: the CPU computes in fp32 whatever the config asks)
+  std::printf("biofm bench: %s (%.1fM parameters) on %s (%s), %s %s, %lld tokens per batch, %lld+%lld steps\n",
+              name.c_str(), double(dims.parameters) / 1e6, device_name(device), describe_precision(cfg, device).c_str(),
+              batch_mode_name(cfg.dataset.packing), cfg.recompute ? "recompute" : "no recompute",
+              (long long)cfg.dataset.max_tokens_per_batch, (long long)warmup, (long long)steps);
   // Which recipe each layer runs (as train prints it): the banner's format alone does not say.
   const std::string by_layer =
       model->layer_quant().empty() ? std::string()
@@ -168,7 +178,8 @@ int cmd_bench(int argc, char** argv) {
   nlohmann::json r = {
       {"config", name},
       {"parameters", dims.parameters},
-      {"precision", precision_name(cfg.precision)},
+      {"device", device_name(device)},
+      {"precision", precision_name(precision_for(cfg, device))},
       {"fp8", cfg.fp8_config.enabled ? cfg.fp8_config.fp8_format : "off"},
       {"precision_by_layer", by_layer},
       {"packing", batch_mode_name(cfg.dataset.packing)},

@@ -14,6 +14,15 @@ Precision precision_for(const TrainConfig& cfg, Device device) {
   return device == Device::CPU ? Precision::F32 : cfg.precision;
 }
 
+std::string describe_precision(const TrainConfig& cfg, Device device) {
+  const Precision runs = precision_for(cfg, device);
+  std::string s = precision_name(runs);
+  // (the CPU backend computes in fp32 whatever the config asks: say so when it asked otherwise)
+  if (runs != cfg.precision) s += std::string("; precision=") + precision_name(cfg.precision) + " is for CUDA";
+  if (cfg.fp8_config.enabled) s += ", FP8 " + cfg.fp8_config.fp8_format + (device == Device::CPU ? " emulated" : "");
+  return s;
+}
+
 void apply_op_options(const TrainConfig& cfg) {
   ops::OpOptions o;
   o.attention = cfg.ops.attention;

@@ -14,6 +14,10 @@ namespace biofm {
 Device device_of(const TrainConfig& cfg);
 // fp32 on the CPU; the config's precision on CUDA.
 Precision precision_for(const TrainConfig& cfg, Device device);
+// What a run on `device` computes in, as train's and bench's banners say it: the precision that
+// runs ("fp32; precision=bf16-mixed is for CUDA" on the CPU when the config asked otherwise),
+// then the FP8 format if enabled ("emulated" on the CPU).
+std::string describe_precision(const TrainConfig& cfg, Device device);
 // The FP8 formats of fp8_config (nullopt when off); an error for a combination that cannot run.
 std::optional<ops::Fp8Recipe> fp8_recipe_for(const TrainConfig& cfg, Device device);
 // What each of the model's `layers` transformer layers runs in, from fp8_config, fp4_config,

@@ -436,17 +436,10 @@ class TrainingRun {
 
   void print_banner() const {
     const ModelDims dims = model_->dims();
-    const std::string fp8 = cfg_.fp8_config.enabled
-                                ? ", FP8 " + cfg_.fp8_config.fp8_format + (device_ == Device::CPU ? " emulated" : "")
-                                : "";
-    // (the CPU backend computes in fp32 whatever the config asks: say so when it asked otherwise)
-    const std::string asked = precision_for(cfg_, device_) != cfg_.precision
-                                  ? std::string("; precision=") + precision_name(cfg_.precision) + " is for CUDA"
-                                  : "";
-    std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s%s%s) | data %s: %s\n",
+    std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s) | data %s: %s\n",
                 model_->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
-                double(dims.parameters) / 1e6, device_name(device_), precision_name(precision_for(cfg_, device_)),
-                asked.c_str(), fp8.c_str(), cfg_.dataset.path.c_str(), train_set_->summary().c_str());
+                double(dims.parameters) / 1e6, device_name(device_), describe_precision(cfg_, device_).c_str(),
+                cfg_.dataset.path.c_str(), train_set_->summary().c_str());
     if (!model_->layer_quant().empty()) {  // which layer runs in which precision
       bool emulated = device_ == Device::CPU;
       for (const ops::LayerQuant& q : model_->layer_quant())
