@@ -264,12 +264,34 @@ TEST(E2eHardening, DivergenceNamesTheStepAndTheFirstNonFiniteTensor) {
   EXPECT_NE(r.output.find("warning: step 2: non-finite"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("the first parameter (in model order) with"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(" esm."), std::string::npos) << "no parameter named:\n" << r.output;
-  // The checkpoint it points at exists.
+  // The checkpoint it points at exists, and is the state before the divergence: none is saved
+  // while the loss is non-finite (it would be where a resume starts).
   const size_t at = r.output.find("The last checkpoint is ");
   ASSERT_NE(at, std::string::npos) << r.output;
   std::string dir = r.output.substr(at + 23);
   dir = dir.substr(0, dir.find_first_of("\n "));
   EXPECT_TRUE(fs::exists(dir + "/manifest.json")) << dir;
+  EXPECT_EQ(fs::path(dir).filename(), "step_1") << r.output;
+  EXPECT_NE(r.output.find("warning: step 2: no checkpoint saved: the loss or gradients are non-finite"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(out + "/checkpoints/step_2"));
+}
+
+// A run that diverges in its last steps (fewer than the 10 non-finite checks that stop it
+// midway) ends diverged too: exit 1, said, and no final model exported.
+TEST(E2eHardening, DivergenceAtTheEndIsAFailureWithoutAFinalModel) {
+  const std::string out = fresh_dir("diverge_end");
+  RunResult r = run(tiny_train_args(out, 4) +
+                    " optimizer.lr=1e30 scheduler.warmup_steps=0 clip_grad_norm=0 checkpoint.save_every_n_steps=2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("training diverged: non-finite loss or gradients at each of the last 3 step(s) (steps 2-4"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no final model was exported"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("No checkpoint was saved."), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("done:"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out + "/final_model")) << r.output;
+  EXPECT_FALSE(fs::exists(out + "/checkpoints/step_2")) << r.output;
+  EXPECT_FALSE(fs::exists(out + "/checkpoints/step_4")) << r.output;
 }
 
 TEST(E2eHardening, JsonlNumberOutOfRangeIsAnInvalidLineNotAnInternalError) {

@@ -230,6 +230,7 @@ class TrainingRun {
   TrainSummary run() {
     setup();
     loop();
+    fail_if_ended_diverged();
     finish();
     return summary_;
   }
@@ -511,8 +512,7 @@ class TrainingRun {
       // Every rank stops after the same step: a signal to any (Slurm signals them all, but not
       // at the same instant) stops all. (A host round trip to rank 0 per step, no GPU sync.)
       const bool stop_now = coord_ ? coord_->any(signals.received() != 0) : signals.received() != 0;
-      if ((cfg_.checkpoint.save_every_n_steps > 0 && done % cfg_.checkpoint.save_every_n_steps == 0) || stop_now)
-        checkpoint(done);
+      if (checkpoint_due(done) || stop_now) checkpoint(done);
       if (stop_now) {
         if (root_)
           std::printf("stopped by %s after step %lld; resume with the same command\n",
@@ -526,28 +526,32 @@ class TrainingRun {
     }
   }
 
-  // Reads loss and grad norm when the step logs (and, on the CPU where reads are free, every
-  // step): counts non-finite steps, fails after 10 in a row; returns the step's record when it
-  // logs (null otherwise).
+  bool checkpoint_due(int64_t done) const {
+    return cfg_.checkpoint.save_every_n_steps > 0 && done % cfg_.checkpoint.save_every_n_steps == 0;
+  }
+
+  // Reads loss and grad norm when the step logs or saves a checkpoint (and, on the CPU where
+  // reads are free, every step): counts non-finite steps, fails after 10 in a row; returns the
+  // step's record when it logs (null otherwise).
   json check_and_log(int64_t done, double lr, TrainStep& train_step, ThroughputWindow& window) {
     const bool log_now = done % cfg_.logger.frequency == 0 || done == cfg_.num_train_steps;
     const int64_t check_every = device_ == Device::CPU ? 1 : cfg_.logger.frequency;
-    if (!log_now && done % check_every != 0) return json();
+    if (!log_now && !checkpoint_due(done) && done % check_every != 0) return json();
     const double loss = train_step.read_mean_loss();
     const double gnorm = opt_->read_grad_norm();
     if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
-      // (names the step; the last checkpoint, if any, is the state before the divergence)
+      // (names the step; the last checkpoint, if any, is the state before the divergence:
+      // none is saved during a streak)
       ++summary_.skipped_nonfinite_steps;
-      if (bad_checks_ == 0) nonfinite_where_ = first_nonfinite_tensor(model_->params());  // once a streak
+      if (bad_checks_ == 0) {  // once a streak
+        nonfinite_where_ = first_nonfinite_tensor(model_->params());
+        streak_first_step_ = done;
+      }
       std::fprintf(stderr, "warning: step %lld: non-finite loss %g or grad norm %g%s%s; the update was skipped\n",
                    (long long)done, loss, gnorm, nonfinite_where_.empty() ? "" : "; ", nonfinite_where_.c_str());
       if (++bad_checks_ >= 10)
         fail("training diverged: non-finite loss or gradients at 10 consecutive checks (step ", done,
-             nonfinite_where_.empty() ? "" : "; at the first of them " + nonfinite_where_,
-             "); lower optimizer.lr or check the data. ",
-             !summary_.last_checkpoint.empty() ? "The last checkpoint is " + summary_.last_checkpoint
-             : !resumed_from_.empty()          ? "The last checkpoint is " + resumed_from_
-                                               : std::string("No checkpoint was saved."));
+             nonfinite_where_.empty() ? "" : "; at the first of them " + nonfinite_where_, "); ", divergence_advice());
     } else {
       bad_checks_ = 0;
       if (!have_first_) summary_.first_loss = loss, have_first_ = true;
@@ -589,6 +593,27 @@ class TrainingRun {
     return rec;
   }
 
+  // A run whose last check was non-finite ends diverged, whatever the length of its streak: its
+  // model gives a non-finite loss, so it is not exported (exit 1).
+  void fail_if_ended_diverged() const {
+    if (stopped_ || bad_checks_ == 0) return;
+    const std::string steps = std::to_string(streak_first_step_) + "-" + std::to_string(step_);
+    fail("training diverged: non-finite loss or gradients at ",
+         device_ == Device::CPU ? "each of the last " + std::to_string(bad_checks_) + " step(s) (steps " + steps
+                                : "the last " + std::to_string(bad_checks_) + " check(s) (steps " + steps +
+                                      ", read every logger.frequency steps",
+         nonfinite_where_.empty() ? "" : "; at the first of them " + nonfinite_where_,
+         "), up to the end of the run; no final model was exported; ", divergence_advice());
+  }
+
+  // What to do after a divergence, and where the last good state is.
+  std::string divergence_advice() const {
+    return "lower optimizer.lr or check the data. " +
+           (!summary_.last_checkpoint.empty() ? "The last checkpoint is " + summary_.last_checkpoint
+            : !resumed_from_.empty()          ? "The last checkpoint is " + resumed_from_
+                                              : std::string("No checkpoint was saved."));
+  }
+
   // The complete masters where model files are written (rank 0): zero1/zero2 broadcast every
   // shard; fsdp gathers a host copy on rank 0 (dropped by release_full_params).
   void gather_full_params() {
@@ -611,6 +636,16 @@ class TrainingRun {
   }
 
   void checkpoint(int64_t done) {
+    // A state whose last check was non-finite is not saved: as the newest checkpoint it would be
+    // where a resume starts, and the run cannot go on from it. (Every rank read the same
+    // reduced loss and norm, so all skip together.)
+    if (bad_checks_ > 0) {
+      if (root_)
+        std::fprintf(stderr, "warning: step %lld: no checkpoint saved: the loss or gradients are non-finite%s\n",
+                     (long long)done,
+                     summary_.last_checkpoint.empty() ? "" : ("; the last checkpoint is " + summary_.last_checkpoint).c_str());
+      return;
+    }
     // (fsdp: each rank writes the part it holds; zero1/zero2: rank 0 writes the masters whole)
     opt_->gather_params();
     TrainerState st{done, prefetch_->cursor(), json{{"seed", cfg_.seed}, {"epoch", epoch_now()}}.dump(), to_yaml(cfg_)};
@@ -698,7 +733,8 @@ class TrainingRun {
   int64_t step_ = 0;
   TrainSummary summary_;
   Clock::time_point t_start_;
-  int64_t bad_checks_ = 0;
+  int64_t bad_checks_ = 0;           // consecutive non-finite checks: the current streak
+  int64_t streak_first_step_ = 0;    // the step of its first check
   std::string nonfinite_where_;  // first_nonfinite_tensor at the start of a non-finite streak
   bool have_first_ = false, stopped_ = false;
 };
