@@ -44,6 +44,22 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
 
+// The tile's 16-byte chunks XOR-swizzled by row group (kSwizzle, what the library now does:
+// fp8_codes::tile_col and store_tile_transposed), or as the library had them before session 29:
+// row r's chunk c at c, read back by the 4 threads of a column 16 rows apart from one bank.
+__device__ __forceinline__ int swz(int r, int c) { return fp8_codes::tile_col(r, c); }
+__device__ __forceinline__ void store_tile_transposed_unswizzled(const uint8_t (*tile)[kTile + 16], uint8_t* q_t,
+                                                                 int64_t C, int64_t Rp, int64_t row0, int64_t col0) {
+  const int j = threadIdx.x >> 2, r = (threadIdx.x & 3) * 16;
+  const int64_t gc = col0 + j, gr = row0 + r;
+  if (gc < C && gr < Rp) {
+    Pack<uint8_t, 16> codes;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) codes.v[i] = tile[r + i][j];
+    *reinterpret_cast<Pack<uint8_t, 16>*>(q_t + gc * Rp + gr) = codes;
+  }
+}
+
 // x[R, C] with R, C multiples of 64 (the probe's shape). Grid: resident blocks; block b takes
 // tiles b, b + grid, ... in row-major tile order.
 template <Fp8Type kType, bool kColSums, Src kSrc, int kStages>
@@ -113,7 +129,7 @@ __global__ void __launch_bounds__(kThreads)
     *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = codes;
     if constexpr (kColSums) store_vec<16>(&vals[r][c], v);
     __syncthreads();
-    fp8_codes::store_tile_transposed(tile, q_t, C, R, row0, col0);
+    store_tile_transposed_unswizzled(tile, q_t, C, R, row0, col0);
     if constexpr (kColSums) {
       const int j = threadIdx.x >> 2, k = threadIdx.x & 3;
       float sum = 0.0f;
@@ -233,7 +249,8 @@ __device__ __forceinline__ float gelu_grad_variant(float x) {
   return 0.5f * (1.0f + e) + x * gelu_math::kInvSqrt2Pi * g;
 }
 
-template <Fp8Type kType, bool kColSums, Src kSrc, bool kMinMax, bool kPairs, bool kFma, bool kFastExp>
+template <Fp8Type kType, bool kColSums, Src kSrc, bool kMinMax, bool kPairs, bool kFma, bool kFastExp,
+          bool kSwizzle = false, bool kBounds = false>
 __global__ void __launch_bounds__(kThreads)
     variant_kernel(const nvbf16* x, const nvbf16* pre, int64_t R, int64_t C, const unsigned* amax_bits, float fmax,
                    uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial, unsigned* seen_bits) {
@@ -246,8 +263,15 @@ __global__ void __launch_bounds__(kThreads)
   const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
   const int64_t g = (row0 + r) * C + col0 + c;
   float v[16], p[16];
-  load_vec<16>(p, (kSrc == Src::X ? x : pre) + g);
-  if constexpr (kSrc == Src::GeluGrad) load_vec<16>(v, x + g);
+  // kBounds: the library's guard (a tile may cross R or C), here never false.
+  const bool mine = !kBounds || (row0 + kTile <= R && col0 + kTile <= C) || (row0 + r < R && col0 + c < C);
+  if (mine) {
+    load_vec<16>(p, (kSrc == Src::X ? x : pre) + g);
+    if constexpr (kSrc == Src::GeluGrad) load_vec<16>(v, x + g);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) p[i] = v[i] = 0.0f;
+  }
   float seen = 0.0f, vmax = 0.0f;  // vmax: NaN-propagating max |v| (kPairs)
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
@@ -278,15 +302,18 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < 16; ++i) codes.v[i] = fp8_codes::encode<kType>(v[i] * scale);
   }
-  *reinterpret_cast<Pack<uint8_t, 16>*>(q + g) = codes;
-  *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = codes;
+  if (mine) *reinterpret_cast<Pack<uint8_t, 16>*>(q + g) = codes;
+  *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][kSwizzle ? swz(r, c) : c]) = codes;
   if constexpr (kColSums) store_vec<16>(&vals[r][c], v);
   if constexpr (kSrc != Src::X) {
     seen = warp_max(seen);
     if ((threadIdx.x & 31) == 0) warp_seen[threadIdx.x >> 5] = seen;
   }
   __syncthreads();
-  fp8_codes::store_tile_transposed(tile, q_t, C, R, row0, col0);
+  if constexpr (kSwizzle)
+    fp8_codes::store_tile_transposed(tile, q_t, C, R, row0, col0);
+  else
+    store_tile_transposed_unswizzled(tile, q_t, C, R, row0, col0);
   if constexpr (kColSums) {
     const int j = threadIdx.x >> 2, k = threadIdx.x & 3;
     float sum = 0.0f;
@@ -300,12 +327,14 @@ __global__ void __launch_bounds__(kThreads)
     if (threadIdx.x < 32) amax_reduce_into(seen_bits, threadIdx.x < kThreads / 32 ? warp_seen[threadIdx.x] : 0.0f);
 }
 
-template <Fp8Type kType, bool kColSums, Src kSrc, bool kMinMax, bool kPairs, bool kFma, bool kFastExp = false>
+template <Fp8Type kType, bool kColSums, Src kSrc, bool kMinMax, bool kPairs, bool kFma, bool kFastExp = false,
+          bool kSwizzle = false, bool kBounds = false>
 void run_variant(Tensor& q, Tensor& qt, Tensor& s, const Tensor& pre, const Tensor& x, const Tensor& amax, Tensor& seen,
                  Tensor& sums, Scratch* partial) {
   const int64_t R = pre.size(0), C = pre.size(1);
   const dim3 grid(unsigned(C / kTile), unsigned(R / kTile));
-  variant_kernel<kType, kColSums, kSrc, kMinMax, kPairs, kFma, kFastExp><<<grid, kThreads, 0, cuda_ctx::stream()>>>(
+  variant_kernel<kType, kColSums, kSrc, kMinMax, kPairs, kFma, kFastExp, kSwizzle, kBounds>
+      <<<grid, kThreads, 0, cuda_ctx::stream()>>>(
       x.defined() ? static_cast<const nvbf16*>(x.raw()) : nullptr, static_cast<const nvbf16*>(pre.raw()), R, C,
       static_cast<const unsigned*>(amax.raw()), fp8_max(kType), static_cast<uint8_t*>(q.raw()),
       static_cast<uint8_t*>(qt.raw()), s.f32(), partial ? partial->as<float>() : nullptr,
@@ -449,7 +478,7 @@ int main(int argc, char** argv) {
     };
     auto fwd = [&](auto fn) {
       return [&, fn](Tensor& q_, Tensor& qt_, Tensor& s_, Tensor& seen_, Tensor& sums_) {
-        fn(q_, qt_, s_, pre, none, amax_fwd, seen_, sums_, nullptr);
+        fn(q_, qt_, s_, pre, pre, amax_fwd, seen_, sums_, nullptr);  // x: read only by Src::X
       };
     };
     auto bwd = [&](auto fn) {
@@ -472,6 +501,9 @@ int main(int argc, char** argv) {
         {"pairs", true, fwd(run_variant<E4, false, Src::Gelu, false, true, false>)},
         {"min/max + pairs", true, fwd(run_variant<E4, false, Src::Gelu, true, true, false>)},
         {"min/max + pairs + fma", false, fwd(run_variant<E4, false, Src::Gelu, true, true, true>)},
+        {"min/max, bounds as the library", true, fwd(run_variant<E4, false, Src::Gelu, true, false, false, false, false, true>)},
+        {"min/max + swizzled tile", true, fwd(run_variant<E4, false, Src::Gelu, true, false, false, false, true>)},
+        {"min/max + swizzled tile + bounds", true, fwd(run_variant<E4, false, Src::Gelu, true, false, false, false, true, true>)},
     };
     const std::vector<V> bwd_variants = {
         {"library", true, [&](Tensor& q_, Tensor& qt_, Tensor& s_, Tensor& seen_, Tensor& sums_) {
@@ -483,6 +515,9 @@ int main(int argc, char** argv) {
         {"min/max + pairs", true, bwd(run_variant<E5, true, Src::GeluGrad, true, true, false>)},
         {"min/max + pairs + fma", false, bwd(run_variant<E5, true, Src::GeluGrad, true, true, true>)},
         {"min/max + pairs + fma + __expf", false, bwd(run_variant<E5, true, Src::GeluGrad, true, true, true, true>)},
+        {"min/max, bounds as the library", true, bwd(run_variant<E5, true, Src::GeluGrad, true, false, false, false, false, true>)},
+        {"min/max + swizzled tile", true, bwd(run_variant<E5, true, Src::GeluGrad, true, false, false, false, true>)},
+        {"min/max + swizzled tile + bounds", true, bwd(run_variant<E5, true, Src::GeluGrad, true, false, false, false, true, true>)},
     };
     const std::vector<V> plain_variants = {
         {"library", true, [&](Tensor& q_, Tensor& qt_, Tensor& s_, Tensor&, Tensor& sums_) {
@@ -490,6 +525,16 @@ int main(int argc, char** argv) {
          }},
         {"copy (no flag)", true, plain(run_variant<E5, true, Src::X, false, false, false>)},
         {"pairs", true, plain(run_variant<E5, true, Src::X, false, true, false>)},
+        {"swizzled tile", true, plain(run_variant<E5, true, Src::X, false, false, false, false, true>)},
+        {"swizzled tile + bounds", true, plain(run_variant<E5, true, Src::X, false, false, false, false, true, true>)},
+    };
+    const std::vector<V> plain_e4_variants = {
+        {"library", true, [&](Tensor& q_, Tensor& qt_, Tensor& s_, Tensor&, Tensor&) {
+           ops::fp8_quantize(q_, qt_, s_, pre, e4, amax_fwd);
+         }},
+        {"copy (no flag)", true, fwd(run_variant<E4, false, Src::X, false, false, false>)},
+        {"swizzled tile", true, fwd(run_variant<E4, false, Src::X, false, false, false, false, true>)},
+        {"swizzled tile + bounds", true, fwd(run_variant<E4, false, Src::X, false, false, false, false, true, true>)},
     };
     auto study = [&](const char* title, const std::vector<V>& vs, double bytes) {
       std::printf("%s\n", title);
@@ -511,6 +556,7 @@ int main(int argc, char** argv) {
     study("forward GELU (E4M3, q and q_t)", fwd_variants, 4);
     study("backward GELU gradient (E5M2, q and q_t, column sums)", bwd_variants, 6);
     study("plain quantization (E5M2, q and q_t, column sums)", plain_variants, 4);
+    study("plain quantization (E4M3, q and q_t)", plain_e4_variants, 4);
   }
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {

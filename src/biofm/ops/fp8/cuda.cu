@@ -40,14 +40,17 @@ using fp8_codes::encode;
 enum class Src { X, Gelu, GeluGrad };
 
 // x[R, C] (C a multiple of 16) -> q[R, C] and/or q_t[C, Rp] (Rp a multiple of 16, rows >= R
-// of x read as zero). Grid: (C / 64 rounded up, max(R, Rp) / 64 rounded up). kSrc other than X:
+// of x read as zero). Block (bx, by) takes the 64 x 64 tile (tx0 + bx, ty0 + by). kEdge: the
+// tiles may cross R or C (bounds checked); without it they lie wholly inside x (launch() sends
+// the inside tiles and the edge strips to separate launches: a bounds guard in every tile cost
+// 2-10 us per call at [16k, 5120] even where no tile crosses, session 29). kSrc other than X:
 // the values come from pre (and x), and their max |.| is max-folded into seen_bits. record_bits (kSrc X):
 // max-folded with the largest bit pattern of |x| (NaN wins), as fp8_amax_record's kernel does.
-template <class T, Fp8Type kType, bool kColSums, Src kSrc = Src::X>
+template <class T, Fp8Type kType, bool kColSums, Src kSrc, bool kEdge>
 __global__ void __launch_bounds__(kThreads)
-    quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, const unsigned* amax_bits, float fmax,
-                    uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial, const T* pre = nullptr,
-                    unsigned* seen_bits = nullptr, unsigned* record_bits = nullptr) {
+    quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, int tx0, int ty0, const unsigned* amax_bits,
+                    float fmax, uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial, const T* pre,
+                    unsigned* seen_bits, unsigned* record_bits) {
   // 16-byte rows of codes; 80 bytes per tile row keeps every row 16-byte aligned.
   __shared__ __align__(16) uint8_t tile[kTile][kTile + 16];
   // x itself when column sums are wanted (kColSums: col_partial set); rows padded by 16 bytes
@@ -55,19 +58,18 @@ __global__ void __launch_bounds__(kThreads)
   // collide: bf16 conflict-free, f32 at most 2-way).
   __shared__ __align__(16) T vals[kColSums ? kTile : 1][kColSums ? kTile + 16 / sizeof(T) : 8];
   const float scale = fp8_codes::scale_for(__uint_as_float(*amax_bits), fmax);
-  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;
+  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;  // (each launch: same value)
 
-  const int64_t row0 = int64_t(blockIdx.y) * kTile, col0 = int64_t(blockIdx.x) * kTile;
+  const int64_t ty = int64_t(blockIdx.y) + ty0, row0 = ty * kTile, col0 = (int64_t(blockIdx.x) + tx0) * kTile;
   float seen = 0.0f;  // kSrc: max |src| of this thread's values
   unsigned recorded = 0;  // record_bits: max bit pattern of |x| over this thread's values
-  // This thread's 16 values. A tile crossing R or C reads zeros outside (C % 16 == 0: the 16
-  // columns are all in range or all out); the arithmetic below is emitted once for both cases,
-  // the bounds only guard the loads and the row-major store. (Two inlined copies of the GELU
-  // arithmetic, one per case, ran 6 / 24 us slower per call at [16k, 5120] than one copy on the
-  // H200: session 29.) Zeros give zero codes, add nothing to the sums and do not raise the maxima.
+  // This thread's 16 values. A tile crossing R or C (kEdge) reads zeros outside (C % 16 == 0: the
+  // 16 columns are all in range or all out): zeros give zero codes, add nothing to the sums and do
+  // not raise the maxima. The arithmetic is emitted once per kernel (two inlined copies, one per
+  // case, ran 6 / 24 us slower per call at [16k, 5120] on the H200: session 29).
   const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
   const int64_t gr = row0 + r, gc = col0 + c;
-  const bool mine = (row0 + kTile <= R && col0 + kTile <= C) || (gr < R && gc < C);  // whole tile: uniform
+  const bool mine = !kEdge || (gr < R && gc < C);
   float v[16];
   if constexpr (kSrc == Src::X) {
     if (mine) {
@@ -104,7 +106,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < 16; ++i) codes.v[i] = encode<kType>(v[i] * scale);
   if (q && mine) *reinterpret_cast<Pack<uint8_t, 16>*>(q + gr * C + gc) = codes;
   // (columns past C land in the tile but are never stored; rows past R are the zero codes of q_t's padding)
-  *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = codes;
+  *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][fp8_codes::tile_col(r, c)]) = codes;
   // x as read, for the column sums below (zeros past R and C).
   if constexpr (kColSums) store_vec<16>(&vals[r][c], v);
   // kSrc: the warps' maxima meet in shared memory, and warp 0 sends one atomic for the block at
@@ -130,7 +132,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < kTile / 4; ++i) sum += to_f32(vals[k + 4 * i][j]);
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    if (k == 0 && gc < C) col_partial[int64_t(blockIdx.y) * C + gc] = sum;
+    if (k == 0 && gc < C) col_partial[ty * C + gc] = sum;
   }
   if constexpr (kSrc != Src::X)
     if (threadIdx.x < 32) amax_reduce_into(seen_bits, threadIdx.x < kThreads / 32 ? warp_seen[threadIdx.x] : 0.0f);
@@ -154,21 +156,33 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
   const int64_t Rp = q_t.defined() ? q_t.size(1) : R;
   const int64_t rows = std::max(R, Rp);
   if (ceil_div(rows, kTile) > 65535) fail("fp8_quantize: ", R, " rows is more than this kernel handles");
-  const dim3 grid(unsigned(ceil_div(C, kTile)), unsigned(std::max<int64_t>(ceil_div(rows, kTile), 1)));
+  // Tiles: tiles_x by tiles_y; the first full_x by full_y lie wholly inside x (rows past R, up to
+  // Rp, are q_t's zero padding: edge tiles). Those go to one launch without bounds checks, the
+  // column strip past full_x and the row strip past full_y (if any) to launches with them.
+  const int64_t tiles_x = ceil_div(C, kTile), tiles_y = std::max<int64_t>(ceil_div(rows, kTile), 1);
+  const int64_t full_x = C / kTile, full_y = R / kTile;
   uint8_t* qp = q.defined() ? static_cast<uint8_t*>(q.raw()) : nullptr;
   uint8_t* qtp = q_t.defined() ? static_cast<uint8_t*>(q_t.raw()) : nullptr;
   const float fmax = fp8_max(t);
   // Column sums: one row of partial sums per row of tiles, then a deterministic finishing pass.
   std::optional<Scratch> partial;
-  if (col_sums.defined()) partial.emplace(size_t(grid.y) * size_t(C) * sizeof(float));
+  if (col_sums.defined()) partial.emplace(size_t(tiles_y) * size_t(C) * sizeof(float));
   float* pp = partial ? partial->as<float>() : nullptr;
   const T* prep = pre.defined() ? static_cast<const T*>(pre.raw()) : nullptr;
   unsigned* seen = src == Src::X ? nullptr : amax_record_slot(seen_record, "fp8_quantize_gelu");
   unsigned* rec = record.defined() ? static_cast<unsigned*>(record.raw()) : nullptr;
   auto go = [&](auto type_c, auto sums_c) {
     auto run = [&](auto src_c) {
-      quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value, decltype(src_c)::value>
-          <<<grid, kThreads, 0, st>>>(xp, R, C, Rp, amax, fmax, qp, qtp, scale_inv.f32(), pp, prep, seen, rec);
+      auto tiles = [&](auto edge_c, int64_t nx, int64_t ny, int64_t tx0, int64_t ty0) {
+        if (nx <= 0 || ny <= 0) return;
+        quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value, decltype(src_c)::value,
+                        decltype(edge_c)::value><<<dim3(unsigned(nx), unsigned(ny)), kThreads, 0, st>>>(
+            xp, R, C, Rp, int(tx0), int(ty0), amax, fmax, qp, qtp, scale_inv.f32(), pp, prep, seen, rec);
+        BIOFM_CUDA_LAUNCH_CHECK();
+      };
+      tiles(std::false_type{}, full_x, full_y, 0, 0);
+      tiles(std::true_type{}, tiles_x - full_x, tiles_y, full_x, 0);
+      tiles(std::true_type{}, full_x, tiles_y - full_y, 0, full_y);
     };
     if (src == Src::X) run(std::integral_constant<Src, Src::X>{});
     if (src == Src::Gelu) run(std::integral_constant<Src, Src::Gelu>{});
@@ -180,8 +194,7 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
     pp ? go(E4{}, std::true_type{}) : go(E4{}, std::false_type{});
   else
     pp ? go(E5{}, std::true_type{}) : go(E5{}, std::false_type{});
-  BIOFM_CUDA_LAUNCH_CHECK();
-  if (pp) gemm_detail::column_partials_into(col_sums.f32(), C, pp, grid.y);
+  if (pp) gemm_detail::column_partials_into(col_sums.f32(), C, pp, tiles_y);
 }
 
 }  // namespace

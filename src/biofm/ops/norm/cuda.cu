@@ -218,7 +218,7 @@ __global__ void __launch_bounds__(256) transpose_codes_kernel(uint8_t* q_t, cons
 #pragma unroll
     for (int i = 0; i < 16; ++i) v.v[i] = 0;
   }
-  *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][c]) = v;
+  *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][fp8_codes::tile_col(r, c)]) = v;
   __syncthreads();
   fp8_codes::store_tile_transposed(tile, q_t, C, Np, row0, col0);
 }
