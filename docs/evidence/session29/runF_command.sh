@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 29 device command F (one H200): 50607b4 (new: the swizzled tile of codes, whole tiles
+# without bounds checks), 3752082 (mid: run C's GELU change) and d684181 (old: session 28's final
+# CUDA code). First the probe linked against the new library (its variants must give the new
+# kernel's bytes), then alternating end to end: ESM-2 650M FP8 DelayedScaling and current
+# scaling, Llama 1B FP8 current scaling (recipe batch); then the whole CUDA suite on 50607b4.
+set -u
+mkdir -p build/tests $OUT /work
+ln -sfn $PWD /work/ci-clone5   # the test binary's BIOFM_SOURCE_DIR
+for b in biofm biofm_mid biofm_old; do xz -dc .carry/pack/$b.xz > build/$b && chmod +x build/$b; done
+xz -dc .carry/pack/biofm_cuda_tests.xz > build/tests/biofm_cuda_tests && chmod +x build/tests/biofm_cuda_tests
+xz -dc .carry/pack/fp8_gelu_pipeline_probe.xz > /tmp/probe && chmod +x /tmp/probe
+export LD_LIBRARY_PATH=$PWD/.carry/pack/lib:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1
+S=$OUT/summary.txt
+{ date -u; nvidia-smi --query-gpu=index,name,power.limit,clocks.max.sm,temperature.gpu --format=csv,noheader; } > $S 2>&1
+timeout 90 /tmp/probe 50 > $OUT/probe.txt 2>&1
+echo "probe rc $? $(tail -1 $OUT/probe.txt)" >> $S
+grep -c DIFFER $OUT/probe.txt >> $S
+D=.carry/data
+B() {  # name, binary, extra args...
+  local name=$1 bin=$2; shift 2
+  timeout 75 build/$bin bench "$@" --json /tmp/$name.json > /tmp/$name.log 2>&1
+  echo "$name rc $? $(grep -E 'tok/s' /tmp/$name.log | tail -1 | sed 's/biofm [a-z0-9_]*: //')" >> $S
+  grep -E "GPU during" /tmp/$name.log | cut -c1-100 | sed 's/^/    /' >> $S
+  grep -E "^ +(mlp|attention) (forward|backward)" /tmp/$name.log | cut -c1-120 | sed 's/^/    /' >> $S
+}
+E="--model esm2 --shape 650M --data $D/uniprot_20k.fasta.gz --tokens-per-batch 16384 --steps 20 --warmup 8 profiler.range_times=true profiler.start_step=10 profiler.end_step=20"
+for i in 1 2; do
+  for b in biofm biofm_mid biofm_old; do B esm_fp8d_${b}_$i $b $E --fp8 fp8_config.fp8_recipe=DelayedScaling; done
+done
+for b in biofm biofm_old; do B esm_fp8c_$b $b $E --fp8; done
+for b in biofm biofm_mid biofm_old; do B esm_fp8d_${b}_3 $b $E --fp8 fp8_config.fp8_recipe=DelayedScaling; done
+zcat $D/lambda_phage.fa.gz $D/shigella_plasmids.fasta.gz > /tmp/dna_long.fasta
+L="--model llama --shape 1B --data /tmp/dna_long.fasta --tokens-per-batch 16384 --max-seq-length 8192 --steps 6 --warmup 2 --grad-acc 4 --fp8"
+for b in biofm biofm_old; do B llama_fp8c_$b $b $L; done
+timeout 300 build/tests/biofm_cuda_tests --gtest_filter='-*TrainingCurve*' > /tmp/cuda_tests.log 2>&1
+echo "cuda tests rc $?" >> $S
+grep -E "^\[==========\]|^\[  PASSED|^\[  FAILED" /tmp/cuda_tests.log >> $S
+grep -B3 -A12 "Failure" /tmp/cuda_tests.log | head -60 >> $S
+tail -c 20000 /tmp/cuda_tests.log > /tmp/cuda_tests_tail.log
+tar czf $OUT/runF_logs.tgz -C /tmp cuda_tests_tail.log $(cd /tmp && ls esm_*.json llama_*.json esm_*.log llama_*.log 2>/dev/null)
+cat $S
