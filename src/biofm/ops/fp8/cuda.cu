@@ -46,7 +46,10 @@ enum class Src { X, Gelu, GeluGrad };
 // 2-10 us per call at [16k, 5120] even where no tile crosses, session 29). kSrc other than X:
 // the values come from pre (and x), and their max |.| is max-folded into seen_bits. record_bits (kSrc X):
 // max-folded with the largest bit pattern of |x| (NaN wins), as fp8_amax_record's kernel does.
-template <class T, Fp8Type kType, bool kColSums, Src kSrc, bool kEdge>
+// kBoth: q and q_t both given and no record_bits, known at compile time (the MLP's and the
+// gradients' case): the runtime checks of those pointers cost 4-12 us per call at [16k, 5120]
+// (a copy of this kernel without them, session 29 run G).
+template <class T, Fp8Type kType, bool kColSums, Src kSrc, bool kEdge, bool kBoth>
 __global__ void __launch_bounds__(kThreads)
     quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, int tx0, int ty0, const unsigned* amax_bits,
                     float fmax, uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial, const T* pre,
@@ -70,11 +73,13 @@ __global__ void __launch_bounds__(kThreads)
   const int r = threadIdx.x >> 2, c = (threadIdx.x & 3) * 16;
   const int64_t gr = row0 + r, gc = col0 + c;
   const bool mine = !kEdge || (gr < R && gc < C);
+  const bool want_q = kBoth || q != nullptr, want_q_t = kBoth || q_t != nullptr;
+  const bool record = !kBoth && record_bits != nullptr;
   float v[16];
   if constexpr (kSrc == Src::X) {
     if (mine) {
       load_vec<16>(v, x + gr * C + gc);
-      if (record_bits)
+      if (record)
 #pragma unroll
         for (int i = 0; i < 16; ++i) recorded = max(recorded, __float_as_uint(fabsf(v[i])));
     } else {
@@ -104,7 +109,7 @@ __global__ void __launch_bounds__(kThreads)
   Pack<uint8_t, 16> codes;
 #pragma unroll
   for (int i = 0; i < 16; ++i) codes.v[i] = encode<kType>(v[i] * scale);
-  if (q && mine) *reinterpret_cast<Pack<uint8_t, 16>*>(q + gr * C + gc) = codes;
+  if (want_q && mine) *reinterpret_cast<Pack<uint8_t, 16>*>(q + gr * C + gc) = codes;
   // (columns past C land in the tile but are never stored; rows past R are the zero codes of q_t's padding)
   *reinterpret_cast<Pack<uint8_t, 16>*>(&tile[r][fp8_codes::tile_col(r, c)]) = codes;
   // x as read, for the column sums below (zeros past R and C).
@@ -117,10 +122,10 @@ __global__ void __launch_bounds__(kThreads)
     seen = warp_max(seen);
     if ((threadIdx.x & 31) == 0) warp_seen[threadIdx.x >> 5] = seen;
   }
-  if (record_bits) fp8_codes::record_bits_into(record_bits, recorded);  // (uniform over the grid)
-  if (kSrc == Src::X && !q_t && !kColSums) return;  // uniform over the grid
+  if (record) fp8_codes::record_bits_into(record_bits, recorded);  // (uniform over the grid)
+  if (kSrc == Src::X && !want_q_t && !kColSums) return;  // uniform over the grid
   __syncthreads();
-  if (q_t) fp8_codes::store_tile_transposed(tile, q_t, C, Rp, row0, col0);
+  if (want_q_t) fp8_codes::store_tile_transposed(tile, q_t, C, Rp, row0, col0);
   if constexpr (kColSums) {
     // The tile's column sums (the bias gradient of an output gradient): the 4 threads of column
     // j take rows k, k + 4, ... (k = thread & 3; rows 4 apart fall in different shared-memory
@@ -175,9 +180,13 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
     auto run = [&](auto src_c) {
       auto tiles = [&](auto edge_c, int64_t nx, int64_t ny, int64_t tx0, int64_t ty0) {
         if (nx <= 0 || ny <= 0) return;
-        quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value, decltype(src_c)::value,
-                        decltype(edge_c)::value><<<dim3(unsigned(nx), unsigned(ny)), kThreads, 0, st>>>(
-            xp, R, C, Rp, int(tx0), int(ty0), amax, fmax, qp, qtp, scale_inv.f32(), pp, prep, seen, rec);
+        auto go_kernel = [&](auto both_c) {
+          quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value, decltype(src_c)::value,
+                          decltype(edge_c)::value, decltype(both_c)::value>
+              <<<dim3(unsigned(nx), unsigned(ny)), kThreads, 0, st>>>(xp, R, C, Rp, int(tx0), int(ty0), amax, fmax,
+                                                                      qp, qtp, scale_inv.f32(), pp, prep, seen, rec);
+        };
+        qp && qtp && !rec ? go_kernel(std::true_type{}) : go_kernel(std::false_type{});
         BIOFM_CUDA_LAUNCH_CHECK();
       };
       tiles(std::false_type{}, full_x, full_y, 0, 0);
