@@ -49,8 +49,10 @@ std::vector<uint8_t> bytes_of(const Tensor& t) {
 
 TEST(CudaFp8, QuantizeMatchesCpuCodeForCode) {
   BIOFM_REQUIRE_GPU();
-  // Shapes that are not multiples of the 64 x 64 tile, one tile and several in each direction.
-  for (auto [R, C, Rp] : {std::tuple<int64_t, int64_t, int64_t>{100, 80, 112}, {300, 272, 304}})
+  // Shapes that are not multiples of the 64 x 64 tile, one tile and several in each direction; the
+  // third has whole tile rows of q_t's zero padding (rows 128 to 207) under whole tiles of x, so all
+  // three launches of the kernel (inside tiles, the column strip, the row strip) have work.
+  for (auto [R, C, Rp] : {std::tuple<int64_t, int64_t, int64_t>{100, 80, 112}, {300, 272, 304}, {128, 80, 208}})
   for (DType dt : {DType::F32, DType::BF16})
     for (Fp8Type t : {Fp8Type::E4M3, Fp8Type::E5M2}) {
       SCOPED_TRACE(std::string(dtname(dt)) + " " + ops::fp8_type_name(t) + " R=" + std::to_string(R));
@@ -69,6 +71,19 @@ TEST(CudaFp8, QuantizeMatchesCpuCodeForCode) {
       Tensor dqt2 = Tensor::empty({C, Rp}, DType::U8, Device::CUDA);
       ops::fp8_quantize(none, dqt2, ds, to_device(x, dt), t);
       EXPECT_EQ(bytes_of(dqt2), at);
+      // With the column sums (an output gradient's bias gradient): the same codes, and the sums of
+      // x's columns (one partial row per tile row, the padding rows' zeros included).
+      Tensor dsums = Tensor::zeros({C}, DType::F32, Device::CUDA);
+      Tensor dq3 = Tensor::empty({R, C}, DType::U8, Device::CUDA), dqt3 = Tensor::empty({C, Rp}, DType::U8, Device::CUDA);
+      ops::fp8_quantize(dq3, dqt3, ds, to_device(x, dt), t, Tensor(), dsums);
+      EXPECT_EQ(bytes_of(dq3), a);
+      EXPECT_EQ(bytes_of(dqt3), at);
+      const Tensor sums = to_host_f32(dsums);
+      for (int64_t c = 0; c < C; ++c) {
+        double want = 0;
+        for (int64_t r = 0; r < R; ++r) want += x.f32()[r * C + c];
+        ASSERT_NEAR(sums.f32()[c], want, 1e-5 * (1 + std::fabs(want))) << "column " << c;
+      }
     }
 }
 

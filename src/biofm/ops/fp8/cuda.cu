@@ -51,7 +51,7 @@ enum class Src { X, Gelu, GeluGrad };
 // (a copy of this kernel without them, session 29 run G).
 template <class T, Fp8Type kType, bool kColSums, Src kSrc, bool kEdge, bool kBoth>
 __global__ void __launch_bounds__(kThreads)
-    quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, int tx0, int ty0, const unsigned* amax_bits,
+    quantize_kernel(const T* x, int64_t R, int64_t C, int64_t Rp, int64_t tx0, int64_t ty0, const unsigned* amax_bits,
                     float fmax, uint8_t* q, uint8_t* q_t, float* scale_inv, float* col_partial, const T* pre,
                     unsigned* seen_bits, unsigned* record_bits) {
   // 16-byte rows of codes; 80 bytes per tile row keeps every row 16-byte aligned.
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kThreads)
   const float scale = fp8_codes::scale_for(__uint_as_float(*amax_bits), fmax);
   if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) *scale_inv = 1.0f / scale;  // (each launch: same value)
 
-  const int64_t ty = int64_t(blockIdx.y) + ty0, row0 = ty * kTile, col0 = (int64_t(blockIdx.x) + tx0) * kTile;
+  const int64_t ty = blockIdx.y + ty0, row0 = ty * kTile, col0 = (blockIdx.x + tx0) * kTile;
   float seen = 0.0f;  // kSrc: max |src| of this thread's values
   unsigned recorded = 0;  // record_bits: max bit pattern of |x| over this thread's values
   // This thread's 16 values. A tile crossing R or C (kEdge) reads zeros outside (C % 16 == 0: the
@@ -183,10 +183,13 @@ void launch(Tensor& q, Tensor& q_t, Tensor& scale_inv, const Tensor& x, Fp8Type 
         auto go_kernel = [&](auto both_c) {
           quantize_kernel<T, decltype(type_c)::value, decltype(sums_c)::value, decltype(src_c)::value,
                           decltype(edge_c)::value, decltype(both_c)::value>
-              <<<dim3(unsigned(nx), unsigned(ny)), kThreads, 0, st>>>(xp, R, C, Rp, int(tx0), int(ty0), amax, fmax,
-                                                                      qp, qtp, scale_inv.f32(), pp, prep, seen, rec);
+              <<<dim3(unsigned(nx), unsigned(ny)), kThreads, 0, st>>>(xp, R, C, Rp, tx0, ty0, amax, fmax, qp, qtp,
+                                                                      scale_inv.f32(), pp, prep, seen, rec);
         };
-        qp && qtp && !rec ? go_kernel(std::true_type{}) : go_kernel(std::false_type{});
+        if constexpr (decltype(edge_c)::value)
+          go_kernel(std::false_type{});  // (the edge strips are small: they keep the checks)
+        else
+          qp && qtp && !rec ? go_kernel(std::true_type{}) : go_kernel(std::false_type{});
         BIOFM_CUDA_LAUNCH_CHECK();
       };
       tiles(std::false_type{}, full_x, full_y, 0, 0);
