@@ -294,6 +294,51 @@ TEST(E2eHardening, DivergenceAtTheEndIsAFailureWithoutAFinalModel) {
   EXPECT_FALSE(fs::exists(out + "/checkpoints/step_4")) << r.output;
 }
 
+// A last step that alone went non-finite: its update was skipped, so the model is the step
+// before's. If that model gives a non-finite loss on the next batch too (lr 1e30: its weights
+// blew up at step 1), the run ended diverged; if it gives a finite one (a bad batch, simulated by
+// BIOFM_TEST_NONFINITE_STEP), the model is exported with a warning. Either way no checkpoint is
+// saved at that step.
+TEST(E2eHardening, ALastNonFiniteStepAloneIsTestedOnTheNextBatch) {
+  const std::string out = fresh_dir("diverge_last");
+  RunResult r = run(tiny_train_args(out, 2) +
+                    " optimizer.lr=1e30 scheduler.warmup_steps=0 clip_grad_norm=0 checkpoint.save_every_n_steps=2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("each of the last 1 step(s) (steps 2-2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the final weights give a non-finite loss on the next batch too"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(out + "/final_model")) << r.output;
+  EXPECT_FALSE(fs::exists(out + "/checkpoints/step_2")) << r.output;
+
+  const std::string ok = fresh_dir("bad_last_batch");
+  RunResult b = sh("BIOFM_TEST_NONFINITE_STEP=4 " + std::string(BIOFM_BINARY) + " " + tiny_train_args(ok, 4) +
+                   " checkpoint.save_every_n_steps=2");
+  ASSERT_EQ(b.code, 0) << b.output;
+  EXPECT_NE(b.output.find("warning: step 4: non-finite loss"), std::string::npos) << b.output;
+  EXPECT_NE(b.output.find("one bad batch, so the model is exported"), std::string::npos) << b.output;
+  EXPECT_TRUE(fs::exists(ok + "/final_model/model.safetensors")) << b.output;
+  EXPECT_TRUE(fs::exists(ok + "/checkpoints/step_2")) << b.output;
+  EXPECT_FALSE(fs::exists(ok + "/checkpoints/step_4")) << b.output;
+}
+
+// A metrics.jsonl whose last complete record lacks its newline (a kill between the record and
+// its newline) gets one on resume: the next record starts a line of its own.
+TEST(E2eHardening, ResumeEndsAnUnterminatedLastRecord) {
+  const std::string out = fresh_dir("unterminated");
+  ASSERT_EQ(run(tiny_train_args(out, 3)).code, 0);
+  std::string text = read_file(out + "/metrics.jsonl");
+  ASSERT_FALSE(text.empty());
+  ASSERT_EQ(text.back(), '\n');
+  text.pop_back();
+  write_file_atomic(out + "/metrics.jsonl", text);
+  RunResult r = run(tiny_train_args(out, 5));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::vector<int64_t> logged = metric_steps(out + "/metrics.jsonl");  // (throws on a joined line)
+  ASSERT_FALSE(logged.empty());
+  EXPECT_EQ(logged.back(), 5);
+  EXPECT_EQ(std::count(logged.begin(), logged.end(), 3), 1);
+}
+
 TEST(E2eHardening, JsonlNumberOutOfRangeIsAnInvalidLineNotAnInternalError) {
   // Found by fuzz_reader (fuzz/regression/fuzz_reader/jsonl_number_overflow): a number that
   // overflows a double made the JSON parser throw out_of_range, which the reader let through.

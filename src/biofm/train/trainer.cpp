@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -145,7 +146,8 @@ class StopSignals {
 // other line that is not JSON (nothing to keep).
 void truncate_metrics(const std::string& path, int64_t step) {
   if (!std::filesystem::exists(path)) return;
-  const JsonlText text = split_jsonl(read_file(path));
+  const std::string raw = read_file(path);
+  const JsonlText text = split_jsonl(raw);
   std::string kept;
   size_t dropped = 0;
   for (const std::string& line : text.lines) {
@@ -159,9 +161,11 @@ void truncate_metrics(const std::string& path, int64_t step) {
     }
     kept += line + "\n";
   }
-  if (dropped == 0 && !text.cut_tail) return;
+  // (also rewritten when its last record lacks the newline: the next append would join them)
+  if (dropped == 0 && !text.cut_tail && (raw.empty() || raw.back() == '\n')) return;
   write_file_atomic(path, kept);
-  std::printf("metrics: dropped %zu record(s) after step %lld%s from %s (those steps are redone)\n", dropped,
+  if (dropped > 0 || text.cut_tail)
+    std::printf("metrics: dropped %zu record(s) after step %lld%s from %s (those steps are redone)\n", dropped,
               (long long)step, text.cut_tail ? " and a last line cut short by a kill" : "", path.c_str());
 }
 
@@ -512,6 +516,9 @@ class TrainingRun {
       // Every rank stops after the same step: a signal to any (Slurm signals them all, but not
       // at the same instant) stops all. (A host round trip to rank 0 per step, no GPU sync.)
       const bool stop_now = coord_ ? coord_->any(signals.received() != 0) : signals.received() != 0;
+      // (a stop decides on this step's own loss, not on the last logged one: on the GPU the
+      // check runs every logger.frequency steps, or on a save step)
+      if (stop_now && checked_step_ != done) check_step(done, train_step);
       if (checkpoint_due(done) || stop_now) checkpoint(done);
       if (stop_now) {
         if (root_)
@@ -537,8 +544,18 @@ class TrainingRun {
     const bool log_now = done % cfg_.logger.frequency == 0 || done == cfg_.num_train_steps;
     const int64_t check_every = device_ == Device::CPU ? 1 : cfg_.logger.frequency;
     if (!log_now && !checkpoint_due(done) && done % check_every != 0) return json();
-    const double loss = train_step.read_mean_loss();
+    const auto [loss, gnorm] = check_step(done, train_step);
+    if (!log_now) return json();
+    return log_record(done, lr, loss, gnorm, window);
+  }
+
+  // Reads the step's loss and grad norm (reduced over ranks: every rank sees the same) and counts
+  // a non-finite streak; fails after 10 non-finite checks in a row.
+  std::pair<double, double> check_step(int64_t done, TrainStep& train_step) {
+    checked_step_ = done;
+    double loss = train_step.read_mean_loss();
     const double gnorm = opt_->read_grad_norm();
+    if (test_nonfinite_step_ == done) loss = NAN;  // (BIOFM_TEST_NONFINITE_STEP: tests only)
     if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
       // (names the step; the last checkpoint, if any, is the state before the divergence:
       // none is saved during a streak)
@@ -557,7 +574,11 @@ class TrainingRun {
       if (!have_first_) summary_.first_loss = loss, have_first_ = true;
       summary_.last_loss = loss;
     }
-    if (!log_now) return json();
+    return {loss, gnorm};
+  }
+
+  // The step's metrics record (the run's figures gathered over ranks).
+  json log_record(int64_t done, double lr, double loss, double gnorm, ThroughputWindow& window) {
     json rec = window.report(done, cfg_.num_train_steps, loss, lr, gnorm, device_);
     if (coord_) {
       // Each rank's throughput, and the run's; the non-pad tokens per step summed over ranks, the
@@ -593,17 +614,44 @@ class TrainingRun {
     return rec;
   }
 
-  // A run whose last check was non-finite ends diverged, whatever the length of its streak: its
-  // model gives a non-finite loss, so it is not exported (exit 1).
-  void fail_if_ended_diverged() const {
+  // A run whose last check was non-finite ends diverged (exit 1, no final model), unless that
+  // check alone was: its update was skipped, so the model is the step before's, and if it gives
+  // a finite loss on the next training batch the bad step was one bad batch (warning, exported).
+  void fail_if_ended_diverged() {
     if (stopped_ || bad_checks_ == 0) return;
+    if (bad_checks_ == 1) {
+      const double next = next_batch_loss();
+      if (std::isfinite(next)) {
+        if (root_)
+          std::fprintf(stderr,
+                       "warning: the last step's loss or gradients were non-finite (step %lld; its update was "
+                       "skipped); the final weights give a finite loss on the next batch (%.4f): one bad batch, so "
+                       "the model is exported\n",
+                       (long long)step_, next);
+        return;
+      }
+    }
     const std::string steps = std::to_string(streak_first_step_) + "-" + std::to_string(step_);
     fail("training diverged: non-finite loss or gradients at ",
          device_ == Device::CPU ? "each of the last " + std::to_string(bad_checks_) + " step(s) (steps " + steps
                                 : "the last " + std::to_string(bad_checks_) + " check(s) (steps " + steps +
                                       ", read every logger.frequency steps",
          nonfinite_where_.empty() ? "" : "; at the first of them " + nonfinite_where_,
-         "), up to the end of the run; no final model was exported; ", divergence_advice());
+         "), up to the end of the run", bad_checks_ == 1 ? ", and the final weights give a non-finite loss on the next batch too" : "",
+         "; no final model was exported; ", divergence_advice());
+  }
+
+  // The model's mean loss on the next training batch (each rank its own, summed over ranks:
+  // fsdp's forward is collective and every rank decides on the same number).
+  double next_batch_loss() {
+    const Batch b = prefetch_->next();
+    const LossSums s = model_->evaluate(b.to(model_->device()), true);
+    double sum = s.loss_sum, n = double(s.num_tokens);
+    if (coord_) {
+      const std::vector<double> r = coord_->sum({sum, n});
+      sum = r[0], n = r[1];
+    }
+    return n > 0 ? sum / n : NAN;
   }
 
   // What to do after a divergence, and where the last good state is.
@@ -734,6 +782,12 @@ class TrainingRun {
   TrainSummary summary_;
   Clock::time_point t_start_;
   int64_t bad_checks_ = 0;           // consecutive non-finite checks: the current streak
+  int64_t checked_step_ = 0;         // the last step whose loss was read
+  // BIOFM_TEST_NONFINITE_STEP=N: step N's check reads a non-finite loss (the end-of-run rule's test)
+  const int64_t test_nonfinite_step_ = [] {
+    const char* v = std::getenv("BIOFM_TEST_NONFINITE_STEP");
+    return v ? std::atoll(v) : int64_t(-1);
+  }();
   int64_t streak_first_step_ = 0;    // the step of its first check
   std::string nonfinite_where_;  // first_nonfinite_tensor at the start of a non-finite streak
   bool have_first_ = false, stopped_ = false;
