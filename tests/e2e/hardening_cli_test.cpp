@@ -339,6 +339,30 @@ TEST(E2eHardening, ResumeEndsAnUnterminatedLastRecord) {
   EXPECT_EQ(std::count(logged.begin(), logged.end(), 3), 1);
 }
 
+// Resuming with another model's settings fails and leaves that run's checkpoints as they are
+// (it used to skip every checkpoint as unloadable, start over and overwrite them); a changed
+// seed or dataset resumes with a note.
+TEST(E2eHardening, ResumeWithAnotherModelFailsAndKeepsTheRun) {
+  const std::string out = fresh_dir("other_model");
+  ASSERT_EQ(run(tiny_train_args(out, 3)).code, 0);
+  const std::string saved = read_file(out + "/checkpoints/step_3/model.safetensors");
+  RunResult wider = run(tiny_train_args(out, 6) + " model.config.hidden_size=64");
+  EXPECT_EQ(wider.code, 1) << wider.output;
+  EXPECT_NE(wider.output.find("was written for another model (model.config.hidden_size: 32 in the checkpoint, 64 now)"),
+            std::string::npos) << wider.output;
+  RunResult heads = run(tiny_train_args(out, 6) + " model.config.num_attention_heads=2");
+  EXPECT_EQ(heads.code, 1) << heads.output;
+  EXPECT_NE(heads.output.find("model.config.num_attention_heads: 4 in the checkpoint, 2 now"), std::string::npos)
+      << heads.output;
+  EXPECT_EQ(read_file(out + "/checkpoints/step_3/model.safetensors"), saved);
+  EXPECT_FALSE(fs::exists(out + "/checkpoints/step_6"));
+
+  RunResult seed = run(tiny_train_args(out, 6) + " seed=7");
+  ASSERT_EQ(seed.code, 0) << seed.output;
+  EXPECT_NE(seed.output.find("resumed from"), std::string::npos) << seed.output;
+  EXPECT_NE(seed.output.find("note: seed=7 here, 42 in the checkpoint's run"), std::string::npos) << seed.output;
+}
+
 TEST(E2eHardening, JsonlNumberOutOfRangeIsAnInvalidLineNotAnInternalError) {
   // Found by fuzz_reader (fuzz/regression/fuzz_reader/jsonl_number_overflow): a number that
   // overflows a double made the JSON parser throw out_of_range, which the reader let through.

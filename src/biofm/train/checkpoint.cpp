@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
+#include <yaml-cpp/yaml.h>
 
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/checkpoint_manifest.h"
@@ -409,9 +410,69 @@ void remove_stale_tmp_dirs(const std::string& ckpt_dir) {
   }
 }
 
+namespace {
+
+// Each key of the model section (model.config's one level down) whose value differs between two
+// resolved configs, as "model.config.hidden_size: 32 in the checkpoint, 64 now"; the keys that
+// only shape initialization, and init_from, aside. "" when none differ or a config does not parse.
+std::string model_differences(const std::string& saved_yaml, const std::string& current_yaml) {
+  static const std::set<std::string> kInitOnly = {"init_from", "initializer_range", "embedding_init_std", "scaled_init"};
+  std::string out;
+  try {
+    const YAML::Node saved = YAML::Load(saved_yaml)["model"], now = YAML::Load(current_yaml)["model"];
+    if (!saved.IsMap() || !now.IsMap()) return "";
+    auto compare = [&](const YAML::Node& a, const YAML::Node& b, const std::string& prefix, auto&& self) -> void {
+      std::set<std::string> keys;
+      for (const auto& kv : a) keys.insert(kv.first.as<std::string>());
+      for (const auto& kv : b) keys.insert(kv.first.as<std::string>());
+      for (const std::string& k : keys) {
+        if (kInitOnly.count(k)) continue;
+        const YAML::Node x = a[k], y = b[k];
+        if (!x || !y) continue;  // (a key one of the two biofm versions did not have)
+        if (x.IsMap() && y.IsMap()) {
+          self(x, y, prefix + k + ".", self);
+          continue;
+        }
+        const std::string xs = YAML::Dump(x), ys = YAML::Dump(y);
+        if (xs != ys) out += (out.empty() ? "" : "; ") + prefix + k + ": " + xs + " in the checkpoint, " + ys + " now";
+      }
+    };
+    compare(saved, now, "model.", compare);
+  } catch (const std::exception&) {
+    return "";  // (a config.yaml that does not parse: the checkpoint is judged by its tensors)
+  }
+  return out;
+}
+
+std::string yaml_scalar(const std::string& yaml, const char* section, const char* key) {
+  try {
+    const YAML::Node root = YAML::Load(yaml);
+    const YAML::Node n = section ? root[section][key] : root[key];
+    return n && n.IsScalar() ? n.as<std::string>() : "";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> resume_differences(const std::string& saved_yaml, const std::string& current_yaml) {
+  std::vector<std::string> out;
+  const std::string seed_then = yaml_scalar(saved_yaml, nullptr, "seed"), seed_now = yaml_scalar(current_yaml, nullptr, "seed");
+  if (!seed_then.empty() && seed_then != seed_now)
+    out.push_back("seed=" + seed_now + " here, " + seed_then + " in the checkpoint's run: the data order and masking from "
+                  "here on follow seed " + seed_now);
+  const std::string path_then = yaml_scalar(saved_yaml, "dataset", "path"), path_now = yaml_scalar(current_yaml, "dataset", "path");
+  if (!path_then.empty() && path_then != path_now)
+    out.push_back("dataset.path differs from the checkpoint's run (" + path_then + "): its data cursor now counts samples "
+                  "of " + path_now);
+  return out;
+}
+
 std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,
-                                                       std::string* chosen_dir) {
+                                                       std::string* chosen_dir, const std::string& current_config_yaml) {
   auto all = list_checkpoints(ckpt_dir);
+  std::string other_model, other_dir;  // a checkpoint of another model: fails the resume (below)
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const std::string& dir = it->second;
     // Any failure (verification, a malformed state, a model that does not fit) falls back to
@@ -423,6 +484,13 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
           fail(dir, "/manifest.json: does not list '", need, "'");
       TrainerState st;
       st.config_yaml = read_file(dir + "/config.yaml");
+      if (!current_config_yaml.empty()) {
+        other_model = model_differences(st.config_yaml, current_config_yaml);
+        if (!other_model.empty()) {
+          other_dir = dir;
+          break;
+        }
+      }
       st.state_json = read_file(dir + "/trainer_state.json");
       const TrainerStateFields f = parse_trainer_state(st.state_json, dir + "/trainer_state.json", it->first);
       st.step = f.step;
@@ -438,6 +506,10 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
       std::cerr << "warning: skipping checkpoint " << dir << ": " << e.what() << "\n";
     }
   }
+  if (!other_model.empty())
+    fail("the checkpoint ", other_dir, " was written for another model (", other_model,
+         "): resuming it would train another model, and starting over would overwrite that run's checkpoints; use "
+         "another output_dir (or checkpoint.ckpt_dir) for this model, or that run's model settings");
   return std::nullopt;
 }
 

@@ -68,7 +68,17 @@ std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerS
                                      const AdamW& opt, int keep, Coordinator* ranks = nullptr);
 // Restores `model` and `opt` from the newest checkpoint under ckpt_dir that verifies and loads
 // (each one skipped is reported on stderr) and returns its state; nullopt when there is none.
+// current_config_yaml (the run's resolved config, to_yaml): a checkpoint written for another
+// model (model.family or model.config differ, beyond the initialization-only keys) is not
+// skipped but fails the resume, naming the keys: resuming it would train another model, and
+// starting over would overwrite that run's checkpoints.
 std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,
-                                                       std::string* chosen_dir = nullptr);
+                                                       std::string* chosen_dir = nullptr,
+                                                       const std::string& current_config_yaml = "");
+
+// The settings of a resumed run that differ from its checkpoint's and change what it trains on
+// (seed: the data order; dataset.path: what the data cursor counts), one sentence each, for
+// notes; saved_yaml and current_yaml are resolved configs (to_yaml).
+std::vector<std::string> resume_differences(const std::string& saved_yaml, const std::string& current_yaml);
 
 }  // namespace biofm

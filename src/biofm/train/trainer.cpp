@@ -392,14 +392,17 @@ class TrainingRun {
     if (root_) remove_stale_tmp_dirs(ckpt_dir_);
     if (cfg_.checkpoint.resume_from_checkpoint) {
       const auto candidates = list_checkpoints(ckpt_dir_);
-      if (auto st = resume_training_checkpoint(ckpt_dir_, *model_, *opt_, &resumed_from_)) {
+      const std::string config_yaml = to_yaml(cfg_);
+      if (auto st = resume_training_checkpoint(ckpt_dir_, *model_, *opt_, &resumed_from_, config_yaml)) {
         step_ = st->step;
         data_->set_cursor(st->data_cursor);
         const bool older = resumed_from_ != candidates.back().second;
-        if (root_)
+        if (root_) {
           std::printf("resumed from %s (step %lld, data cursor %llu%s)%s\n", resumed_from_.c_str(), (long long)step_,
                       (unsigned long long)st->data_cursor, tuned_gemms_text(st->gemm_choices).c_str(),
                       older ? "; newer checkpoints failed to load (warnings above), an older one is used" : "");
+          for (const std::string& d : resume_differences(st->config_yaml, config_yaml)) std::printf("note: %s\n", d.c_str());
+        }
       } else if (!candidates.empty() && root_) {
         std::printf("no usable checkpoint in %s (%zu failed to load, warnings above): starting from step 0\n",
                     ckpt_dir_.c_str(), candidates.size());
