@@ -103,6 +103,24 @@ TEST(E2eLlama, TrainGenerateEval) {
   ASSERT_EQ(samples.size(), 2u);
   EXPECT_NE(samples[0].first.find("new_tokens=30"), std::string::npos) << samples[0].first;
   EXPECT_NE(samples[0].second, samples[1].second);
+  // Sampling from the whole softmax of a barely trained byte-level model: only nucleotide codes
+  // come out (the other 250 bytes and the special tokens are never picked), unless --any-token.
+  const std::string wide = "generate --model " + model +
+                           " --prompt ACGTTGCAAGGC --max-new-tokens 60 --temperature 1.5 --num-samples 4 --ignore-eos";
+  RunResult ws = run(wide, false);
+  ASSERT_EQ(ws.code, 0) << ws.output;
+  auto wide_samples = parse_fasta(ws.output);
+  ASSERT_EQ(wide_samples.size(), 4u) << ws.output;
+  for (const auto& [header, body] : wide_samples) {
+    EXPECT_EQ(body.size(), 60u) << header;
+    EXPECT_EQ(body.find_first_not_of("ACGTUNRYKMSWBDHVacgtunrykmswbdhv"), std::string::npos) << body;
+  }
+  RunResult any = run(wide + " --any-token", false);
+  ASSERT_EQ(any.code, 0) << any.output;
+  std::string any_bodies;
+  for (const auto& rec : parse_fasta(any.output)) any_bodies += rec.second;
+  EXPECT_NE(any_bodies.find_first_not_of("ACGTUNRYKMSWBDHVacgtunrykmswbdhv"), std::string::npos)
+      << "with --any-token a barely trained model was expected to print other bytes too";
 
   // Evaluation: JSON fields, perplexity = exp(loss), loss = token-weighted per-sequence NLL.
   const std::string json_path = out + "/eval.json";

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <set>
 
 #include "biofm/data/tokenizer.h"
 #include "biofm/models/llama/generate.h"
@@ -168,4 +169,20 @@ TEST(ModelsLlamaGenerate, Sampler) {
   o.top_k = 0;
   o.temperature = 0.05f;
   for (uint64_t s = 0; s < 50; ++s) EXPECT_EQ(sample_next_token(logits.data(), 5, o, s), 2);
+}
+
+// `allowed` restricts both greedy decoding and sampling to the given ids.
+TEST(ModelsLlamaGenerate, AllowedTokensRestrictThePick) {
+  const std::vector<float> logits = {0.0f, 5.0f, 1.0f, 4.0f, 3.0f};
+  GenerateOptions o;
+  o.allowed = {2, 4, 4, 9};  // (duplicates and ids past the vocabulary are ignored)
+  EXPECT_EQ(sample_next_token(logits.data(), 5, o, 0), 4);  // greedy among {2, 4}
+  o.temperature = 1.0f;
+  std::set<int32_t> seen;
+  for (uint64_t step = 0; step < 200; ++step) seen.insert(sample_next_token(logits.data(), 5, o, step));
+  EXPECT_EQ(seen, (std::set<int32_t>{2, 4}));
+  o.top_k = 1;
+  for (uint64_t step = 0; step < 20; ++step) EXPECT_EQ(sample_next_token(logits.data(), 5, o, step), 4);
+  o.allowed = {7};
+  EXPECT_THROW(sample_next_token(logits.data(), 5, o, 0), Error);
 }

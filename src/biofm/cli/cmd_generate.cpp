@@ -37,6 +37,7 @@ const CommandSpec kGenerateSpec{
         {"--force", "", "accept prompt characters that are not nucleotide codes (with a warning)"},
         {"--no-cache", "", "recompute the whole prefix every step (no KV cache)"},
         {"--ignore-eos", "", "do not stop at <EOS>"},
+        {"--any-token", "", "pick from the whole vocabulary, not only nucleotide codes and <EOS> (may print other bytes)"},
     },
     .details =
         "Continues the prompt (<BOS> + its bases) with a Llama model. --temperature 0 decodes greedily;\n"
@@ -45,8 +46,14 @@ const CommandSpec kGenerateSpec{
         "(unless --ignore-eos) or after --max-new-tokens. --no-cache recomputes the whole prefix every step\n"
         "(the reference path; slower, same tokens). Prints one FASTA record per sample.\n"
         "A prompt character that is not a nucleotide code (A C G T U N and IUPAC R Y K M S W B D H V, either case)\n"
-        "is refused, naming it; --force goes on with a warning.",
+        "is refused, naming it; --force goes on with a warning. Generated tokens are nucleotide codes (the same\n"
+        "set) or <EOS>: the other tokens of a byte-level vocabulary are never picked (--any-token allows them).",
 };
+
+namespace {
+// The characters a DNA prompt may hold, and what generation may print (IUPAC codes, either case).
+constexpr const char* kNucleotideCodes = "ACGTUNRYKMSWBDHVacgtunrykmswbdhv";
+}  // namespace
 
 int cmd_generate(int argc, char** argv) {
   const Flags a = parse_flags(kGenerateSpec, argc, argv);
@@ -68,7 +75,7 @@ int cmd_generate(int argc, char** argv) {
   size_t odd_count = 0, first_odd = 0;
   for (size_t i = 0; i < prompt.size(); ++i) {
     const char c = prompt[i];
-    if (std::strchr("ACGTUNRYKMSWBDHVacgtunrykmswbdhv", c) && c != 0) continue;
+    if (std::strchr(kNucleotideCodes, c) && c != 0) continue;
     if (odd_count++ == 0) first_odd = i;
     if (odd.find(c) == std::string::npos && odd.size() < 16) odd += c;
   }
@@ -103,6 +110,13 @@ int cmd_generate(int argc, char** argv) {
   std::vector<int32_t> ids{tok.begin_id()};
   const uint64_t unknown = tok.encode_residues(prompt, ids);
   if (unknown) std::fprintf(stderr, "warning: %llu prompt characters map to <UNK>\n", (unsigned long long)unknown);
+  if (!a.has("--any-token")) {  // the nucleotide codes the tokenizer knows, and <EOS>
+    for (const char* c = kNucleotideCodes; *c; ++c) {
+      std::vector<int32_t> one;
+      if (tok.encode_residues(std::string(1, *c), one) == 0 && one.size() == 1) o.allowed.push_back(one[0]);
+    }
+    if (o.stop_at_eos) o.allowed.push_back(int32_t(model->config().eos_token_id));
+  }
   const int64_t limit = model->config().max_position_embeddings;
   if (int64_t(ids.size()) + o.max_new_tokens > limit)
     std::fprintf(stderr, "warning: prompt + max-new-tokens (%lld) exceeds max_position_embeddings (%lld)\n",

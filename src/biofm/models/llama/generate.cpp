@@ -10,16 +10,27 @@ namespace biofm {
 
 int32_t sample_next_token(const float* logits, int64_t V, const GenerateOptions& o, uint64_t step) {
   if (V <= 0) fail("sample_next_token: empty logits");
-  if (!(o.temperature > 0)) {
-    int64_t best = 0;
-    for (int64_t v = 1; v < V; ++v)
-      if (logits[v] > logits[best]) best = v;
-    return int32_t(best);
+  // Candidates: the allowed ids (every id when none are given), in id order.
+  std::vector<int32_t> cand;
+  if (o.allowed.empty()) {
+    cand.resize(static_cast<size_t>(V));
+    std::iota(cand.begin(), cand.end(), 0);
+  } else {
+    for (int32_t a : o.allowed)
+      if (a >= 0 && a < V) cand.push_back(a);
+    std::sort(cand.begin(), cand.end());
+    cand.erase(std::unique(cand.begin(), cand.end()), cand.end());
+    if (cand.empty()) fail("sample_next_token: none of the allowed tokens is in the vocabulary (", V, ")");
   }
-  // Candidates: all ids, or the top_k largest logits (ties broken by the lower id).
-  std::vector<int32_t> cand(static_cast<size_t>(V));
-  std::iota(cand.begin(), cand.end(), 0);
-  if (o.top_k > 0 && o.top_k < V) {
+  if (!(o.temperature > 0)) {
+    int32_t best = cand[0];
+    for (int32_t c : cand)
+      if (logits[c] > logits[best]) best = c;
+    return best;
+  }
+  // Then the top_k largest logits among them (ties broken by the lower id).
+  const int64_t n = int64_t(cand.size());
+  if (o.top_k > 0 && o.top_k < n) {
     auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
     std::partial_sort(cand.begin(), cand.begin() + o.top_k, cand.end(), by_logit);
     cand.resize(size_t(o.top_k));

@@ -11,6 +11,8 @@
 // Sampling: temperature 0 = greedy (argmax, lowest id on ties); else softmax(logits / T)
 // restricted to the top_k largest logits (top_k 0 = all), drawn by inverse CDF with the
 // uniform rng_uniform(seed, RngStream::Sample, step, 0): a pure function of (seed, step).
+// Both pick among `allowed` only when it is given (the CLI: the nucleotide codes and <EOS>, so
+// that a byte-level DNA model cannot print bytes that are not bases).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -26,6 +28,7 @@ struct GenerateOptions {
   uint64_t seed = 42;
   bool stop_at_eos = true;   // stop after emitting the config's eos_token_id
   bool use_cache = true;
+  std::vector<int32_t> allowed;  // the token ids it may pick (empty: every id)
 };
 
 struct GenerateResult {
