@@ -224,6 +224,23 @@ TEST(Distributed, ARankThatDiesIsNamedAndTheOthersStop) {
   EXPECT_EQ(r.output.find("rank0 exit 124"), std::string::npos) << "rank 0 hung: " << r.output;
 }
 
+// Under biofm launch, a rank killed outright is the one named (and its signal gives the exit
+// code), not rank 0, which exits 1 moments later when the connection closes: both may end
+// before the launcher looks, and waitpid returns the lower rank first. ([b]iofm: see below)
+TEST(Distributed, ALaunchedRankKilledIsTheOneNamed) {
+  const std::string dir = fresh_dir("dist_rank_killed");
+  const std::string cmd = std::string(BIOFM_BINARY) + " " + launch(2) + tiny_args(dir, 100000, 1) +
+                          " checkpoint.save_every_n_steps=0 checkpoint.save_final_model=false";
+  const std::string rank1 = "$(for p in $(pgrep -f '[b]iofm train .*output_dir=" + dir + " '); do "
+                            "tr '\\0' '\\n' < /proc/$p/environ | grep -qx 'RANK=1' && echo $p; done)";
+  const std::string script = "cd " + dir + " && (" + cmd + " > run.log 2>&1; echo \"exit $?\" >> run.log) & " +
+                             "for i in $(seq 600); do grep -q '\"step\":3' " + dir + "/metrics.jsonl 2>/dev/null && break; sleep 0.2; done; " +
+                             "kill -9 " + rank1 + "; wait; cat " + dir + "/run.log";
+  RunResult r = sh(script);
+  EXPECT_NE(r.output.find("launch: rank 1 was killed by signal 9"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("exit 137"), std::string::npos) << r.output;
+}
+
 // How a stop reaches the ranks of `biofm launch`: to the launcher alone (`kill PID`), to its
 // whole process group (Ctrl-C in a terminal, Slurm signalling a job step: every rank gets it
 // twice, straight and passed on), or as Slurm's preemption warning SIGUSR1.

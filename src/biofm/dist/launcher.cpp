@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "biofm/core/error.h"
 
@@ -81,10 +83,19 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
       stop_all(g_forward_signal);
       g_forward_signal = 0;
     }
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-    if (pid < 0 && errno == ECHILD) fail("launch: lost track of the ", running, " running process(es)");
-    if (pid <= 0) {
+    // Every process that has ended since the last look. A rank killed by a signal goes first:
+    // the others it takes down (they exit 1 when its connection closes) may end within the
+    // same 20 ms, and waitpid hands out the lowest rank first; the failure named is the cause.
+    std::vector<std::pair<pid_t, int>> ended;
+    for (;;) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid < 0 && errno == ECHILD && ended.empty())
+        fail("launch: lost track of the ", running, " running process(es)");
+      if (pid <= 0) break;
+      ended.emplace_back(pid, status);
+    }
+    if (ended.empty()) {
       if (std::chrono::steady_clock::now() > stop_deadline) {
         stop_all(SIGKILL);
         stop_deadline = std::chrono::steady_clock::time_point::max();
@@ -92,25 +103,28 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
-    for (int local = 0; local < o.nproc_per_node; ++local) {
-      if (pids[size_t(local)] != pid) continue;
-      pids[size_t(local)] = -1;
-      --running;
-      const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (rc != 0 && stopped_by != 0 && code_after_stop == 0) {
-        // A rank that failed while stopping: the others cannot complete the checkpoint without
-        // it; give them the grace period to notice, as after any failure.
-        code_after_stop = rc;
-        stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds);
-      }
-      if (rc != 0 && failed_rank < 0 && stopped_by == 0) {
-        failed_rank = o.node_rank * o.nproc_per_node + local;
-        code = rc;
-        std::fprintf(stderr, "launch: rank %d %s %d; stopping the other %d process(es)\n", failed_rank,
-                     WIFEXITED(status) ? "exited with code" : "was killed by signal",
-                     WIFEXITED(status) ? rc : WTERMSIG(status), running);
-        stop_all(SIGTERM);
-        stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds);
+    std::stable_partition(ended.begin(), ended.end(), [](const auto& e) { return WIFSIGNALED(e.second); });
+    for (const auto& [pid, status] : ended) {
+      for (int local = 0; local < o.nproc_per_node; ++local) {
+        if (pids[size_t(local)] != pid) continue;
+        pids[size_t(local)] = -1;
+        --running;
+        const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (rc != 0 && stopped_by != 0 && code_after_stop == 0) {
+          // A rank that failed while stopping: the others cannot complete the checkpoint without
+          // it; give them the grace period to notice, as after any failure.
+          code_after_stop = rc;
+          stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds);
+        }
+        if (rc != 0 && failed_rank < 0 && stopped_by == 0) {
+          failed_rank = o.node_rank * o.nproc_per_node + local;
+          code = rc;
+          std::fprintf(stderr, "launch: rank %d %s %d; stopping the other %d process(es)\n", failed_rank,
+                       WIFEXITED(status) ? "exited with code" : "was killed by signal",
+                       WIFEXITED(status) ? rc : WTERMSIG(status), running);
+          stop_all(SIGTERM);
+          stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds);
+        }
       }
     }
   }
