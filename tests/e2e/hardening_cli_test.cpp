@@ -340,8 +340,8 @@ TEST(E2eHardening, ResumeEndsAnUnterminatedLastRecord) {
 }
 
 // Resuming with another model's settings fails and leaves that run's checkpoints as they are
-// (it used to skip every checkpoint as unloadable, start over and overwrite them); a changed
-// seed or dataset resumes with a note.
+// (it used to skip every checkpoint as unloadable, start over and overwrite them), as does
+// starting over among them with resume off; a changed seed or dataset resumes with a note.
 TEST(E2eHardening, ResumeWithAnotherModelFailsAndKeepsTheRun) {
   const std::string out = fresh_dir("other_model");
   ASSERT_EQ(run(tiny_train_args(out, 3)).code, 0);
@@ -356,6 +356,12 @@ TEST(E2eHardening, ResumeWithAnotherModelFailsAndKeepsTheRun) {
       << heads.output;
   EXPECT_EQ(read_file(out + "/checkpoints/step_3/model.safetensors"), saved);
   EXPECT_FALSE(fs::exists(out + "/checkpoints/step_6"));
+
+  // Starting over (resume off) among that run's checkpoints would mix the two runs: refused.
+  RunResult fresh = run(tiny_train_args(out, 6) + " checkpoint.resume_from_checkpoint=false");
+  EXPECT_EQ(fresh.code, 1) << fresh.output;
+  EXPECT_NE(fresh.output.find("holds 1 checkpoint(s) of an earlier run"), std::string::npos) << fresh.output;
+  EXPECT_EQ(read_file(out + "/checkpoints/step_3/model.safetensors"), saved);
 
   RunResult seed = run(tiny_train_args(out, 6) + " seed=7");
   ASSERT_EQ(seed.code, 0) << seed.output;

@@ -390,6 +390,16 @@ class TrainingRun {
   // The newest usable checkpoint, if any; every fallback said in one line.
   void resume() {
     if (root_) remove_stale_tmp_dirs(ckpt_dir_);
+    if (!cfg_.checkpoint.resume_from_checkpoint) {
+      // A fresh start among another run's checkpoints would overwrite some of them and leave the
+      // newer ones, which a later resume would take for this run's.
+      const auto old = list_checkpoints(ckpt_dir_);
+      if (!old.empty())
+        fail("checkpoint.resume_from_checkpoint=false, but ", ckpt_dir_, " holds ", old.size(),
+             " checkpoint(s) of an earlier run (the newest ", old.back().second,
+             "): starting over there would mix the two runs; use another output_dir (or checkpoint.ckpt_dir), or "
+             "remove them");
+    }
     if (cfg_.checkpoint.resume_from_checkpoint) {
       const auto candidates = list_checkpoints(ckpt_dir_);
       const std::string config_yaml = to_yaml(cfg_);
