@@ -558,6 +558,17 @@ TEST(ConfigTrain, LayerListsAreWrittenAsIntegers) {
   EXPECT_EQ(load_train_config_string(y), c);
 }
 
+// Layer lists take whole numbers, and say so: [1.5] is refused when parsed (it reached the
+// model setup, which then named the wrong layer range), and a bare 1,2 is told the list syntax.
+TEST(ConfigTrain, LayerListsTakeWholeNumbers) {
+  const std::string half = error_of([] { minimal({"fp8_layers=[1.5]"}); });
+  EXPECT_HAS(half, "fp8_layers");
+  EXPECT_HAS(half, "a list of whole numbers like [1, 2]");
+  const std::string bare = error_of([] { minimal({"fp4_layers=1,2"}); });
+  EXPECT_HAS(bare, "a list of whole numbers like [1, 2]");
+  EXPECT_EQ(minimal({"fp8_layers=[2, 3]"}).fp8_layers, (std::vector<double>{2, 3}));
+}
+
 TEST(ConfigTrain, ProfilerEnabledTakesTheRecipesWindow) {
   TrainConfig c = minimal({"profiler.enabled=true"});
   EXPECT_EQ(c.profiler.start_step, 10);

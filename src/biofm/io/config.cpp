@@ -42,6 +42,7 @@ static std::string type_text(const KeySpec& k) {
     case Type::Bool: return "bool";
     case Type::String: return k.string_list ? "string (or a list)" : "string";
     case Type::FloatList:
+      if (k.whole_numbers) return "list of whole numbers";
       return k.list_size >= 0 ? "list of " + std::to_string(k.list_size) + " floats" : "float list";
     case Type::Enum: {
       std::string s;
@@ -691,18 +692,20 @@ static bool convert(const YAML::Node& n, const KeySpec& spec, Value& out, std::s
       break;
     }
     case Type::FloatList: {
-      std::string expected = spec.list_size >= 0
-                                 ? "a list of " + std::to_string(spec.list_size) + " floats"
-                                 : std::string("a list of floats");
+      const std::string what = spec.whole_numbers ? " whole numbers" : " floats";
+      const std::string expected =
+          spec.list_size >= 0 ? "a list of " + std::to_string(spec.list_size) + what : "a list of" + what;
+      const std::string example = spec.whole_numbers ? " like [1, 2]" : " like [0.9, 0.98]";
       if (n.IsNull() && spec.list_size < 0) {  // null: the empty list (the recipes' "not given")
         out = std::vector<double>{};
         break;
       }
-      if (!n.IsSequence()) return bad(expected + " like [0.9, 0.98]");
+      if (!n.IsSequence()) return bad(expected + example);
       std::vector<double> v;
       for (const auto& item : n) {
         double d = 0;
         if (!item.IsScalar() || !parse_float(item.Scalar(), d)) return bad(expected);
+        if (spec.whole_numbers && d != std::floor(d)) return bad(expected + example);
         v.push_back(d);
       }
       if (spec.list_size >= 0 && int(v.size()) != spec.list_size) return bad(expected);

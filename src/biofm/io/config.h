@@ -52,6 +52,7 @@ struct KeySpec {
   std::vector<std::string> choices;  // Enum: the allowed values ("" may be one)
   Range range;                        // Int, Float, FloatList elements
   int list_size = -1;                 // FloatList: required length; -1 = any
+  bool whole_numbers = false;         // FloatList: every element a whole number (layer indices)
   // String keys only: a YAML list of strings is accepted too and stored joined with ','
   // (for inputs that take a comma-separated list, like dataset.path). Entries may not hold ','.
   bool string_list = false;
