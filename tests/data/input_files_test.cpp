@@ -108,6 +108,13 @@ TEST(DataInputFiles, NothingMatchedIsAnErrorNamingThePattern) {
   EXPECT_TRUE(contains(msg, "no sequence files (2 other file(s) skipped")) << msg;
   EXPECT_TRUE(contains(msg, "subfolders are not searched: name them, e.g. " + (hf.path / "data" / "*").string())) << msg;
 
+  // A biofm prepare output without its manifest (an unfinished prepare): said as such.
+  TempDir unfinished;
+  unfinished.write("train-00000-0000.shard", "x");
+  unfinished.write("train-00001-0000.shard", "x");
+  msg = error_of([&] { SequenceDataset::load(unfinished.path.string()); });
+  EXPECT_TRUE(contains(msg, "holds 2 shard(s) of biofm prepare but no manifest.json")) << msg;
+
   msg = error_of([&] { SequenceDataset::load(" , "); });
   EXPECT_TRUE(contains(msg, "no input given")) << msg;
   // A missing file in a list is reported by name, like a missing single file.

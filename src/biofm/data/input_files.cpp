@@ -22,7 +22,7 @@ std::string trim(const std::string& s) {
 
 void add_directory(const std::string& dir, InputFiles& out) {
   std::vector<std::string> found;
-  uint64_t skipped = 0;
+  uint64_t skipped = 0, shards = 0;  // (shards: biofm prepare's, for the message)
   std::string subfolder;  // one, to name in the message below
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -36,9 +36,13 @@ void add_directory(const std::string& dir, InputFiles& out) {
       found.push_back(e.path().string());
     } else {
       ++skipped;
+      shards += name.size() > 6 && name.compare(name.size() - 6, 6, ".shard") == 0;
     }
   }
   if (ec) fail("cannot list directory ", dir, ": ", ec.message());
+  if (found.empty() && shards > 0)
+    fail("directory ", dir, " holds ", shards, " shard(s) of biofm prepare but no manifest.json: that prepare did not "
+         "finish (or the manifest was removed); run biofm prepare again");
   if (found.empty())
     fail("directory ", dir, " holds no sequence files (", skipped,
          " other file(s) skipped; recognised: .fasta .fa .faa .fna .fas .ffn .csv .tsv .tab .jsonl .json .txt, "
