@@ -412,57 +412,61 @@ void remove_stale_tmp_dirs(const std::string& ckpt_dir) {
 
 namespace {
 
+// A resolved config (config.yaml, to_yaml), or a null node when it does not parse: the checks
+// below then find nothing (the checkpoint is judged by its tensors).
+YAML::Node parse_config_yaml(const std::string& yaml) {
+  try {
+    return YAML::Load(yaml);
+  } catch (const std::exception&) {
+    return YAML::Node();
+  }
+}
+
 // Each key of the model section (model.config's one level down) whose value differs between two
 // resolved configs, as "model.config.hidden_size: 32 in the checkpoint, 64 now"; the keys that
-// only shape initialization, and init_from, aside. "" when none differ or a config does not parse.
-std::string model_differences(const std::string& saved_yaml, const std::string& current_yaml) {
+// only shape initialization, and init_from, aside, and a key only one of them has. "" when none.
+std::string model_differences(const YAML::Node& saved_config, const YAML::Node& current_config) {
   static const std::set<std::string> kInitOnly = {"init_from", "initializer_range", "embedding_init_std", "scaled_init"};
   std::string out;
-  try {
-    const YAML::Node saved = YAML::Load(saved_yaml)["model"], now = YAML::Load(current_yaml)["model"];
-    if (!saved.IsMap() || !now.IsMap()) return "";
-    auto compare = [&](const YAML::Node& a, const YAML::Node& b, const std::string& prefix, auto&& self) -> void {
-      std::set<std::string> keys;
-      for (const auto& kv : a) keys.insert(kv.first.as<std::string>());
-      for (const auto& kv : b) keys.insert(kv.first.as<std::string>());
-      for (const std::string& k : keys) {
-        if (kInitOnly.count(k)) continue;
-        const YAML::Node x = a[k], y = b[k];
-        if (!x || !y) continue;  // (a key one of the two biofm versions did not have)
-        if (x.IsMap() && y.IsMap()) {
-          self(x, y, prefix + k + ".", self);
-          continue;
-        }
-        const std::string xs = YAML::Dump(x), ys = YAML::Dump(y);
-        if (xs != ys) out += (out.empty() ? "" : "; ") + prefix + k + ": " + xs + " in the checkpoint, " + ys + " now";
+  auto compare = [&](const YAML::Node& a, const YAML::Node& b, const std::string& prefix, auto&& self) -> void {
+    std::set<std::string> keys;
+    for (const auto& kv : a) keys.insert(kv.first.as<std::string>());
+    for (const auto& kv : b) keys.insert(kv.first.as<std::string>());
+    for (const std::string& k : keys) {
+      if (kInitOnly.count(k)) continue;
+      const YAML::Node x = a[k], y = b[k];
+      if (!x || !y) continue;  // (a key one of the two biofm versions did not have)
+      if (x.IsMap() && y.IsMap()) {
+        self(x, y, prefix + k + ".", self);
+        continue;
       }
-    };
-    compare(saved, now, "model.", compare);
-  } catch (const std::exception&) {
-    return "";  // (a config.yaml that does not parse: the checkpoint is judged by its tensors)
-  }
+      const std::string xs = YAML::Dump(x), ys = YAML::Dump(y);
+      if (xs != ys) out += (out.empty() ? "" : "; ") + prefix + k + ": " + xs + " in the checkpoint, " + ys + " now";
+    }
+  };
+  if (!saved_config.IsMap() || !current_config.IsMap()) return "";
+  const YAML::Node saved = saved_config["model"], now = current_config["model"];
+  if (saved.IsMap() && now.IsMap()) compare(saved, now, "model.", compare);
   return out;
 }
 
-std::string yaml_scalar(const std::string& yaml, const char* section, const char* key) {
-  try {
-    const YAML::Node root = YAML::Load(yaml);
-    const YAML::Node n = section ? root[section][key] : root[key];
-    return n && n.IsScalar() ? n.as<std::string>() : "";
-  } catch (const std::exception&) {
-    return "";
-  }
+// config[section][key] (or config[key]) as text; "" when absent or not a scalar.
+std::string yaml_scalar(const YAML::Node& config, const char* section, const char* key) {
+  if (!config.IsMap()) return "";
+  const YAML::Node n = section ? config[section][key] : config[key];
+  return n && n.IsScalar() ? n.as<std::string>() : "";
 }
 
 }  // namespace
 
 std::vector<std::string> resume_differences(const std::string& saved_yaml, const std::string& current_yaml) {
+  const YAML::Node saved = parse_config_yaml(saved_yaml), now = parse_config_yaml(current_yaml);
   std::vector<std::string> out;
-  const std::string seed_then = yaml_scalar(saved_yaml, nullptr, "seed"), seed_now = yaml_scalar(current_yaml, nullptr, "seed");
+  const std::string seed_then = yaml_scalar(saved, nullptr, "seed"), seed_now = yaml_scalar(now, nullptr, "seed");
   if (!seed_then.empty() && seed_then != seed_now)
     out.push_back("seed=" + seed_now + " here, " + seed_then + " in the checkpoint's run: the data order and masking from "
                   "here on follow seed " + seed_now);
-  const std::string path_then = yaml_scalar(saved_yaml, "dataset", "path"), path_now = yaml_scalar(current_yaml, "dataset", "path");
+  const std::string path_then = yaml_scalar(saved, "dataset", "path"), path_now = yaml_scalar(now, "dataset", "path");
   if (!path_then.empty() && path_then != path_now)
     out.push_back("dataset.path differs from the checkpoint's run (" + path_then + "): its data cursor now counts samples "
                   "of " + path_now);
@@ -472,6 +476,7 @@ std::vector<std::string> resume_differences(const std::string& saved_yaml, const
 std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,
                                                        std::string* chosen_dir, const std::string& current_config_yaml) {
   auto all = list_checkpoints(ckpt_dir);
+  const YAML::Node current = parse_config_yaml(current_config_yaml);  // (null when not given)
   std::string other_model, other_dir;  // a checkpoint of another model: fails the resume (below)
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const std::string& dir = it->second;
@@ -485,7 +490,7 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
       TrainerState st;
       st.config_yaml = read_file(dir + "/config.yaml");
       if (!current_config_yaml.empty()) {
-        other_model = model_differences(st.config_yaml, current_config_yaml);
+        other_model = model_differences(parse_config_yaml(st.config_yaml), current);
         if (!other_model.empty()) {
           other_dir = dir;
           break;
