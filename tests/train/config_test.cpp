@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "biofm/core/error.h"
 #include "biofm/io/config.h"
@@ -610,4 +611,61 @@ TEST(ConfigTrain, RecipeConfigNamesRunOrSayWhatToRun) {
   const std::string msg = error_of([] { load_train_config(kConfigs, "L0_sanity"); });
   EXPECT_HAS(msg, "config 'L0_sanity' not found");
   EXPECT_HAS(msg, "the recipes' L0_sanity is --config-name esm2_sanity (ESM-2) or llama3_sanity");
+}
+
+// model.init_from loads a directory's model, architecture and all: model.config takes its values
+// (a config file's differing keys are named in a note; a command-line override that contradicts
+// the directory is an error), so the run's config.yaml describes the model that trains.
+TEST(ConfigTrain, InitFromTakesTheDirectorysArchitecture) {
+  const std::string esm_dir = std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/esm2_tiny";
+  const std::string llama_dir = std::string(BIOFM_SOURCE_DIR) + "/tests/fixtures/llama_tiny";
+  std::set<std::string> given;
+  TrainConfig c = load_train_config(kConfigs, "esm2_sanity", {"model.init_from=" + esm_dir}, nullptr, &given);
+  EXPECT_EQ(given, (std::set<std::string>{"model.init_from"}));
+  EXPECT_EQ(c.model.config.hidden_size, 128);  // esm2_sanity's
+  const std::string note = adopt_init_from_architecture(c, given);
+  EXPECT_EQ(c.model.config.hidden_size, 64);  // the directory's
+  EXPECT_EQ(c.model.config.num_hidden_layers, 2);
+  EXPECT_EQ(c.model.config.num_attention_heads, 4);
+  EXPECT_EQ(c.model.config.intermediate_size, 128);
+  EXPECT_DOUBLE_EQ(c.model.config.layer_norm_eps, 1e-5);  // (the config's spelling of the same float)
+  EXPECT_HAS(note, "comes from " + esm_dir + "/config.json");
+  EXPECT_HAS(note, "model.config.hidden_size=128 (the directory's: 64)");
+  EXPECT_HAS(note, "model.config.num_hidden_layers=4 (the directory's: 2)");
+  EXPECT_HAS(note, "model.config.intermediate_size=512 (the directory's: 128)");
+  EXPECT_EQ(note.find("num_attention_heads"), std::string::npos) << note;  // (4 in both)
+  EXPECT_EQ(note.find("initializer_range"), std::string::npos) << note;    // (init only)
+  EXPECT_EQ(adopt_init_from_architecture(c, given), "");  // adopted: nothing differs any more
+
+  // An override that contradicts the directory fails naming it; one that agrees is fine.
+  given.clear();
+  TrainConfig d = load_train_config(kConfigs, "esm2_sanity",
+                                    {"model.init_from=" + esm_dir, "model.config.num_hidden_layers=3"}, nullptr, &given);
+  const std::string msg = error_of([&] { adopt_init_from_architecture(d, given); });
+  EXPECT_HAS(msg, "model.config.num_hidden_layers=3 (the directory's: 2) contradict");
+  EXPECT_EQ(msg.find("hidden_size"), std::string::npos) << msg;  // (from the file: a note, not an error)
+  given.clear();
+  TrainConfig e = load_train_config(kConfigs, "esm2_sanity",
+                                    {"model.init_from=" + esm_dir, "model.config.num_hidden_layers=2"}, nullptr, &given);
+  EXPECT_EQ(error_of([&] { adopt_init_from_architecture(e, given); }), "");
+  EXPECT_EQ(e.model.config, c.model.config);
+
+  // Llama: GQA and the llama3 rope scaling come from the directory too.
+  given.clear();
+  TrainConfig l = load_train_config(kConfigs, "llama3_sanity", {"model.init_from=" + llama_dir}, nullptr, &given);
+  adopt_init_from_architecture(l, given);
+  EXPECT_EQ(l.model.config.hidden_size, 64);
+  EXPECT_EQ(l.model.config.kv_heads(), 2);
+  EXPECT_EQ(l.model.config.max_position_embeddings, 256);
+  EXPECT_EQ(l.model.config.rope_scaling_type, "llama3");
+  EXPECT_EQ(l.model.config.original_max_position_embeddings, 64);
+  EXPECT_FALSE(l.model.config.tie_word_embeddings);
+
+  // Another family's directory, and no init_from at all.
+  TrainConfig wrong = load_train_config(kConfigs, "esm2_sanity", {"model.init_from=" + llama_dir});
+  EXPECT_HAS(error_of([&] { adopt_init_from_architecture(wrong, {}); }), "holds a llama model but model.family is esm2");
+  TrainConfig none = load_train_config(kConfigs, "esm2_sanity");
+  const TrainConfig before = none;
+  EXPECT_EQ(adopt_init_from_architecture(none, {}), "");
+  EXPECT_EQ(none, before);
 }

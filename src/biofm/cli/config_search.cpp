@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 
 #include "biofm/core/error.h"
 #include "biofm/data/input_files.h"
@@ -176,11 +177,12 @@ std::string without_overlay(std::string msg, const Overlay& overlay, const std::
 }
 
 TrainConfig load_composed(const std::vector<std::string>& dirs, const std::string& name,
-                          const std::vector<std::string>& overrides, std::vector<std::string>* notes) {
-  if (dirs.size() == 1) return load_train_config(dirs[0], name, overrides, notes);
+                          const std::vector<std::string>& overrides, std::vector<std::string>* notes,
+                          std::set<std::string>* overridden) {
+  if (dirs.size() == 1) return load_train_config(dirs[0], name, overrides, notes, overridden);
   Overlay overlay(dirs);
   try {
-    TrainConfig cfg = load_train_config(overlay.path(), name, overrides, notes);
+    TrainConfig cfg = load_train_config(overlay.path(), name, overrides, notes, overridden);
     if (notes)
       for (std::string& n : *notes) n = without_overlay(n, overlay, dirs);
     return cfg;
@@ -194,8 +196,10 @@ TrainConfig load_composed(const std::vector<std::string>& dirs, const std::strin
 TrainConfig load_train_config_searched(const std::vector<std::string>& dirs, const std::string& name,
                                        const std::vector<std::string>& overrides) {
   std::vector<std::string> notes;
-  TrainConfig cfg = load_composed(dirs, name, overrides, &notes);
+  std::set<std::string> overridden;
+  TrainConfig cfg = load_composed(dirs, name, overrides, &notes, &overridden);
   resolve_input_paths(cfg, shipped_roots());
+  if (std::string note = adopt_init_from_architecture(cfg, overridden); !note.empty()) notes.push_back(note);
   // What the recipes' spellings (in the files and the overrides) were read as, and other notes
   // of loading: once per run (rank 0 or the only process).
   int rank = 0;

@@ -39,6 +39,9 @@ struct ModelFamily {
   std::unique_ptr<LanguageModel> (*build)(const ModelShape& shape, Device device, const BuildOptions& o) = nullptr;
   // A Hugging Face directory of this family (config.json model_type == hf_model_type).
   std::unique_ptr<LanguageModel> (*load)(const std::string& dir, Device device, const BuildOptions& o) = nullptr;
+  // The architecture that directory's config.json sets, written over the keys of `shape` that
+  // the family reads (the others are left as they are): what `load` would build.
+  void (*read_shape)(const std::string& dir, ModelShape& shape) = nullptr;
   const Tokenizer& (*tokenizer)() = nullptr;
   // The training / evaluation batches (data and the tokenizer must outlive the source).
   std::unique_ptr<BatchSource> (*batches)(const DataOptions& o, const SequenceCorpus& data) = nullptr;

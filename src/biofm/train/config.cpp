@@ -701,7 +701,8 @@ std::string recipe_config_hint(const std::string& name) {
 }  // namespace
 
 TrainConfig load_train_config(const std::string& configs_dir, const std::string& name,
-                              const std::vector<std::string>& overrides, std::vector<std::string>* notes) {
+                              const std::vector<std::string>& overrides, std::vector<std::string>* notes,
+                              std::set<std::string>* overridden) {
   config::Config c(train_config_schema());
   try {
     c = config::load(train_config_schema(), configs_dir, name, overrides);
@@ -712,6 +713,9 @@ TrainConfig load_train_config(const std::string& configs_dir, const std::string&
   }
   TrainConfig t = train_config_from(c);
   check_train_config(t);
+  if (overridden)
+    for (const config::KeySpec& k : train_config_schema().keys())
+      if (c.origin(k.key).rfind("override '", 0) == 0) overridden->insert(k.key);
   if (notes) {
     *notes = c.notes();
     // (the recipes pass both batch sizes; under packing only the token budget applies)
@@ -735,6 +739,43 @@ TrainConfig load_train_config_string(const std::string& yaml,
       train_config_from(config::load_string(train_config_schema(), yaml, overrides, configs_dir));
   check_train_config(t);
   return t;
+}
+
+namespace {
+std::string value_text(const config::Value& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v)) return config::format_float(*d);
+  if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const auto* s = std::get_if<std::string>(&v)) return s->empty() ? "''" : *s;
+  return "[...]";
+}
+}  // namespace
+
+std::string adopt_init_from_architecture(TrainConfig& cfg, const std::set<std::string>& overridden) {
+  const std::string& dir = cfg.model.init_from;
+  if (dir.empty()) return "";
+  const ModelFamily& family = family_named(cfg.model.family);
+  const ModelFamily& held = family_of_dir(dir);
+  if (&held != &family)
+    fail("model.init_from '", dir, "' holds a ", held.name, " model but model.family is ", family.name);
+  TrainConfig from_dir = cfg;
+  family.read_shape(dir, from_dir.model.config);
+  const config::Config a = to_config(cfg), b = to_config(from_dir);
+  std::string given, unused;
+  for (const config::KeySpec& k : train_config_schema().keys()) {
+    if (k.key.rfind("model.config.", 0) != 0 || a.get(k.key) == b.get(k.key)) continue;
+    std::string& list = overridden.count(k.key) ? given : unused;
+    list += (list.empty() ? "" : ", ") + k.key + "=" + value_text(a.get(k.key)) + " (the directory's: " +
+            value_text(b.get(k.key)) + ")";
+  }
+  if (!given.empty())
+    fail("model.init_from=", dir, " loads a model with the architecture of its config.json, which the override(s) ",
+         given, " contradict: drop them (a loaded model keeps its architecture)");
+  cfg.model.config = from_dir.model.config;
+  check_train_config(cfg);
+  if (unused.empty()) return "";
+  return "model.init_from: the model's architecture comes from " + dir + "/config.json; the config's " + unused +
+         (unused.find(", ") == std::string::npos ? " is" : " are") + " not used";
 }
 
 std::string to_yaml(const TrainConfig& cfg, const std::string& header) {

@@ -8,6 +8,7 @@
 // cross-key rules of check_train_config before anything runs.
 #pragma once
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -255,14 +256,23 @@ struct TrainConfig {
 // nearest valid key; a missing name lists the available configs). notes (optional): what the
 // recipes' spellings were read as (config::Config::notes) and other remarks on the config, for
 // the command to print.
+// overridden (optional): the keys that a command-line override set.
 TrainConfig load_train_config(const std::string& configs_dir, const std::string& name,
                               const std::vector<std::string>& overrides = {},
-                              std::vector<std::string>* notes = nullptr);
+                              std::vector<std::string>* notes = nullptr,
+                              std::set<std::string>* overridden = nullptr);
 // The same from YAML text (tests, saved run configs). `defaults:` in it is looked up in
 // configs_dir when given.
 TrainConfig load_train_config_string(const std::string& yaml,
                                      const std::vector<std::string>& overrides = {},
                                      const std::string& configs_dir = "");
+
+// With model.init_from, the architecture is the directory's (its config.json): model.config
+// takes the directory's values. A key that differs from them and was set on the command line
+// (`overridden`) is an error naming it; one that came from a config file is reported in the
+// returned note, which names each key that is not used. The directory's family must be
+// model.family. Nothing is changed (and "" returned) without model.init_from.
+std::string adopt_init_from_architecture(TrainConfig& cfg, const std::set<std::string>& overridden);
 
 // The resolved config as YAML, every key present; load_train_config_string(to_yaml(c)) == c.
 // Saved as config.yaml in run and checkpoint directories.

@@ -1,5 +1,6 @@
 // The ESM-2 entry of the model registry: masked LM on protein sequences.
 #include "biofm/models/esm2/model.h"
+#include "biofm/models/hf_dir.h"
 #include "biofm/models/registry.h"
 
 namespace biofm {
@@ -42,6 +43,20 @@ std::unique_ptr<LanguageModel> load(const std::string& dir, Device device, const
   return Esm2Model::from_hf_dir(dir, device, o.precision, o.seed, o.shard);
 }
 
+void read_shape(const std::string& dir, ModelShape& m) {
+  const HfDirContents hf = read_hf_dir(dir);
+  const Esm2Config c = esm2_config_from_hf_json(hf.config_json, hf.config_path);
+  m.vocab_size = c.vocab_size;
+  m.hidden_size = c.hidden_size;
+  m.num_hidden_layers = c.num_hidden_layers;
+  m.num_attention_heads = c.num_attention_heads;
+  m.intermediate_size = c.intermediate_size;
+  m.max_position_embeddings = c.max_position_embeddings;
+  // (read as a float: a config's 1e-05 is the same value as the file's)
+  if (float(m.layer_norm_eps) != c.layer_norm_eps) m.layer_norm_eps = c.layer_norm_eps;
+  m.token_dropout = c.token_dropout;
+}
+
 const Tokenizer& tokenizer() { return esm_tokenizer(); }
 
 std::unique_ptr<BatchSource> batches(const DataOptions& o, const SequenceCorpus& data) {
@@ -60,6 +75,7 @@ const ModelFamily& esm2_family() {
                              .check_config = check_config,
                              .build = build,
                              .load = load,
+                             .read_shape = read_shape,
                              .tokenizer = tokenizer,
                              .batches = batches};
   return f;

@@ -1,4 +1,5 @@
 // The Llama entry of the model registry: causal LM on DNA (the OpenGenome2 recipe).
+#include "biofm/models/hf_dir.h"
 #include "biofm/models/llama/model.h"
 #include "biofm/models/registry.h"
 
@@ -47,6 +48,28 @@ std::unique_ptr<LanguageModel> load(const std::string& dir, Device device, const
   return LlamaModel::from_hf_dir(dir, device, o.precision, o.no_decay_on_1d_and_embeddings, o.seed, o.shard);
 }
 
+void read_shape(const std::string& dir, ModelShape& m) {
+  const HfDirContents hf = read_hf_dir(dir);
+  const LlamaConfig c = llama_config_from_hf_json(hf.config_json, hf.config_path);
+  m.vocab_size = c.vocab_size;
+  m.hidden_size = c.hidden_size;
+  m.intermediate_size = c.intermediate_size;
+  m.num_hidden_layers = c.num_hidden_layers;
+  m.num_attention_heads = c.num_attention_heads;
+  if (m.kv_heads() != c.num_key_value_heads) m.num_key_value_heads = c.num_key_value_heads;  // (0 means "as many")
+  m.max_position_embeddings = c.max_position_embeddings;
+  m.rms_norm_eps = c.rms_norm_eps;
+  m.rope_theta = c.rope_theta;
+  m.rope_scaling_type = c.rope_type == "default" ? "" : c.rope_type;
+  if (!m.rope_scaling_type.empty()) {  // (the scaling keys mean nothing without scaling)
+    m.rope_scaling_factor = c.rope_factor;
+    m.low_freq_factor = c.low_freq_factor;
+    m.high_freq_factor = c.high_freq_factor;
+    m.original_max_position_embeddings = c.original_max_position_embeddings;
+  }
+  m.tie_word_embeddings = c.tie_word_embeddings;
+}
+
 const Tokenizer& tokenizer() { return nucleotide_tokenizer(); }
 
 std::unique_ptr<BatchSource> batches(const DataOptions& o, const SequenceCorpus& data) {
@@ -65,6 +88,7 @@ const ModelFamily& llama_family() {
                              .check_config = check_config,
                              .build = build,
                              .load = load,
+                             .read_shape = read_shape,
                              .tokenizer = tokenizer,
                              .batches = batches};
   return f;
