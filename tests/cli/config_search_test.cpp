@@ -87,3 +87,20 @@ TEST(ConfigSearch, ShippedRootsIncludeTheSourceTree) {
   EXPECT_TRUE(fs::exists(cfg.dataset.val_path)) << cfg.dataset.val_path;
   EXPECT_EQ(cfg.model.init_from, "");
 }
+
+// With --config-dir, the directories are searched as one: a config missing from all of them
+// (here a misspelt `defaults:` entry) is named with the directories searched, not the temporary
+// directory that joins them.
+TEST(ConfigSearch, MissingConfigNamesTheSearchPath) {
+  const std::string mine = fresh("configs");
+  std::ofstream(mine + "/mine.yaml") << "defaults: [esm2_bse]\nnum_train_steps: 3\n";
+  const std::string shipped = std::string(BIOFM_SOURCE_DIR) + "/configs";
+  const std::string msg = error_of([&] { load_train_config_searched({mine, shipped}, "mine", {}); });
+  EXPECT_NE(msg.find("config 'esm2_bse' not found on the config search path (no esm2_bse.yaml in " + mine + ", " +
+                     shipped + ") (listed in 'defaults' of " + mine + "/mine.yaml:1); did you mean 'esm2_base'?"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("biofm_configs_"), std::string::npos) << msg;  // (the overlay's temporary name)
+  const std::string top = error_of([&] { load_train_config_searched({mine, shipped}, "minee", {}); });
+  EXPECT_NE(top.find("config 'minee' not found on the config search path (no minee.yaml in "), std::string::npos) << top;
+}

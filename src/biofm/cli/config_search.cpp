@@ -157,6 +157,17 @@ namespace {
 std::string without_overlay(std::string msg, const Overlay& overlay, const std::vector<std::string>& dirs) {
   std::string where;
   for (const auto& d : dirs) where += (where.empty() ? "" : ":") + d;
+  // (a config missing from every directory: io's "not found in 'DIR' (no DIR/x.yaml)")
+  const std::string missing = "not found in '" + overlay.path() + "' (no " + overlay.path() + "/";
+  if (const size_t p = msg.find(missing); p != std::string::npos) {
+    const size_t file = p + missing.size(), close = msg.find(')', file);
+    if (close != std::string::npos) {
+      std::string listed;
+      for (const auto& d : dirs) listed += (listed.empty() ? "" : ", ") + d;
+      msg.replace(p, close + 1 - p,
+                  "not found on the config search path (no " + msg.substr(file, close - file) + " in " + listed + ")");
+    }
+  }
   const auto in_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'; };
   for (size_t p; (p = msg.find(overlay.path())) != std::string::npos;) {
     size_t end = p + overlay.path().size();
