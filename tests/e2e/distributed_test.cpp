@@ -262,6 +262,11 @@ TEST_P(DistributedStop, StopsAllRanksWithACheckpointAndTheSameCommandResumes) {
   RunResult r = sh(script);
   EXPECT_NE(r.output.find("stopped by signal"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("exit 0"), std::string::npos) << r.output;
+  // One stop, said once (rank 0), though every rank got the signal.
+  const std::string said = "stopping after this step";
+  const size_t first = r.output.find(said);
+  EXPECT_NE(first, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(said, first + 1), std::string::npos) << r.output;
   int64_t saved = -1;
   for (auto& e : fs::directory_iterator(dir + "/checkpoints"))
     if (e.path().filename().string().rfind("step_", 0) == 0) saved = std::stoll(e.path().filename().string().substr(5));

@@ -98,6 +98,7 @@ json evaluate_held_out(LanguageModel& model, BatchSource& data, int64_t max_batc
 // leaves only complete ones (and a .tmp_step_* directory removed next start).
 std::atomic<int> g_stop_signal{0};
 std::atomic<int64_t> g_stop_signal_ns{0};
+std::atomic<bool> g_stop_announce{true};  // rank 0 says it (every rank gets the signal from a launcher)
 
 extern "C" void on_stop_signal(int sig) {
   timespec now{};
@@ -111,15 +112,18 @@ extern "C" void on_stop_signal(int sig) {
   g_stop_signal = sig;
   static const char msg[] =
       "\nbiofm train: stopping after this step (a checkpoint is written; signal again, 2 s or more later, to exit now)\n";
-  ssize_t ignored = ::write(2, msg, sizeof(msg) - 1);
-  (void)ignored;
+  if (g_stop_announce.load()) {
+    ssize_t ignored = ::write(2, msg, sizeof(msg) - 1);
+    (void)ignored;
+  }
 }
 
 // Installs the handlers for the lifetime of a run; restores the previous ones after.
 class StopSignals {
  public:
-  StopSignals() {
+  explicit StopSignals(bool announce) {
     g_stop_signal = 0;
+    g_stop_announce = announce;
     struct sigaction sa {};
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
@@ -490,7 +494,7 @@ class TrainingRun {
     ThroughputWindow window(model_->dims(), /*watch_gpu=*/device_ == Device::CUDA);
     const ScheduleSpec sched{cfg_.scheduler.type, cfg_.scheduler.warmup_steps, cfg_.num_train_steps,
                              cfg_.scheduler.decay_fraction, cfg_.scheduler.min_lr_ratio};
-    StopSignals signals;
+    StopSignals signals(/*announce=*/root_);
     for (; step_ < cfg_.num_train_steps; ++step_) {
       if (coord_) coord_->set_step(step_ + 1);
       std::vector<Batch> micro;
