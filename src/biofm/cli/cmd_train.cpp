@@ -24,8 +24,9 @@ const CommandSpec kTrainSpec{
         "Loads NAME.yaml from the config search path, applies the dotted overrides, validates every\n"
         "key, then trains. Search path: --config-dir DIR, <exe_dir>/../share/biofm/configs, the source\n"
         "tree's configs/, ./configs (a config's `defaults:` are found along the same path).\n"
-        "An override with an unknown key or a bad value is a usage error (exit 2); a config file's\n"
-        "mistakes and the rules across keys are checked on the composed config (exit 1).",
+        "Overrides: key=value (also +key=value, ++key=value); ~key or ~section resets to the built-in\n"
+        "default listed below. An override with an unknown key or a bad value is a usage error (exit 2);\n"
+        "a config file's mistakes and the rules across keys are checked on the composed config (exit 1).",
     .help_tail = config_keys_help,
     .config_schema = train_config_schema,
 };
