@@ -192,6 +192,25 @@ TEST(E2eHardening, SigtermCheckpointsAndResumeKeepsMetricsOnce) {
   expect_clean_error(run(tiny_train_args(out, 1)), {"num_train_steps"}, "below checkpoint");
 }
 
+// The last step is saved even when num_train_steps is not a multiple of save_every_n_steps, so
+// the same command started again finds the run finished (it trained the whole run anew and
+// rewrote metrics.jsonl); save_every_n_steps=0 saves none.
+TEST(E2eHardening, TheLastStepIsCheckpointedSoAFinishedRunIsNotTrainedAgain) {
+  const std::string out = fresh_dir("last_step");
+  RunResult r = run(tiny_train_args(out, 5));  // (save_every_n_steps=3)
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/checkpoints/step_3")) << r.output;
+  EXPECT_TRUE(fs::exists(out + "/checkpoints/step_5")) << r.output;
+  const std::string metrics = read_file(out + "/metrics.jsonl");
+  RunResult again = run(tiny_train_args(out, 5));
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(again.output.find("nothing to train"), std::string::npos) << again.output;
+  EXPECT_EQ(read_file(out + "/metrics.jsonl"), metrics);
+  const std::string none = fresh_dir("last_step_none");
+  ASSERT_EQ(run(tiny_train_args(none, 5) + " checkpoint.save_every_n_steps=0").code, 0);
+  EXPECT_FALSE(fs::exists(none + "/checkpoints/step_5"));
+}
+
 TEST(E2eHardening, AllCheckpointsCorruptIsSaid) {
   const std::string out = fresh_dir("allcorrupt");
   ASSERT_EQ(run(tiny_train_args(out, 3)).code, 0);

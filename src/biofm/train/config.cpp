@@ -374,7 +374,7 @@ Registry build_registry() {
   BIND(checkpoint.ckpt_dir, .aliases = {"dir", "checkpoint_dir"},
        .help = "\"\" = <output_dir>/checkpoints");
   BIND(checkpoint.save_every_n_steps, .range = ge(0), .aliases = {"save_interval", "save_steps"},
-       .help = "0 = only the final step");
+       .help = "also the last step; 0 = none (a stop by signal still saves one)");
   BIND(checkpoint.max_checkpoints, .range = ge(0), .aliases = {"keep", "save_total_limit"},
        .help = "0 = keep all");
   BIND(checkpoint.resume_from_checkpoint, .aliases = {"resume"});

@@ -550,8 +550,11 @@ class TrainingRun {
     }
   }
 
+  // Every save_every_n_steps steps, and at the last step (as the HF Trainer saves at the end):
+  // the same command started again then finds the run finished instead of training it anew.
   bool checkpoint_due(int64_t done) const {
-    return cfg_.checkpoint.save_every_n_steps > 0 && done % cfg_.checkpoint.save_every_n_steps == 0;
+    const int64_t every = cfg_.checkpoint.save_every_n_steps;
+    return every > 0 && (done % every == 0 || done == cfg_.num_train_steps);
   }
 
   // Reads loss and grad norm when the step logs or saves a checkpoint (and, on the CPU where
