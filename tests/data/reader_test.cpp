@@ -213,6 +213,16 @@ TEST(DataReader, FormatDetection) {
   EXPECT_STREQ(format_name(SequenceFormat::Tsv), "tsv");
 }
 
+// A UTF-8 byte-order mark (Windows editors write one) before the first header is not data.
+TEST(DataReader, FastaStartingWithAByteOrderMark) {
+  TempDir dir;
+  auto recs = read_all(dir.write("bom.fasta", "\xEF\xBB\xBF>a desc\nMKV\n>b\nAC\n"));
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].name, "a");
+  EXPECT_EQ(recs[0].sequence, "MKV");
+  EXPECT_EQ(recs[1].sequence, "AC");
+}
+
 // ---------------------------------------------------------------- CSV
 
 TEST(DataReader, CsvQuotingRfc4180) {

@@ -170,3 +170,26 @@ TEST(InferInput, StreamedCorpusKeepsTwoPiecesAndEvalsAsInMemory) {
   EXPECT_FALSE(streamed.next_eval(b));
   EXPECT_GT(batches, 5);
 }
+
+// Records of a table without a name column are named by their place in the input (their row in
+// the outputs; a bedGraph track needs a name per record): across files and pieces, empty records
+// skipped. With the name column the table's names are kept.
+TEST(InferInput, UnnamedRecordsAreNamedByTheirPlace) {
+  biofm::testing::TempDir dir;
+  dir.write("a.csv", "id,sequence\nx1,MKV\nx2,\nx3,ACD\n");
+  dir.write("b.txt", "WWW\n\nYYY\n");
+  InputStream in = InputStream::files(dir.file("a.csv") + "," + dir.file("b.txt"));
+  const auto got = drain(in, 2);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0], std::make_pair(std::string("record:0"), std::string("MKV")));
+  EXPECT_EQ(got[1], std::make_pair(std::string("record:1"), std::string("ACD")));
+  EXPECT_EQ(got[2], std::make_pair(std::string("record:2"), std::string("WWW")));
+  EXPECT_EQ(got[3], std::make_pair(std::string("record:3"), std::string("YYY")));
+  ReaderOptions named;
+  named.name_column = "id";
+  InputStream by_id = InputStream::files(dir.file("a.csv"), named);
+  const auto ids = drain(by_id, 10);
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(ids[0].first, "x1");
+  EXPECT_EQ(ids[1].first, "x3");
+}

@@ -140,6 +140,7 @@ ReaderOptions reader_options(const Flags& f) {
     }
   }
   ro.column = f.get("--column", "sequence");
+  ro.name_column = f.get("--name-column", "");
   return ro;
 }
 

@@ -167,6 +167,7 @@ struct SequenceReader::Impl {
         // Find the first header; anything but blank lines and ';' comments before it is an error.
         for (;;) {
           if (!in.getline(line)) return false;
+          if (in.line_no() == 1) strip_bom(line);  // (editors on Windows start files with one)
           std::string_view t = trim(line);
           if (t.empty() || t[0] == ';') continue;
           if (line[0] == '>') {

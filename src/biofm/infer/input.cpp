@@ -132,7 +132,9 @@ uint64_t InputStream::read(uint64_t count_wanted, SequenceDataset& out) {
   }
   SequenceRecord rec;
   for (; got < count_wanted && next(rec); ++got) {
-    out.add(rec.sequence, rec.name);
+    // (a table or text line without a name column: named by its place in the input, which is
+    // its row in the outputs, as a prepared split's records are)
+    out.add(rec.sequence, rec.name.empty() ? "record:" + std::to_string(position_) : rec.name);
     count(rec.sequence.size());
   }
   return got;

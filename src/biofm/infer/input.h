@@ -6,6 +6,8 @@
 // same SequenceReader that SequenceDataset::load uses (same formats, cleaning, errors and
 // counts), or the split of a `biofm prepare` directory through PreparedCorpus (memory-mapped
 // shards, decoded back to residue text as read_prepared_split does, named "<split>:<index>").
+// A record without a name (CSV, TSV, JSONL without a name column; plain text) is named
+// "record:<index>", its 0-based place in the input (its row in the outputs).
 // The commands make two passes: scan() counts the records (and whatever the caller sums from
 // each sequence: tokens for the progress line, truncations, the alphabet check) keeping nothing,
 // then the work reads the records again piece by piece; skip() passes over records without
