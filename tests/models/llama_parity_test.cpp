@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "biofm/data/causal.h"
 #include "biofm/data/dataset.h"
 #include "biofm/io/atomic_file.h"
@@ -236,6 +238,21 @@ TEST(ModelsLlamaConfig, WrittenConfigReadsBack) {
   EXPECT_EQ(d.inv_freq(), c.inv_freq());
   EXPECT_EQ(d.rms_norm_eps, 1e-5);
   EXPECT_NE(llama_config_to_hf_json(c).find("\"rope_parameters\""), std::string::npos);
+  // The transformers 4.x spelling of the same RoPE is written too (4.x reads only top-level
+  // rope_theta and rope_scaling): without rope_parameters the file reads as the same model.
+  c.rope_theta = 250000.0;
+  nlohmann::json legacy = nlohmann::json::parse(llama_config_to_hf_json(c));
+  legacy.erase("rope_parameters");
+  EXPECT_EQ(legacy["rope_scaling"]["rope_type"], "llama3");
+  EXPECT_EQ(legacy["torch_dtype"], "float32");
+  const LlamaConfig e = llama_config_from_hf_json(legacy.dump(), "legacy");
+  EXPECT_EQ(e.rope_theta, 250000.0);
+  EXPECT_EQ(e.rope_type, "llama3");
+  EXPECT_EQ(e.rope_factor, 8.0);
+  EXPECT_EQ(e.original_max_position_embeddings, 32);
+  EXPECT_EQ(e.inv_freq(), c.inv_freq());
+  c.rope_type = "default";  // no scaling: rope_scaling null, as 4.x writes it
+  EXPECT_TRUE(nlohmann::json::parse(llama_config_to_hf_json(c))["rope_scaling"].is_null());
 }
 
 // Tied weights: the embedding's gradient is the sum of its two uses (lookup and LM head).

@@ -115,6 +115,7 @@ std::string esm2_config_to_hf_json(const Esm2Config& c) {
       {"tie_word_embeddings", true},
       {"token_dropout", c.token_dropout},
       {"torch_dtype", "float32"},
+      {"dtype", "float32"},  // (transformers 5's name of torch_dtype)
       {"use_cache", true},
       {"vocab_list", nullptr},
       {"vocab_size", c.vocab_size},

@@ -224,6 +224,11 @@ std::string llama_config_to_hf_json(const LlamaConfig& c) {
     rope["high_freq_factor"] = c.high_freq_factor;
     rope["original_max_position_embeddings"] = c.original_max_position_embeddings;
   }
+  json legacy_scaling = nullptr;
+  if (c.rope_type != "default") {
+    legacy_scaling = rope;
+    legacy_scaling.erase("rope_theta");
+  }
   json j = {
       {"architectures", {"LlamaForCausalLM"}},
       {"model_type", "llama"},
@@ -245,8 +250,13 @@ std::string llama_config_to_hf_json(const LlamaConfig& c) {
       {"pretraining_tp", 1},
       {"rms_norm_eps", c.rms_norm_eps},
       {"rope_parameters", rope},
+      // (the transformers 4.x spelling of the same RoPE, which 4.x reads instead: without it a
+      // 4.x LlamaConfig takes rope_theta 10000 and no scaling)
+      {"rope_theta", c.rope_theta},
+      {"rope_scaling", legacy_scaling},
       {"tie_word_embeddings", c.tie_word_embeddings},
       {"dtype", "float32"},
+      {"torch_dtype", "float32"},  // (4.x's name of dtype)
       {"use_cache", true},
       {"vocab_size", c.vocab_size},
   };
