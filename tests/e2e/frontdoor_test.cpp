@@ -347,3 +347,46 @@ TEST(FrontDoor, BenchNamesThePrecisionOfEachLayer) {
   const nlohmann::json j = nlohmann::json::parse(f);
   EXPECT_EQ(j.at("precision_by_layer"), "layers 1-2: fp8 Float8BlockScaling, layers 3-6: fp32");
 }
+
+// embed --output DIR resumes by what it read, not where: the model and the input moved elsewhere
+// (another mount point, a renamed run directory) are the same run; another model written over
+// the same directory is not (its shards would be mixed with the first model's).
+TEST(FrontDoor, EmbedResumeFollowsTheContentNotThePaths) {
+  const std::string d = fresh_dir("embed_moved");
+  fs::create_directories(d + "/a");
+  fs::copy(src("tests/fixtures/esm2_tiny"), d + "/a/model", fs::copy_options::recursive);
+  {
+    std::ifstream in(src("data/proteins_val.fasta"));
+    std::ofstream out(d + "/a/in.fasta");
+    std::string line;
+    for (int records = 0; std::getline(in, line);) {
+      if (!line.empty() && line[0] == '>' && ++records > 24) break;
+      out << line << "\n";
+    }
+  }
+  const std::string env = "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE OMP_NUM_THREADS=1 ";
+  auto embed = [&](const std::string& where) {
+    return sh(env + BIOFM_BINARY + " embed --model " + d + "/" + where + "/model --input " + d + "/" + where +
+              "/in.fasta --device cpu --output " + d + "/out --shard-size 8");
+  };
+  RunResult first = embed("a");
+  ASSERT_EQ(first.code, 0) << first.output;
+  const std::string gone = d + "/out/shard-00001.safetensors";
+  fs::remove(gone);
+  fs::rename(d + "/a", d + "/b");
+  RunResult moved = embed("b");
+  ASSERT_EQ(moved.code, 0) << moved.output;
+  EXPECT_NE(moved.output.find("16 records from complete shards"), std::string::npos) << moved.output;
+  EXPECT_TRUE(fs::exists(gone));
+  // Another model in the same place (the last bytes of its weights changed) is refused.
+  fs::remove(gone);
+  {
+    std::fstream w(d + "/b/model/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    w.seekp(-4, std::ios::end);
+    w.write("\x01\x02\x03\x04", 4);
+  }
+  RunResult other = embed("b");
+  EXPECT_EQ(other.code, 1) << other.output;
+  EXPECT_NE(other.output.find("different command"), std::string::npos) << other.output;
+  EXPECT_FALSE(fs::exists(gone));
+}

@@ -61,3 +61,26 @@ TEST(RunKey, AKeyStoredWithPathsAsSpelledStillMatches) {
     EXPECT_FALSE(embed_key("./esm_run/final_model/", "in.fasta").matches("embed model=esm_run/final_model"));
   });
 }
+
+// Content fields compare fingerprints: the same content under another path matches, other
+// content under the same path does not; a key stored with the path alone (older versions)
+// matches by path.
+TEST(RunKey, ContentFieldsCompareFingerprints) {
+  auto key = [](const std::string& model, uint64_t model_fp, const std::string& input, uint64_t input_fp) {
+    RunKey k("embed");
+    k.content("model", model, model_fp).content_list("input", input, input_fp).add("records", 40);
+    return k;
+  };
+  const std::string stored = key("/a/model", 0x1234, "/a/in.fasta", 0xabcd).str();
+  EXPECT_EQ(stored, "embed model=/a/model#0000000000001234 input=/a/in.fasta#000000000000abcd records=40");
+  EXPECT_TRUE(key("/mnt/b/model", 0x1234, "/mnt/b/in.fasta", 0xabcd).matches(stored));
+  EXPECT_FALSE(key("/a/model", 0x1235, "/a/in.fasta", 0xabcd).matches(stored));
+  EXPECT_FALSE(key("/a/model", 0x1234, "/a/in.fasta", 0xabce).matches(stored));
+  const std::string old = "embed model=/a/model input=/a/in.fasta records=40";
+  EXPECT_TRUE(key("/a/model", 0x1234, "/a/in.fasta", 0xabcd).matches(old));
+  EXPECT_FALSE(key("/mnt/b/model", 0x1234, "/a/in.fasta", 0xabcd).matches(old));
+  // (a '#' in a path is part of the path)
+  const std::string hashed = key("/a/run#2/model", 7, "/a/in.fasta", 9).str();
+  EXPECT_TRUE(key("/z/model", 7, "/z/in.fasta", 9).matches(hashed));
+  EXPECT_TRUE(key("/a/run#2/model", 1, "/a/in.fasta", 1).matches("embed model=/a/run#2/model input=/a/in.fasta records=40"));
+}

@@ -159,6 +159,7 @@ int cmd_embed(int argc, char** argv) {
   infer::AlphabetReport alphabet = infer::alphabet_report(tok);
   std::vector<int64_t> piece_tokens;  // tokens each piece feeds the model
   int64_t total_rows = 0;             // per-token rows of all records (one .safetensors file)
+  infer::RecordsFingerprint input_fingerprint;
   const DatasetStats stats = infer::scan(
       in,
       [&](uint64_t i, std::string_view seq) {
@@ -168,7 +169,7 @@ int cmd_embed(int argc, char** argv) {
         piece_tokens[p] += infer::record_tokens(seq.size(), o);
         if (o.per_token && one_file) total_rows += infer::record_rows(seq.size(), o);
       },
-      uint64_t(piece));
+      uint64_t(piece), &input_fingerprint);
   const std::string alpha = alphabet.warning();
   if (!alpha.empty()) std::fprintf(stderr, "%s\n", alpha.c_str());
   const int64_t n = int64_t(stats.records);
@@ -177,7 +178,9 @@ int cmd_embed(int argc, char** argv) {
   for (size_t l = 0; l < o.layers.size(); ++l) layers_json += (l ? "," : "") + std::to_string(o.layers[l]);
   layers_json += "]";
   infer::RunKey key("embed");
-  key.path("model", model_dir).paths("input", input).add("layers", layers_json).add("named", named_layers)
+  key.content("model", model_dir, infer::model_dir_fingerprint(model_dir))
+      .content_list("input", input, input_fingerprint.value())
+      .add("layers", layers_json).add("named", named_layers)
       .add("pooling", infer::pooling_name(o.pooling)).add("per_token", o.per_token).add("logits", o.logits)
       .add("window", o.window_tokens).add("windows", o.windows).add("stride", o.stride)
       .add("precision", precision.name()).add("records", n);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "biofm/core/error.h"
+#include "biofm/core/hash.h"
 #include "biofm/data/clusters.h"
 #include "biofm/data/input_files.h"
 #include "biofm/data/prepared.h"
@@ -29,20 +30,6 @@ namespace biofm {
 namespace {
 
 const char* const kSplitNames[3] = {"train", "val", "test"};
-
-uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-uint64_t mix64(uint64_t x) {  // splitmix64's finaliser: FNV's low bits are weak on their own
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 uint64_t sequence_hash(std::string_view s) { return mix64(fnv1a(s) ^ (uint64_t(s.size()) << 1)); }
 

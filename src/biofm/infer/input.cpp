@@ -152,12 +152,16 @@ uint64_t InputStream::skip(uint64_t count_wanted) {
   return got;
 }
 
-DatasetStats scan(InputStream& in, const std::function<void(uint64_t, std::string_view)>& visit, uint64_t piece) {
+DatasetStats scan(InputStream& in, const std::function<void(uint64_t, std::string_view)>& visit, uint64_t piece,
+                  RecordsFingerprint* fingerprint) {
   in.rewind();
   SequenceDataset part;
   for (uint64_t first = 0;;) {
     const uint64_t n = in.read(std::max<uint64_t>(1, piece), part);
-    for (uint64_t i = 0; i < n; ++i) visit(first + i, part.sequence(i));
+    for (uint64_t i = 0; i < n; ++i) {
+      visit(first + i, part.sequence(i));
+      if (fingerprint) fingerprint->add(part.name(i), part.sequence(i));
+    }
     first += n;
     if (n == 0) break;
   }

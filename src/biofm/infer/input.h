@@ -23,6 +23,7 @@
 #include "biofm/data/dataset.h"
 #include "biofm/data/reader.h"
 #include "biofm/data/tokenizer.h"
+#include "biofm/infer/fingerprint.h"
 
 namespace biofm::infer {
 
@@ -71,8 +72,9 @@ class InputStream {
 // One pass over the whole input (from its start, rewound again after): visit(index, sequence) for
 // every record, read `piece` records at a time. Returns the stats of the pass (stats.records is
 // the record count). A file holding no sequence, or any read error, throws as loading would.
+// fingerprint (optional) takes every record's name and sequence.
 DatasetStats scan(InputStream& in, const std::function<void(uint64_t, std::string_view)>& visit,
-                  uint64_t piece = 10000);
+                  uint64_t piece = 10000, RecordsFingerprint* fingerprint = nullptr);
 
 // The input as a SequenceCorpus of `records` records (a scan's count) for a batcher that asks
 // for them in increasing order (MlmBatcher::next_eval, eval's windows): the stream is read

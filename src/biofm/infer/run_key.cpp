@@ -1,5 +1,6 @@
 #include "biofm/infer/run_key.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "biofm/data/input_files.h"
@@ -36,26 +37,49 @@ std::string RunKey::str() const {
   return s;
 }
 
+std::string RunKey::hex(uint64_t v) {
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", (unsigned long long)v);
+  return out;
+}
+
+bool RunKey::Field::matches(const std::string& stored) const {
+  switch (kind) {
+    case Kind::Text:
+      return stored == value;
+    case Kind::Path:
+      return normal_path(stored) == value;
+    case Kind::PathList:
+      return normal_path_list(stored) == value;
+    case Kind::Content:
+    case Kind::ContentList: {
+      const size_t ours = value.rfind('#'), theirs = stored.rfind('#');
+      const bool fingerprinted = theirs != std::string::npos && stored.size() - theirs == 17 &&
+                                 stored.find_first_not_of("0123456789abcdef", theirs + 1) == std::string::npos;
+      if (fingerprinted) return stored.compare(theirs, std::string::npos, value, ours) == 0;
+      // (a key of an older version: the path alone)
+      const std::string path = value.substr(0, ours);
+      return (kind == Kind::Content ? normal_path(stored) : normal_path_list(stored)) == path;
+    }
+  }
+  return false;
+}
+
 bool RunKey::matches(const std::string& stored) const {
   if (stored == str()) return true;
   // Read the stored key with this key's fields, in order: each value runs up to the next
   // field's " name=" (the last one to the end).
   if (stored.compare(0, command_.size(), command_) != 0) return false;
   size_t at = command_.size();
-  std::string normal = command_;
   for (size_t i = 0; i < fields_.size(); ++i) {
     const std::string head = " " + fields_[i].name + "=";
     if (stored.compare(at, head.size(), head) != 0) return false;
     at += head.size();
     const size_t end = i + 1 < fields_.size() ? stored.find(" " + fields_[i + 1].name + "=", at) : stored.size();
-    if (end == std::string::npos) return false;
-    const std::string value = stored.substr(at, end - at);
-    normal += head + (fields_[i].kind == Kind::Path       ? normal_path(value)
-                      : fields_[i].kind == Kind::PathList ? normal_path_list(value)
-                                                          : value);
+    if (end == std::string::npos || !fields_[i].matches(stored.substr(at, end - at))) return false;
     at = end;
   }
-  return normal == str();
+  return at == stored.size();
 }
 
 }  // namespace biofm::infer

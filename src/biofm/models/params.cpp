@@ -5,6 +5,7 @@
 #include <memory>
 #include <utility>
 
+#include "biofm/core/hash.h"
 #include "biofm/core/rng.h"
 #include "biofm/ops/elementwise/op.h"
 
@@ -276,11 +277,8 @@ void ParamStore::load_mapped(const std::vector<Source>& sources) {
 std::string ParamStore::layout_digest() const {
   // FNV-1a over "name:shape;" of every parameter in order: cheap, and any renamed, reshaped,
   // added or reordered parameter changes it.
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&](const std::string& text) {
-    for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  };
-  for (const ParamSpec& sp : specs_) mix(sp.name + ":" + shape_str(sp.shape) + ";");
+  uint64_t h = kFnv1aStart;
+  for (const ParamSpec& sp : specs_) h = fnv1a(sp.name + ":" + shape_str(sp.shape) + ";", h);
   char out[17];
   std::snprintf(out, sizeof out, "%016llx", (unsigned long long)h);
   return out;
