@@ -172,6 +172,10 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
   EXPECT_TRUE(fs::exists(prefix + "/share/biofm/configs/esm2_base.yaml"));
   EXPECT_TRUE(fs::exists(prefix + "/share/biofm/data/proteins_sample.fasta"));
   EXPECT_FALSE(fs::exists(prefix + "/share/biofm/data/bad"));
+  // The guides that --help names (docs/INFERENCE.md, ...), without the measurement evidence.
+  EXPECT_TRUE(fs::exists(prefix + "/share/doc/biofm/docs/INFERENCE.md"));
+  EXPECT_TRUE(fs::exists(prefix + "/share/doc/biofm/docs/DATA.md"));
+  EXPECT_FALSE(fs::exists(prefix + "/share/doc/biofm/docs/evidence"));
 
   const std::string in_work = "cd '" + work + "' && ";
   RunResult info = sh(in_work + exe + " info");
