@@ -71,9 +71,39 @@ std::string error_of(const std::function<void()>& f) {
 TEST(ModelsHfDir, EsmMaskedLmWithLegacyNamesAndContactHead) {
   std::string notes;
   EXPECT_LT(check_dir<Esm2Model>("esm2_mlm", false, notes), 1e-4);
-  EXPECT_NE(notes.find("ignored 2 contact-head tensors"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("kept 2 contact-head tensors (unused here) to write into exports unchanged"), std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("1 rotary inv_freq tensor"), std::string::npos) << notes;
   EXPECT_EQ(std::count(notes.begin(), notes.end(), '\n'), 1) << "one note: " << notes;
+}
+
+// The contact head (which masked-LM training does not touch) goes into exports as it was read, so
+// a fine-tuned facebook/esm2 still predicts contacts in transformers; a bare EsmModel's head
+// gets the masked-LM model's prefix.
+TEST(ModelsHfDir, EsmExportsCarryTheContactHead) {
+  for (const char* name : {"esm2_mlm", "esm2_base"}) {
+    testing::internal::CaptureStderr();
+    auto model = Esm2Model::from_hf_dir(fixture(name), Device::CPU);
+    (void)testing::internal::GetCapturedStderr();
+    const std::string out = testing::TempDir() + "/biofm_hfdir_export_" + name;
+    fs::remove_all(out);
+    model->save_hf_dir(out);
+    const SafetensorsFile ours = read_safetensors(out + "/model.safetensors");
+    const SafetensorsFile theirs = read_safetensors(fixture(name) + "/model.safetensors");
+    const std::string prefix = std::string(name) == "esm2_base" ? "" : "esm.";
+    for (const char* t : {"contact_head.regression.weight", "contact_head.regression.bias"}) {
+      ASSERT_TRUE(ours.has(std::string("esm.") + t)) << name << " " << t;
+      const Tensor& a = ours.get(std::string("esm.") + t);
+      const Tensor& b = theirs.get(prefix + t);
+      ASSERT_EQ(a.numel(), b.numel()) << t;
+      for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.f32()[i], b.f32()[i]) << name << " " << t << " " << i;
+    }
+    // and the export loads back (the head carried again)
+    testing::internal::CaptureStderr();
+    auto again = Esm2Model::from_hf_dir(out, Device::CPU);
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("kept 2 contact-head"), std::string::npos);
+    EXPECT_EQ(again->carried_tensors().size(), 2u);
+  }
 }
 
 TEST(ModelsHfDir, EsmSharded) {

@@ -116,7 +116,8 @@ HfDirContents read_hf_dir(const std::string& dir) {
   return c;
 }
 
-std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming) {
+std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming,
+                                    std::vector<SafetensorsSource>* kept) {
   std::vector<std::unique_ptr<MappedSafetensors>> files;
   if (!hf.flat_shard_files.empty()) {  // biofm's own layout: no names to map
     store.load_flat_shard_files(hf.flat_shard_files);
@@ -157,6 +158,12 @@ std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, 
         if (kind.empty() && naming.ignorable && (naming.ignorable(full) || naming.ignorable(legacy_rename(full))))
           kind = "other";
         if (kind.empty()) fail(f->path(), ": unexpected tensor '", e.name, "' (not a parameter of this model)");
+        if (kind == "contact-head" && kept) {
+          Tensor t = Tensor::empty(e.shape, DType::F32);
+          f->copy_into(e, t);
+          kept->push_back({full, t, DType::F32});
+          continue;
+        }
         ++ignored[kind];
         if (kind == "other") ignored_other.push_back(e.name);
         continue;
@@ -200,15 +207,20 @@ std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, 
       note << (ignored_other.size() > 3 ? ", ...)" : ")");
     }
   }
+  if (kept && !kept->empty())
+    note << (note.str().empty() ? "" : "; ") << "kept " << kept->size()
+         << " contact-head tensors (unused here) to write into exports unchanged";
   if (!absent.empty())
-    note << (ignored.empty() ? "" : "; ") << "a bare base model (no LM head): " << absent.size()
+    note << (note.str().empty() ? "" : "; ") << "a bare base model (no LM head): " << absent.size()
          << " lm_head.* parameters are initialised as for a new model";
   if (!note.str().empty()) std::cerr << "note: " << hf.dir << ": " << note.str() << "\n";
   return absent;
 }
 
-void save_hf_weights(const ParamStore& store, const std::string& dir) {
-  write_safetensors_stream(dir + "/model.safetensors", store.tensors_for_writing(DType::F32), {{"format", "pt"}});
+void save_hf_weights(const ParamStore& store, const std::string& dir, const std::vector<SafetensorsSource>& extra) {
+  std::vector<SafetensorsSource> tensors = store.tensors_for_writing(DType::F32);
+  tensors.insert(tensors.end(), extra.begin(), extra.end());
+  write_safetensors_stream(dir + "/model.safetensors", tensors, {{"format", "pt"}});
 }
 
 }  // namespace biofm

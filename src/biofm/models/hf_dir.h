@@ -51,8 +51,12 @@ struct HfNaming {
 // naming the tensor and the file, before any parameter is written. Returns the parameters the
 // directory did not hold (only a bare base model's LM head may be absent): the caller
 // initialises them.
-std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming);
-// Writes dir/model.safetensors: every parameter in fp32 under its Hugging Face name (streamed).
-void save_hf_weights(const ParamStore& store, const std::string& dir);
+// kept (optional): the contact-head tensors (ESM), copied to the host in fp32, for the model
+// to carry into its exports (LanguageModel::carry_tensors).
+std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming,
+                                    std::vector<SafetensorsSource>* kept = nullptr);
+// Writes dir/model.safetensors: every parameter in fp32 under its Hugging Face name (streamed),
+// then `extra` (tensors carried through from the loaded directory).
+void save_hf_weights(const ParamStore& store, const std::string& dir, const std::vector<SafetensorsSource>& extra = {});
 
 }  // namespace biofm

@@ -48,7 +48,7 @@ std::vector<Tensor> LanguageModel::layer_hidden_states(const Batch& b, const std
 void LanguageModel::save_hf_dir(const std::string& dir) const {
   make_dirs_writable(dir);
   save_hf_metadata(dir);
-  save_hf_weights(params(), dir);
+  save_hf_weights(params(), dir, carried_);
 }
 
 }  // namespace biofm

@@ -9,6 +9,7 @@
 #include "biofm/core/precision.h"
 #include "biofm/data/batch.h"
 #include "biofm/models/blocks/common.h"
+#include "biofm/io/safetensors.h"
 #include "biofm/models/params.h"
 
 namespace biofm {
@@ -95,6 +96,15 @@ class LanguageModel {
   // model.safetensors.
   virtual void save_hf_metadata(const std::string& dir) const = 0;
   void save_hf_dir(const std::string& dir) const;
+
+  // Tensors of the loaded directory that the model does not use but that belong to it (ESM-2's
+  // contact head): written to every export unchanged, as a Hugging Face fine-tune that does not
+  // train them would keep them.
+  void carry_tensors(std::vector<SafetensorsSource> tensors) { carried_ = std::move(tensors); }
+  const std::vector<SafetensorsSource>& carried_tensors() const { return carried_; }
+
+ private:
+  std::vector<SafetensorsSource> carried_;
 };
 
 }  // namespace biofm

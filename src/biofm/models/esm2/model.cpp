@@ -121,7 +121,9 @@ std::unique_ptr<Esm2Model> Esm2Model::from_hf_dir(const std::string& dir, Device
     return n.rfind("esm.contact_head.", 0) == 0 || n.find("inv_freq") != std::string::npos ||
            n.find("position_ids") != std::string::npos || n == "lm_head.decoder.weight";
   };
-  m->params().init_params(init_seed, load_hf_weights(m->params(), hf, {"esm.", ignorable}));  // (a bare EsmModel lacks the prefix)
+  std::vector<SafetensorsSource> contact_head;
+  m->params().init_params(init_seed, load_hf_weights(m->params(), hf, {"esm.", ignorable}, &contact_head));  // (a bare EsmModel lacks the prefix)
+  m->carry_tensors(std::move(contact_head));
   return m;
 }
 
