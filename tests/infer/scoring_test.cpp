@@ -11,6 +11,7 @@
 
 #include "biofm/data/causal.h"
 #include "biofm/data/pack.h"
+#include "biofm/infer/alphabet.h"
 #include "biofm/models/registry.h"
 #include "infer_test_util.h"
 
@@ -69,6 +70,51 @@ TEST(InferScoring, PseudoLogLikelihoodMatchesMaskingByHand) {
   EXPECT_EQ(cut[0].positions, 4);
 }
 
+// A residue outside the alphabet ('*', '#': <unk>) stays in every masked copy as context, but is not
+// masked or scored itself: log p(<unk>) would say nothing about the protein.
+TEST(InferScoring, PseudoLogLikelihoodLeavesUnknownResiduesOut) {
+  auto model = load_model_dir(fixture("esm2_tiny"), Device::CPU);
+  const Tokenizer& tok = family_of_dir(fixture("esm2_tiny")).tokenizer();
+  SequenceDataset data;
+  data.add("MK*TAYI#KQ", "two_unknown");
+  data.add("**", "only_unknown");
+  data.add("GW", "plain");
+  const std::vector<PllResult> got = pseudo_log_likelihoods(*model, tok, data, 0, 3, MaskedLmOptions{});
+  ASSERT_EQ(got.size(), 3u);
+  const std::vector<int32_t> ids = tok.encode(data.sequence(0));
+  double pll = 0;
+  for (size_t i = 1; i + 1 < ids.size(); ++i) {
+    if (ids[i] == tok.unk_id()) continue;
+    std::vector<int32_t> masked = ids;  // the <unk> residues stay in as context
+    masked[i] = tok.mask_id();
+    pll += log_prob(model->logits(one_batch(masked)), int64_t(i), ids[i]);
+  }
+  EXPECT_NEAR(got[0].pll, pll, 1e-4 * std::max(1.0, std::fabs(pll)));
+  EXPECT_EQ(got[0].positions, 8);
+  EXPECT_EQ(got[0].unknown, 2);
+  EXPECT_EQ(got[1].positions, 0);
+  EXPECT_EQ(got[1].unknown, 2);
+  EXPECT_EQ(got[1].pll, 0.0);
+  EXPECT_EQ(got[2].positions, 2);
+  EXPECT_EQ(got[2].unknown, 0);
+}
+
+TEST(InferScoring, UnknownResiduesAndEmptyRecordsAreWarnedAbout) {
+  const Tokenizer& tok = family_of_dir(fixture("esm2_tiny")).tokenizer();
+  UnknownResidues u;
+  EXPECT_EQ(u.warning("x"), "");
+  u.add(tok, "MKVXBUZO.-mkv");  // all in ESM-2's vocabulary (lowercase is read as uppercase)
+  EXPECT_EQ(u.residues, 0u);
+  u.add(tok, "MK*TA");
+  u.add(tok, "M1K2");
+  EXPECT_EQ(u.residues, 3u);
+  EXPECT_EQ(u.records, 2u);
+  EXPECT_EQ(u.warning("context only"),
+            "warning: 3 residues in 2 records are not in the model's alphabet and read as <unk>: context only");
+  EXPECT_EQ(empty_records_warning(0, "x"), "");
+  EXPECT_NE(empty_records_warning(2, "no row").find("warning: 2 empty records"), std::string::npos);
+}
+
 TEST(InferScoring, MaskedMarginalsMatchMaskingByHand) {
   auto model = load_model_dir(fixture("esm2_tiny"), Device::CPU);
   const Tokenizer& tok = family_of_dir(fixture("esm2_tiny")).tokenizer();
@@ -96,17 +142,30 @@ TEST(InferScoring, MaskedMarginalsMatchMaskingByHand) {
 TEST(InferScoring, MutationErrorsNameTheLine) {
   const Tokenizer& tok = family_of_dir(fixture("esm2_tiny")).tokenizer();
   const std::string wt = "MKTAYIAKQR";
-  auto error_of = [&](const std::string& text) {
+  auto error_of_wt = [&](const std::string& text, const std::string& wild_type) {
     try {
-      read_mutations(write_temp("muts.txt", text), wt, tok);
+      read_mutations(write_temp("muts.txt", text), wild_type, tok);
     } catch (const Error& e) {
       return std::string(e.what());
     }
     return std::string("no error");
   };
+  auto error_of = [&](const std::string& text) { return error_of_wt(text, wt); };
   EXPECT_NE(error_of("K2A\n\n# comment\nA3G\n").find("muts.txt:4"), std::string::npos) << "wild type T at 3, not A";
   EXPECT_NE(error_of("K2A\nK2A:M11L\n").find("muts.txt:2"), std::string::npos) << "position 11 outside";
-  EXPECT_NE(error_of("K2*\n").find("alphabet"), std::string::npos);
+  // Both residues among the 20 standard amino acids: no gap, stop, ambiguity code or rare residue,
+  // though ESM-2's vocabulary holds '-', '.', X, B, U, Z and O.
+  for (const char* bad : {"K2*", "K2-", "K2.", "K2X", "K2B", "K2U", "K2Z", "K2O", "K2<", "K21"}) {
+    const std::string e = error_of(std::string(bad) + "\n");
+    EXPECT_NE(e.find("muts.txt:1: '" + std::string(bad) + "': the mutant residue"), std::string::npos) << e;
+    EXPECT_NE(e.find("20 standard amino acids (ACDEFGHIKLMNPQRSTVWY)"), std::string::npos) << e;
+  }
+  EXPECT_NE(error_of("X2A\n").find("the wild-type residue 'X' is not one"), std::string::npos);
+  EXPECT_EQ(read_mutations(write_temp("x.txt", "K2A\n"), "MKTAX", tok).size(), 1u) << "an X elsewhere is fine";
+  EXPECT_NE(error_of_wt("X2A\n", "MXTAY").find("the wild-type residue 'X'"), std::string::npos);
+  const MutationSet lower = parse_mutation_set("k2a", wt, tok, "x");  // either case, stored uppercase
+  EXPECT_EQ(lower.muts[0].wt, 'K');
+  EXPECT_EQ(lower.muts[0].mt, 'A');
   EXPECT_NE(error_of("2A\n").find("A123G"), std::string::npos);
   EXPECT_NE(error_of("K2A:K2L\n").find("twice"), std::string::npos);
   EXPECT_NE(error_of("").find("no mutations"), std::string::npos);
@@ -118,6 +177,17 @@ TEST(InferScoring, MutationErrorsNameTheLine) {
   EXPECT_EQ(sets[1].muts[1].pos, 3);
   EXPECT_EQ(sets[1].muts[1].mt, 'S');
   EXPECT_NE(error_of("variant,score\nK2A,1\n").find("'mutant' column"), std::string::npos);
+  // A table of the one column 'mutant' (quoted or not, CRLF or not): its header is not a mutation.
+  for (const char* text : {"mutant\nK2A\nM1L:T3S\n", "\"mutant\"\r\n\"K2A\"\r\nM1L:T3S\r\n", "# c\n\nmutant\nK2A\nM1L:T3S\n"}) {
+    const auto one = read_mutations(write_temp("one.csv", text), wt, tok);
+    ASSERT_EQ(one.size(), 2u) << text;
+    EXPECT_EQ(one[0].text, "K2A");
+    EXPECT_EQ(one[1].text, "M1L:T3S");
+  }
+  // A header and no rows: no mutations, not a parse error of the header.
+  EXPECT_NE(error_of("mutant\n").find("muts.txt: no mutations (a header and no rows)"), std::string::npos)
+      << error_of("mutant\n");
+  EXPECT_NE(error_of("mutant,DMS_score\n").find("no mutations"), std::string::npos);
   // Quoted fields (R's write.csv quotes every string; RFC 4180 "" escapes; a comma inside quotes).
   const auto quoted = read_mutations(
       write_temp("q.csv", "\"mutated_sequence\",\"mutant\",\"note\"\n\"MATAY\",\"K2A\",\"a, \"\"b\"\"\"\n"

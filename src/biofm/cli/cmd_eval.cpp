@@ -6,8 +6,8 @@
 // Llama (model_type llama), as the OpenGenome2 recipe's evaluate_fasta_lm_loss does:
 // per-sequence mean negative log-likelihood of next-token prediction over A/C/G/T targets
 // (either case; degenerate bases, <BOS> and <EOS> are not scored). A sequence longer than
-// one window is cut into windows of --max-seq-length tokens (<BOS> and <EOS> included; default
-// the model's max_position_embeddings)
+// one window is cut into windows of --window tokens (or --max-seq-length, the older name; <BOS> and
+// <EOS> included; default the model's max_position_embeddings)
 // overlapping by --stride bases, exactly as training windows (data/causal.h); every base is
 // scored once, in the first window that predicts it, so the bases of an overlap are scored
 // in the earlier window and serve only as context in the later one. Aggregates:
@@ -46,7 +46,7 @@ const CommandSpec kEvalSpec{
     .name = "eval",
     .synopsis =
         "--model DIR --input FILE [--output OUT.json] [--device auto] [--precision bf16|fp8|fp32] [--max-tokens N]\n"
-        "       [--max-seq-length N] [--format auto] [--column sequence]",
+        "       [--max-seq-length N] [--window N --stride N] [--format auto] [--column sequence]",
     .summary = "ESM-2: masked-LM loss, accuracy, perplexity; Llama: next-token NLL over A/C/G/T",
     .flags = {
         {"--model", "DIR", "model directory (config.json + weights)"},
@@ -56,7 +56,8 @@ const CommandSpec kEvalSpec{
         precision_flag(),
         ops_flag(),
         {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU; at least --max-seq-length)"},
-        {"--max-seq-length", "N", "tokens per sequence (esm) or window (llama); default 1024 (esm), max positions (llama)"},
+        {"--max-seq-length", "N", "tokens per sequence (esm) or window (llama, as --window); default 1024 (esm), max positions (llama)"},
+        {"--window", "N", "llama: tokens per window (as in score and embed; default: the model's max_position_embeddings)"},
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
         {"--seed", "N", "esm: masking seed (default 1234)"},
         {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or half the window if smaller)"},
@@ -72,10 +73,12 @@ const CommandSpec kEvalSpec{
         "and reports the masked-LM loss, accuracy and perplexity (--max-seq-length default 1024; longer\n"
         "sequences are truncated and counted in num_truncated).\n"
         "Llama models (model_type llama): per-sequence mean next-token NLL over A/C/G/T targets, long\n"
-        "sequences in windows of --max-seq-length tokens (default: the model's max_position_embeddings)\n"
-        "overlapping by --stride bases (default 200, or half the window if smaller), every base\n"
+        "sequences in windows of --window tokens (--max-seq-length is the same; default: the model's\n"
+        "max_position_embeddings) overlapping by --stride bases (default 200, or half the window if smaller), every base\n"
         "scored once; reports loss = total NLL / scored tokens, perplexity = exp(loss), mean_sequence_nll\n"
         "and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
+        "Residues outside the model's alphabet (read as <unk>) are context only, never masked or scored; they\n"
+        "are counted (unknown_residues) and warned about, as are empty records (skipped_empty_records).\n"
         "The JSON goes to stdout and, with --output, to a file. The input is read a piece at a time after a first\n"
         "pass that counts it, never held whole (Llama: the per-sequence list is kept for the report).\n"
         "--input: a file, a directory, a glob (quote it) or a comma-separated list of these, read in order;\n"
@@ -92,8 +95,13 @@ void emit(const Flags& a, const nlohmann::json& r) {
 }
 
 // Warnings that the numbers may not mean what they seem (stderr).
-void warn_inputs(const infer::AlphabetReport& alphabet, const char* flag, int64_t tokens, int64_t max_positions) {
-  for (const std::string& w : {alphabet.warning(), infer::length_warning(flag, tokens, max_positions)})
+void warn_inputs(const infer::AlphabetReport& alphabet, const infer::UnknownResidues& unknown,
+                 const std::string& unknown_then, uint64_t skipped_empty, const char* flag, int64_t tokens,
+                 int64_t max_positions) {
+  for (const std::string& w :
+       {alphabet.warning(), unknown.warning(unknown_then),
+        infer::empty_records_warning(skipped_empty, "not evaluated (counted in skipped_empty_records)"),
+        infer::length_warning(flag, tokens, max_positions)})
     if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
 }
 
@@ -114,17 +122,20 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
   // A first pass: the record count, the tokens for the progress line, the truncations (the batcher
   // truncates to max_seq_length tokens, <cls> and <eos> included), the alphabet; nothing kept.
   infer::AlphabetReport alphabet = infer::alphabet_report(family.tokenizer());
+  infer::UnknownResidues unknown;
   uint64_t truncated = 0;
   int64_t total_tokens = 0;
   const DatasetStats stats = infer::scan(
       in,
       [&](uint64_t, std::string_view seq) {
         alphabet.add(seq);
+        unknown.add(family.tokenizer(), seq);
         truncated += int64_t(seq.size()) + 2 > o.max_seq_length;
         total_tokens += std::min<int64_t>(int64_t(seq.size()) + 2, o.max_seq_length);
       },
       piece);
-  warn_inputs(alphabet, "--max-seq-length", o.max_seq_length, model->dims().max_positions);
+  warn_inputs(alphabet, unknown, "never masked, context only", stats.skipped_empty, "--max-seq-length",
+              o.max_seq_length, model->dims().max_positions);
   infer::Progress progress("eval", int64_t(stats.records), total_tokens,
                            a.has("--progress") || infer::stderr_is_terminal());
   o.eval_seed = uint64_t(a.get_int("--seed", 1234, 0, INT64_MAX));
@@ -161,6 +172,7 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"mask_seed", o.eval_seed},
                       {"max_seq_length", o.max_seq_length},
                       {"num_truncated", truncated},
+                      {"unknown_residues", unknown.residues},
                       {"device", device_name(dev)},
                       {"precision", precision.name()},
                       {"skipped_empty_records", stats.skipped_empty},
@@ -175,18 +187,29 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
   const uint64_t piece = input_piece(a);
   infer::InputStream in = open_input(a, input, family.tokenizer());
-  // Windows as long as the model's context unless asked otherwise (longer ones warn).
-  const int64_t max_len = a.get_int("--max-seq-length", model->dims().max_positions, 3, kMaxFlagTokens);
+  // Windows as long as the model's context unless asked otherwise (longer ones warn). --window
+  // (the name score and embed use) and --max-seq-length (eval's older name) are the same flag.
+  const char* window_flag = a.has("--window") ? "--window" : "--max-seq-length";
+  const int64_t max_len = a.get_int(window_flag, model->dims().max_positions, 3, kMaxFlagTokens);
   // Default stride 200 bases, smaller for short windows (half the window).
   const int64_t stride = a.get_int("--stride", std::max<int64_t>(0, std::min<int64_t>(200, (max_len - 2) / 2)), 0, kMaxFlagTokens);
-  if (max_len < 3) fail("--max-seq-length must be at least 3 (<BOS>, one base, <EOS>), got ", max_len);
-  if (stride < 0 || stride >= max_len - 2)
-    fail("--stride (", stride, ") must lie in [0, --max-seq-length - 2 = ", max_len - 2, ")");
+  if (stride >= max_len - 2)
+    a.fail_usage("--stride (", stride, ") must lie in [0, ", window_flag, " - 2 = ", max_len - 2,
+                 "): consecutive windows must share fewer bases than a window holds",
+                 a.has(window_flag) ? "" : " (the window is the model's max_position_embeddings; --window sets it)");
   const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", default_max_tokens(dev), 1, kMaxFlagTokens), max_len);
   // A first pass: the record count and the alphabet; nothing kept.
   infer::AlphabetReport alphabet = infer::alphabet_report(family.tokenizer());
-  const DatasetStats stats = infer::scan(in, [&](uint64_t, std::string_view seq) { alphabet.add(seq); }, piece);
-  warn_inputs(alphabet, "--max-seq-length", max_len, model->dims().max_positions);
+  infer::UnknownResidues unknown;
+  const DatasetStats stats = infer::scan(
+      in,
+      [&](uint64_t, std::string_view seq) {
+        alphabet.add(seq);
+        unknown.add(family.tokenizer(), seq);
+      },
+      piece);
+  warn_inputs(alphabet, unknown, "context only, not scored (only A/C/G/T bases are)", stats.skipped_empty,
+              window_flag, max_len, model->dims().max_positions);
   const std::string dump_path = a.get("--dump-logits");
 
   const uint64_t n = stats.records;
@@ -290,6 +313,7 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"num_sequences", n},
                       {"num_windows", num_windows},
                       {"num_scored_tokens", total_scored},
+                      {"unknown_residues", unknown.residues},
                       {"loss", loss},
                       {"perplexity", perplexity_of(loss)},
                       {"mean_sequence_nll", seq_mean_sum / double(std::max<int64_t>(1, seqs_scored))},
@@ -335,12 +359,15 @@ int cmd_eval(int argc, char** argv) {
   const InferencePrecision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   if (!family.eval) fail("eval does not support model_type '", family.hf_model_type, "'");
+  // Flags that do not fit the model or each other are usage errors (exit 2), before any work.
   if (family.objective == Objective::MaskedLM) {
-    for (const char* f : {"--stride", "--dump-logits"})
-      if (a.has(f)) fail(f, " applies to causal LMs only");
+    for (const char* f : {"--window", "--stride", "--dump-logits"})
+      if (a.has(f)) a.fail_usage(f, " applies to causal LMs (Llama) only");
     return eval_masked_lm(a, dev, precision, family);
   }
-  if (a.has("--seed")) fail("--seed applies to masked-LM masking only (causal LM evaluation is deterministic)");
+  if (a.has("--seed")) a.fail_usage("--seed applies to masked-LM masking only (causal LM evaluation is deterministic)");
+  if (a.has("--window") && a.has("--max-seq-length"))
+    a.fail_usage("--window and --max-seq-length both set the window of a causal LM; give one");
   return eval_causal_lm(a, dev, precision, family);
 }
 

@@ -4,8 +4,10 @@
 //          the listed variants of the (single) input sequence.
 //   Llama: per-sequence NLL over A/C/G/T (windows as eval), and with --track per-base
 //          log-likelihoods as bedGraph (OUT.bedgraph) or TSV.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -34,12 +36,12 @@ const CommandSpec kScoreSpec{
         {"--input", "FILE", "sequences (fasta, csv, tsv, jsonl or text; plain, .gz or .zst)"},
         {"--output", "OUT", "TSV file (default: stdout)"},
         {"--mutations", "FILE", "esm: variants of the one input sequence to score"},
-        {"--track", "OUT", "llama: per-base log-likelihoods (.bedgraph, or TSV)"},
+        {"--track", "OUT", "llama: per-base log-likelihoods (bedGraph for .bedgraph/.bdg, any case; else TSV)"},
         device_flag(),
         precision_flag(),
         ops_flag(),
         {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU)"},
-        {"--max-seq-length", "N", "esm: tokens per sequence, longer ones truncated (default 1024 or max positions)"},
+        {"--max-seq-length", "N", "esm: tokens per sequence, longer ones truncated (default 1024 or max positions; not with --mutations)"},
         {"--window", "N", "llama: tokens per window (default: the model's max_position_embeddings)"},
         {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or half the window if smaller)"},
         {"--chunk", "N", "records read from --input and scored per pass (bounds memory; default 1000)"},
@@ -50,25 +52,44 @@ const CommandSpec kScoreSpec{
     },
     .details =
         "ESM-2 models: the pseudo-log-likelihood of each sequence (every residue masked in turn, batched):\n"
-        "columns name, length, scored, pll, mean_pll, pseudo_perplexity = exp(-mean_pll), truncated.\n"
+        "columns name, length, scored, pll, mean_pll, pseudo_perplexity = exp(-mean_pll), truncated. Residues\n"
+        "outside the model's alphabet (read as <unk>, e.g. '*') are context only, not in pll or scored (warned).\n"
         "With --mutations FILE (one variant per line: A123G, or A123G:L45P for several; 1-based positions;\n"
         "or a CSV/TSV with a 'mutant' column, as ProteinGym's) and one wild-type sequence in --input: the\n"
         "masked-marginal score of each variant, Σ log p(mutant) - log p(wild type) at each mutated position\n"
-        "masked alone (fair-esm's masked-marginals): columns mutant, score. A wild-type residue that does not\n"
-        "match the sequence is an error naming the line.\n"
+        "masked alone (fair-esm's masked-marginals), the whole wild type as context: columns mutant, score.\n"
+        "Both residues of a variant must be among the 20 standard amino acids (ACDEFGHIKLMNPQRSTVWY), and\n"
+        "the wild-type one must match the sequence; else an error names the line.\n"
         "Llama models: per-sequence next-token NLL over A/C/G/T in windows of --window tokens (default: the\n"
         "model's context) overlapping by --stride bases, each base scored once: columns name, length, scored,\n"
         "nll, mean_nll. --track writes each scored base's log-likelihood: bedGraph (name, start, end, value;\n"
-        "0-based) for a .bedgraph/.bdg name, else TSV (name, position (1-based), base, log_likelihood).\n"
-        "Natural logarithms throughout. The TSV goes to --output or stdout. The input is never held whole: a first\n"
+        "0-based) for a name ending in .bedgraph or .bdg (any case), else TSV (name, position (1-based), base,\n"
+        "log_likelihood); a .bed name gets TSV too (bedGraph is not BED).\n"
+        "One row per non-empty record, in input order; empty records are skipped, counted in a warning.\n"
+        "Natural logarithms throughout, 9 significant digits (float round-trip). The TSV goes to --output or\n"
+        "stdout, written only once the flags have been checked. The input is never held whole: a first\n"
         "pass counts records and tokens (for the progress line) keeping nothing, then --chunk records are read,\n"
         "scored and written at a time. See docs/INFERENCE.md.",
 };
 
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// Whether --track names a bedGraph file: .bedgraph or .bdg, in any case (tr.BEDGRAPH, x.bedGraph).
+bool bedgraph_name(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".bedgraph" || ext == ".bdg";
+}
+
+// Windows and stride of a causal model's scoring (as eval's): a stride that leaves a window no new
+// base is a usage error, raised before anything is written.
+void causal_windows(const Flags& a, int64_t max_pos, infer::CausalOptions& o) {
+  o.window_tokens = a.get_int("--window", max_pos, 3, kMaxFlagTokens);
+  o.stride = a.get_int("--stride", std::min<int64_t>(200, (o.window_tokens - 2) / 2), 0, kMaxFlagTokens);
+  if (o.stride >= o.window_tokens - 2)
+    a.fail_usage("--stride (", o.stride, ") must lie in [0, --window - 2 = ", o.window_tokens - 2,
+                 "): consecutive windows must share fewer bases than a window holds",
+                 a.has("--window") ? "" : " (the window is the model's max_position_embeddings; --window sets it)");
 }
 
 // Text output to a file (temporary name, renamed when complete) or stdout.
@@ -101,7 +122,7 @@ std::string field(Utf8Cleaner& clean, std::string_view name) {
 std::string num(double v) {
   if (!std::isfinite(v)) return "nan";
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  std::snprintf(buf, sizeof buf, "%.9g", v);  // 9 significant digits: any float round-trips
   return buf;
 }
 
@@ -121,28 +142,38 @@ int cmd_score(int argc, char** argv) {
   const InferencePrecision precision = parse_inference_precision(a.get("--precision"), dev);
   const ModelFamily& family = family_of_dir(model_dir);
   const bool causal = family.objective == Objective::CausalLM;
+  // Flags that do not fit the model or each other are usage errors, before any work or output.
   if (causal) {
     for (const char* f : {"--mutations", "--max-seq-length"})
-      if (a.has(f)) fail(f, " applies to masked LMs (ESM-2) only");
+      if (a.has(f)) a.fail_usage(f, " applies to masked LMs (ESM-2) only");
   } else {
     for (const char* f : {"--track", "--window", "--stride"})
-      if (a.has(f)) fail(f, " applies to causal LMs (Llama) only");
+      if (a.has(f)) a.fail_usage(f, " applies to causal LMs (Llama) only");
   }
+  // Variants are scored with the whole wild type as context (as fair-esm and ProteinGym do for a
+  // sequence within the model's context); truncating it would silently drop positions' context.
+  if (a.has("--mutations") && a.has("--max-seq-length"))
+    a.fail_usage("--max-seq-length does not apply with --mutations: every variant is scored with the whole wild type "
+                 "as context (a wild type longer than the model's context is an error)");
   const int64_t chunk = a.get_int("--chunk", 1000, 1, int64_t(1) << 30);
+  const int64_t max_tokens = a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens);
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
   const Tokenizer& tok = family.tokenizer();
   const int64_t max_pos = model->dims().max_positions;
-  const int64_t max_tokens = a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens);
+  infer::CausalOptions causal_o;
+  if (causal) causal_windows(a, max_pos, causal_o);
   // The input is read --chunk records at a time, never whole. A first pass counts the records and
   // sums what the progress line needs (each record's tokens), keeping nothing else.
   infer::InputStream in = open_input(a, input, family.tokenizer());
   infer::AlphabetReport alphabet = infer::alphabet_report(tok);
+  infer::UnknownResidues unknown;
   const int64_t esm_len = causal ? 0 : a.get_int("--max-seq-length", std::min<int64_t>(1024, max_pos), 3, kMaxFlagTokens);
   int64_t total_tokens = 0;
   const DatasetStats stats = infer::scan(
       in,
       [&](uint64_t, std::string_view seq) {
         alphabet.add(seq);
+        unknown.add(tok, seq);
         if (causal) {
           total_tokens += int64_t(seq.size()) + 2;
         } else {
@@ -151,8 +182,16 @@ int cmd_score(int argc, char** argv) {
         }
       },
       uint64_t(chunk));
-  const std::string alpha = alphabet.warning();
-  if (!alpha.empty()) std::fprintf(stderr, "%s\n", alpha.c_str());
+  const bool variants = !causal && a.has("--mutations");
+  for (const std::string& w :
+       {alphabet.warning(),
+        unknown.warning(causal     ? "context only, not scored (only A/C/G/T bases are)"
+                        : variants ? "context for every variant"
+                                   : "context only, left out of pll and of 'scored'"),
+        infer::empty_records_warning(stats.skipped_empty, variants ? "not scored"
+                                                                   : "no row in the output (rows follow the non-empty "
+                                                                     "records; match them by name)")})
+    if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
   const uint64_t n = stats.records;
   SequenceDataset data;  // the records of the chunk at hand
   auto read_chunk = [&](uint64_t first, uint64_t count) {
@@ -164,7 +203,7 @@ int cmd_score(int argc, char** argv) {
   Utf8Cleaner clean(input);
   TextOut out(a.get("--output"));
 
-  if (!causal && a.has("--mutations")) {
+  if (variants) {
     if (n != 1)
       fail("--mutations scores variants of one wild-type sequence; '", input, "' holds ", n, " records");
     read_chunk(0, 1);
@@ -215,16 +254,13 @@ int cmd_score(int argc, char** argv) {
     return 0;
   }
 
-  infer::CausalOptions o;
-  o.window_tokens = a.get_int("--window", max_pos, 3, kMaxFlagTokens);
-  o.stride = a.get_int("--stride", std::min<int64_t>(200, (o.window_tokens - 2) / 2), 0, kMaxFlagTokens);
+  infer::CausalOptions o = causal_o;
   const std::string w = infer::length_warning("--window", o.window_tokens, max_pos);
   if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
   o.max_tokens = std::max(max_tokens, o.window_tokens);
   const std::string track_path = a.get("--track");
   o.per_base = !track_path.empty();
-  const bool bedgraph = ends_with(track_path, ".bedgraph") || ends_with(track_path, ".bdg") ||
-                        ends_with(track_path, ".bedGraph");
+  const bool bedgraph = bedgraph_name(track_path);
   std::unique_ptr<TextOut> track = o.per_base ? std::make_unique<TextOut>(track_path) : nullptr;
   if (track && !bedgraph) track->write("name\tposition\tbase\tlog_likelihood\n");
   infer::Progress progress("score", int64_t(n), total_tokens, show);

@@ -1,6 +1,7 @@
 #include "biofm/infer/alphabet.h"
 
 #include <cstdio>
+#include <vector>
 
 namespace biofm::infer {
 
@@ -55,6 +56,27 @@ std::string AlphabetReport::warning() const {
     return buf;
   }
   return "";
+}
+
+void UnknownResidues::add(const Tokenizer& tok, std::string_view sequence) {
+  thread_local std::vector<int32_t> ids;  // scratch, reused
+  ids.clear();
+  const uint64_t n = tok.encode_residues(sequence, ids);
+  residues += n;
+  records += n > 0;
+}
+
+std::string UnknownResidues::warning(const std::string& what_then) const {
+  if (residues == 0) return "";
+  return "warning: " + std::to_string(residues) + (residues == 1 ? " residue" : " residues") + " in " +
+         std::to_string(records) + (records == 1 ? " record" : " records") + (residues == 1 ? " is" : " are") +
+         " not in the model's alphabet and read as <unk>: " + what_then;
+}
+
+std::string empty_records_warning(uint64_t skipped, const std::string& what_then) {
+  if (skipped == 0) return "";
+  return "warning: " + std::to_string(skipped) + (skipped == 1 ? " empty record" : " empty records") +
+         " (no residues once whitespace and a trailing '*' are dropped) skipped: " + what_then;
 }
 
 std::string length_warning(const char* flag, int64_t tokens, int64_t max_positions) {

@@ -29,6 +29,23 @@ AlphabetReport alphabet_report(const Tokenizer& tok);
 // counted; more than 90% suggests DNA or RNA input (in proteins they make up about a quarter).
 AlphabetReport check_alphabet(const Tokenizer& tok, const SequenceDataset& data);
 
+// Residues the tokenizer reads as <unk> (characters outside the model's alphabet, e.g. '*' or a
+// digit in a protein), counted over records for one warning (score, eval; embed counts them as it
+// encodes and reports them in its summary).
+struct UnknownResidues {
+  uint64_t residues = 0;  // <unk> residues
+  uint64_t records = 0;   // records holding at least one
+  // Counts one more record.
+  void add(const Tokenizer& tok, std::string_view sequence);
+  // "" when there are none; else "warning: N residues in M records are not in the model's
+  // alphabet and read as <unk>: " + what_then (what the command did with them).
+  std::string warning(const std::string& what_then) const;
+};
+
+// The warning for records skipped because their sequence was empty (after dropping whitespace and
+// a trailing '*'), "" when none: `what_then` says what that means for the output.
+std::string empty_records_warning(uint64_t skipped, const std::string& what_then);
+
 // A warning line for a window / sequence length above the model's max_position_embeddings
 // ("" when within).
 std::string length_warning(const char* flag, int64_t tokens, int64_t max_positions);

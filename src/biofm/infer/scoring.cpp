@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "biofm/core/error.h"
 #include "biofm/data/causal.h"
@@ -75,6 +76,14 @@ void run_batches(LanguageModel& model, const std::vector<int64_t>& lengths, int6
 
 }  // namespace
 
+bool standard_amino_acid(char c) {
+  switch (std::toupper(static_cast<unsigned char>(c))) {
+    case 'A': case 'C': case 'D': case 'E': case 'F': case 'G': case 'H': case 'I': case 'K': case 'L':
+    case 'M': case 'N': case 'P': case 'Q': case 'R': case 'S': case 'T': case 'V': case 'W': case 'Y': return true;
+    default: return false;
+  }
+}
+
 MutationSet parse_mutation_set(std::string_view text, std::string_view wild_type, const Tokenizer& tok,
                                const std::string& where) {
   MutationSet m;
@@ -94,8 +103,14 @@ MutationSet parse_mutation_set(std::string_view text, std::string_view wild_type
     mu.pos = std::stoll(digits);
     if (mu.pos < 1 || mu.pos > int64_t(wild_type.size()))
       fail(where, ": '", one, "': position ", mu.pos, " is outside the sequence (1..", wild_type.size(), ")");
+    for (const auto& [role, c] : {std::pair{"wild-type", mu.wt}, std::pair{"mutant", mu.mt}})
+      if (!standard_amino_acid(c))
+        fail(where, ": '", one, "': the ", role, " residue '", std::string(1, c),
+             "' is not one of the 20 standard amino acids (ACDEFGHIKLMNPQRSTVWY)");
+    mu.wt = char(std::toupper(static_cast<unsigned char>(mu.wt)));
+    mu.mt = char(std::toupper(static_cast<unsigned char>(mu.mt)));
     const char have = wild_type[size_t(mu.pos - 1)];
-    if (std::toupper(static_cast<unsigned char>(have)) != std::toupper(static_cast<unsigned char>(mu.wt)))
+    if (std::toupper(static_cast<unsigned char>(have)) != mu.wt)
       fail(where, ": '", one, "': the sequence has '", std::string(1, have), "' at position ", mu.pos, ", not '",
            std::string(1, mu.wt), "'");
     bool known = false;
@@ -120,7 +135,10 @@ std::vector<MutationSet> read_mutations(const std::string& path, std::string_vie
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
-    if (column < 0 && sep == 0 && out.empty() && (t.find(',') != std::string::npos || t.find('\t') != std::string::npos)) {
+    // The first line is a header when it has several columns or is the one column `mutant`.
+    const bool tabular = t.find(',') != std::string::npos || t.find('\t') != std::string::npos;
+    if (column < 0 && out.empty() && (tabular || split_row(t, ',', path + ":" + std::to_string(lineno)) ==
+                                                      std::vector<std::string>{"mutant"})) {
       sep = t.find('\t') != std::string::npos ? '\t' : ',';
       const std::vector<std::string> header = split_row(t, sep, path + ":" + std::to_string(lineno));
       for (size_t i = 0; i < header.size(); ++i)
@@ -136,7 +154,7 @@ std::vector<MutationSet> read_mutations(const std::string& path, std::string_vie
     }
     out.push_back(parse_mutation_set(field, wild_type, tok, path + ":" + std::to_string(lineno)));
   }
-  if (out.empty()) fail(path, ": no mutations");
+  if (out.empty()) fail(path, ": no mutations", column >= 0 ? " (a header and no rows)" : "");
   return out;
 }
 
@@ -153,6 +171,7 @@ std::vector<PllResult> pseudo_log_likelihoods(LanguageModel& model, const Tokeni
   std::vector<Item> items;
   std::vector<int64_t> lengths, left(n, 0);
   std::vector<std::vector<int32_t>> ids(n);
+  int64_t nothing_to_score = 0;  // records whose residues are all <unk>
   for (uint64_t r = 0; r < n; ++r) {
     ids[r].push_back(tok.begin_id());
     tok.encode_residues(data.sequence(first + r), ids[r]);
@@ -163,12 +182,18 @@ std::vector<PllResult> pseudo_log_likelihoods(LanguageModel& model, const Tokeni
     ids[r].push_back(tok.end_id());
     const int64_t L = int64_t(ids[r].size()) - 2;
     for (int64_t p = 0; p < L; ++p) {
+      if (ids[r][size_t(p + 1)] == tok.unk_id()) {
+        ++res[r].unknown;
+        continue;
+      }
       items.push_back({r, p});
       lengths.push_back(L + 2);
+      ++left[r];
     }
-    left[r] = L;
-    res[r].positions = L;
+    res[r].positions = left[r];
+    nothing_to_score += left[r] == 0;
   }
+  if (progress && nothing_to_score) progress->add(nothing_to_score, 0);
   run_batches(
       model, lengths, o.max_tokens, tok.pad_id(),
       [&](int64_t i, std::vector<int32_t>& x, std::vector<int32_t>& y) {

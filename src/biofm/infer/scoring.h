@@ -30,13 +30,19 @@ struct MutationSet {
   std::string text;  // as written ("A123G:L45P")
   std::vector<Mutation> muts;
 };
+// The 20 standard amino acids (ACDEFGHIKLMNPQRSTVWY), either case: what a variant's wild-type
+// and mutant residues may be. ESM-2's vocabulary also holds X, B, U, Z, O, '.' and '-', but
+// ProteinGym's substitutions use the 20 only, and a gap or an ambiguity code is no substitution.
+bool standard_amino_acid(char c);
+
 // "A123G" or "A123G:L45P" against the wild type: positions 1-based and inside it, the
-// wild-type residue equal to the sequence's there, both residues in the tokenizer's alphabet.
-// Errors start with `where` (e.g. "muts.txt:12").
+// wild-type residue equal to the sequence's there, both residues standard amino acids (either
+// case; stored uppercase) in the tokenizer's alphabet. Errors start with `where` (e.g. "muts.txt:12").
 MutationSet parse_mutation_set(std::string_view text, std::string_view wild_type, const Tokenizer& tok,
                                const std::string& where);
 // One mutation set per line; blank lines and lines starting with '#' are skipped. A first line
-// with a comma or tab is a header (CSV/TSV, e.g. ProteinGym's): its 'mutant' column is read.
+// with a comma or tab, or that is just `mutant`, is a header (CSV/TSV, e.g. ProteinGym's): its
+// 'mutant' column is read. No mutation at all is an error ("no mutations").
 std::vector<MutationSet> read_mutations(const std::string& path, std::string_view wild_type, const Tokenizer& tok);
 
 struct MaskedLmOptions {
@@ -46,10 +52,13 @@ struct MaskedLmOptions {
 
 struct PllResult {
   double pll = 0;         // Σ_i log p(x_i | masked i), natural log
-  int64_t positions = 0;  // residues scored
+  int64_t positions = 0;  // residues scored (those kept after truncation, <unk> ones excluded)
+  int64_t unknown = 0;    // residues kept after truncation that are <unk>: context, not scored
   bool truncated = false;
 };
-// Records [first, first + n): one masked copy per residue (the tokenizer's mask id).
+// Records [first, first + n): one masked copy per residue (the tokenizer's mask id). A residue
+// outside the alphabet (<unk>) stays in every copy as context but is not masked or scored:
+// log p(<unk>) says nothing about the protein, and eval never masks <unk> either.
 std::vector<PllResult> pseudo_log_likelihoods(LanguageModel& model, const Tokenizer& tok, const SequenceDataset& data,
                                               uint64_t first, uint64_t n, const MaskedLmOptions& o,
                                               Progress* progress = nullptr);
