@@ -63,6 +63,7 @@ const CommandSpec kEvalSpec{
         {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or half the window if smaller)"},
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
+        {"--name-column", "NAME", "csv/tsv column or jsonl field naming each record (default: record:<index>)"},
         split_flag(),
         {"--chunk", "N", "records read from --input at a time (bounds memory; default 10000; results do not depend on it)",
          /*hidden=*/true},

@@ -48,6 +48,7 @@ const CommandSpec kScoreSpec{
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
         {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
         {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
+        {"--name-column", "NAME", "csv/tsv column or jsonl field naming each record (default: record:<index>)"},
         split_flag(),
     },
     .details =

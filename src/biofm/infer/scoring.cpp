@@ -133,6 +133,7 @@ std::vector<MutationSet> read_mutations(const std::string& path, std::string_vie
   while (std::getline(ss, line)) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (lineno == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // (a UTF-8 byte-order mark: Excel's CSVs)
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
     // The first line is a header when it has several columns or is the one column `mutant`.
