@@ -683,7 +683,7 @@ TEST(InferCli, PreparedDirectoriesAsInput) {
   EXPECT_NE(empty.output.find("split 'val' holds no records"), std::string::npos) << empty.output;
   RunResult wrong = run("eval --model " + kLlama + " --device cpu --input " + d + "/prep");
   EXPECT_EQ(wrong.code, 1) << wrong.output;
-  EXPECT_NE(wrong.output.find("tokenized with the esm tokenizer, but the model uses nucleotide"), std::string::npos)
+  EXPECT_NE(wrong.output.find("tokenized with the esm tokenizer, but the model uses the nucleotide tokenizer"), std::string::npos)
       << wrong.output;
   RunResult not_prep = run(eval + input + " --split val");
   EXPECT_EQ(not_prep.code, 1) << not_prep.output;

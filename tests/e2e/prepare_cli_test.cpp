@@ -58,9 +58,16 @@ TEST(E2ePrepare, TrainingFromPreparedShardsEqualsTrainingFromTheFileAndResumes) 
                               fresh_dir("prep_wrong") + " dataset.path=" + prep + " dataset.val_path=" +
                               " dataset.val_every_n_steps=0 num_train_steps=1");
   EXPECT_EQ(wrong.code, 1) << wrong.output;
-  EXPECT_NE(wrong.output.find("tokenized with the esm tokenizer, but model.family llama uses nucleotide"),
+  EXPECT_NE(wrong.output.find("tokenized with the esm tokenizer, but model.family llama uses the nucleotide tokenizer"),
             std::string::npos)
       << wrong.output;
+  // bench-data opens it as training does: the same refusal (it measured nonsense, or called
+  // the shards corrupt).
+  RunResult bench = run_biofm("bench-data --data " + prep + " --family llama --seconds 0.1");
+  EXPECT_EQ(bench.code, 1) << bench.output;
+  EXPECT_NE(bench.output.find("tokenized with the esm tokenizer, but --family llama uses the nucleotide tokenizer"),
+            std::string::npos)
+      << bench.output;
 }
 
 TEST(E2ePrepare, BlendAndSkipFromTheCommandLine) {

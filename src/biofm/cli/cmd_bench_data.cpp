@@ -135,7 +135,9 @@ int cmd_bench_data(int argc, char** argv) {
     PreparedOpenOptions po;
     po.split = f.get("--split", "train");
     po.verify_checksums = !f.has("--no-verify");
-    corpus = std::make_unique<PreparedCorpus>(data, po);
+    auto prepared = std::make_unique<PreparedCorpus>(data, po);
+    require_prepared_tokenizer(*prepared, data, family.tokenizer(), "--family " + family.name);
+    corpus = std::move(prepared);
   } else if (f.has("--streaming")) {
     const uint64_t buffer = uint64_t(f.get_int("--shuffle-buffer", 10000, 1, 1LL << 31));
     corpus = std::make_unique<StreamingCorpus>(data, stream_options(o, family.objective == Objective::CausalLM, buffer));

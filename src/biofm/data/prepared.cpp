@@ -169,14 +169,20 @@ std::string prepared_residue_chars(const Tokenizer& tok) {
   return text_of;
 }
 
+void require_prepared_tokenizer(const PreparedCorpus& c, const std::string& dir, const Tokenizer& expected,
+                                const std::string& user) {
+  const std::string want = tokenizer_name(expected);
+  if (c.tokenizer() != want)
+    fail("prepared dataset ", dir, " was tokenized with the ", c.tokenizer(), " tokenizer, but ", user, " uses the ",
+         want, " tokenizer (prepare it again with biofm prepare --family for that model)");
+}
+
 SequenceDataset read_prepared_split(const std::string& dir, const std::string& split, const Tokenizer& expected) {
   PreparedOpenOptions o;
   o.split = split;
   o.cluster_sampling = false;
   PreparedCorpus c(dir, o);
-  if (c.tokenizer() != tokenizer_name(expected))
-    fail("prepared dataset ", dir, " was tokenized with the ", c.tokenizer(), " tokenizer, but the model uses ",
-         tokenizer_name(expected));
+  require_prepared_tokenizer(c, dir, expected, "the model");
   const Tokenizer& tok = expected;
   // One character per id: the residue's, or for <unk> one that encodes back to <unk>.
   const std::string text_of = prepared_residue_chars(tok);

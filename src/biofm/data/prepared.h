@@ -39,6 +39,12 @@ struct PreparedOpenOptions {
   uint64_t seed = 42;
 };
 
+// Fails unless the prepared directory `c` (opened from `dir`) was tokenized with `expected`;
+// `user` names who needs it ("model.family llama", "the model", "--family esm2"), and the
+// message says how to prepare the data for it.
+void require_prepared_tokenizer(const class PreparedCorpus& c, const std::string& dir, const Tokenizer& expected,
+                                const std::string& user);
+
 class SequenceDataset;
 // The records of a prepared split as a SequenceDataset (residue text decoded from the token
 // ids; an <unk> comes back as a character the tokenizer maps to <unk> again), named

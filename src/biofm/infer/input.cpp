@@ -47,9 +47,7 @@ InputStream InputStream::prepared(const std::string& dir, const std::string& spl
   o.split = split;
   o.cluster_sampling = false;
   s.prepared_->corpus = std::make_unique<PreparedCorpus>(dir, o);
-  if (s.prepared_->corpus->tokenizer() != tokenizer_name(expected))
-    fail("prepared dataset ", dir, " was tokenized with the ", s.prepared_->corpus->tokenizer(),
-         " tokenizer, but the model uses ", tokenizer_name(expected));
+  require_prepared_tokenizer(*s.prepared_->corpus, dir, expected, "the model");
   s.prepared_->tok = &expected;
   s.prepared_->split = split;
   s.prepared_->chars = prepared_residue_chars(expected);

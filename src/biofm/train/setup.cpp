@@ -189,10 +189,7 @@ std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::stri
     po.cluster_sampling = cfg.dataset.cluster_sampling;
     po.seed = uint64_t(cfg.seed);
     auto c = std::make_unique<PreparedCorpus>(spec, po);
-    const std::string want = tokenizer_name(family_named(cfg.model.family).tokenizer());
-    if (c->tokenizer() != want)
-      fail("prepared dataset ", spec, " was tokenized with the ", c->tokenizer(), " tokenizer, but model.family ",
-           cfg.model.family, " uses ", want, " (run biofm prepare --family ", cfg.model.family, ")");
+    require_prepared_tokenizer(*c, spec, family_named(cfg.model.family).tokenizer(), "model.family " + cfg.model.family);
     return c;
   }
   ReaderOptions ro;
