@@ -18,7 +18,8 @@ import sys
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", help="a biofm output_dir (metrics.jsonl, config.yaml)")
-    ap.add_argument("--metrics", default="metrics.jsonl", help="metrics file inside RUN_DIR")
+    ap.add_argument("--metrics", help="metrics file inside RUN_DIR (default: the run's logger.metrics_file, "
+                    "else metrics.jsonl)")
     ap.add_argument("--project", default="biofm")
     ap.add_argument("--name", help="run name (default: the directory's name)")
     args = ap.parse_args()
@@ -28,20 +29,26 @@ def main():
         sys.exit("metrics_to_wandb.py needs the wandb package: python3 -m pip install wandb")
 
     run_dir = os.path.abspath(args.run_dir)
-    records = []
-    with open(os.path.join(run_dir, args.metrics)) as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    sys.exit(f"{args.metrics}:{n}: {e}")
     config = {}
     cfg_path = os.path.join(run_dir, "config.yaml")
     if os.path.exists(cfg_path):
         import yaml
         with open(cfg_path) as f:
             config = yaml.safe_load(f) or {}
+    metrics = args.metrics or (config.get("logger") or {}).get("metrics_file") or "metrics.jsonl"
+    with open(os.path.join(run_dir, metrics)) as f:
+        lines = f.read().split("\n")
+    records = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            if n == len(lines):  # the last line, without its newline: cut short by a kill (as biofm report skips it)
+                print(f"note: {metrics}:{n}: skipped the last line, cut short", file=sys.stderr)
+                continue
+            sys.exit(f"{metrics}:{n}: {e}")
 
     run = wandb.init(project=args.project, name=args.name or os.path.basename(run_dir), dir=run_dir,
                      mode="offline", config=config)

@@ -148,6 +148,29 @@ TEST(Report, SkipsALastLineCutShortByAKill) {
   EXPECT_THROW(load_report_run(dir), std::exception);
 }
 
+// A run trained with logger.metrics_file=NAME (its config.yaml says so) is read from that file;
+// two runs of one directory name get their parent directory in the legend.
+TEST(Report, FollowsTheRunsMetricsFileAndTellsSameNamedRunsApart) {
+  const std::string root = testing::TempDir() + "/biofm_report_names";
+  fs::remove_all(root);
+  for (const char* parent : {"a", "b"}) {
+    const std::string dir = root + "/" + parent + "/val";
+    fs::create_directories(dir + "/logs");
+    std::ofstream(dir + "/config.yaml") << "seed: 1\nlogger:\n  metrics_file: logs/m.jsonl\n";
+    std::ofstream(dir + "/logs/m.jsonl") << "{\"step\": 1, \"loss\": 4.0}\n";
+  }
+  std::vector<ReportRun> runs = {load_report_run(root + "/a/val"), load_report_run(root + "/b/val")};
+  EXPECT_EQ(runs[0].records.size(), 1u);
+  EXPECT_NE(runs[0].source.find("logs/m.jsonl"), std::string::npos) << runs[0].source;
+  label_runs_apart(runs);
+  EXPECT_EQ(runs[0].name, "a/val");
+  EXPECT_EQ(runs[1].name, "b/val");
+  std::vector<ReportRun> twice = {load_report_run(root + "/a/val"), load_report_run(root + "/a/val")};
+  label_runs_apart(twice);
+  EXPECT_EQ(twice[0].name, "a/val");
+  EXPECT_EQ(twice[1].name, "a/val (2)");
+}
+
 // A run that timed its ranges (profiler.range_times) gets a "where a step goes" table from the
 // range_times_rank0.json beside its metrics: folded rows, per step, as a share of train_step.
 TEST(Report, ShowsWhereAStepGoesWhenTheRunTimedItsRanges) {

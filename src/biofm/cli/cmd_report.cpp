@@ -33,6 +33,7 @@ int cmd_report(int argc, char** argv) {
       std::fprintf(stderr, "note: %s:%lld: skipped the last line, cut short (no newline, not JSON: a killed run's)\n",
                    runs.back().source.c_str(), (long long)runs.back().cut_line);
   }
+  label_runs_apart(runs);
   const std::string out = f.get("--output", "report.html");
   write_file_atomic(out, render_report(runs));
   std::printf("report: %s (%zu run%s)\n", out.c_str(), runs.size(), runs.size() == 1 ? "" : "s");

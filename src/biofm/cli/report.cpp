@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <yaml-cpp/yaml.h>
+
 #include "biofm/core/error.h"
 #include "biofm/core/range_timer.h"
 #include "biofm/train/metrics.h"
@@ -151,13 +153,30 @@ std::string svg_chart(const Chart& c, const std::vector<ReportRun>& runs, int ch
 
 }  // namespace
 
+namespace {
+// A run directory's metrics file: its config.yaml's logger.metrics_file (relative to the run
+// directory, or absolute), else metrics.jsonl.
+std::string run_metrics_file(const fs::path& dir) {
+  try {
+    const YAML::Node cfg = YAML::LoadFile((dir / "config.yaml").string());
+    const YAML::Node f = cfg["logger"]["metrics_file"];
+    if (f && f.IsScalar() && !f.as<std::string>().empty()) return f.as<std::string>();
+  } catch (const std::exception&) {  // (no config.yaml, or not one of ours: the default name)
+  }
+  return "metrics.jsonl";
+}
+}  // namespace
+
 ReportRun load_report_run(const std::string& path) {
   ReportRun run;
   fs::path metrics = path;
-  if (fs::is_directory(metrics)) metrics /= "metrics.jsonl";
+  if (fs::is_directory(metrics)) metrics /= run_metrics_file(path);
   if (!fs::is_regular_file(metrics)) fail("no metrics file at '", metrics.string(), "'");
   run.source = metrics.string();
-  const fs::path dir = metrics.parent_path().empty() ? fs::path(".") : metrics.parent_path();
+  const fs::path dir = fs::is_directory(path)             ? fs::path(path)
+                       : metrics.parent_path().empty() ? fs::path(".")
+                                                       : metrics.parent_path();
+  run.dir = dir.string();
   run.name = fs::is_directory(path) ? fs::weakly_canonical(path).filename().string() : metrics.stem().string();
   if (run.name.empty()) run.name = path;
   if (fs::is_regular_file(dir / "config.yaml")) run.config_yaml = read_text(dir / "config.yaml");
@@ -183,6 +202,23 @@ ReportRun load_report_run(const std::string& path) {
     }
   }
   return run;
+}
+
+void label_runs_apart(std::vector<ReportRun>& runs) {
+  auto count = [&](const std::string& name) {
+    return std::count_if(runs.begin(), runs.end(), [&](const ReportRun& r) { return r.name == name; });
+  };
+  std::vector<bool> shared(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) shared[i] = count(runs[i].name) > 1;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!shared[i]) continue;
+    const fs::path dir = fs::weakly_canonical(fs::path(runs[i].dir.empty() ? "." : runs[i].dir));
+    const std::string parent = dir.parent_path().filename().string();
+    if (!parent.empty()) runs[i].name = parent + "/" + runs[i].name;
+  }
+  for (size_t i = 0; i < runs.size(); ++i)
+    for (size_t j = i + 1, k = 2; j < runs.size(); ++j)
+      if (runs[j].name == runs[i].name) runs[j].name += " (" + std::to_string(k++) + ")";
 }
 
 namespace {

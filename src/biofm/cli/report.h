@@ -18,12 +18,16 @@ struct ReportRun {
   nlohmann::json range_times;
   // The number of a last line that was cut short by a kill and skipped; 0 when none was.
   int64_t cut_line = 0;
+  std::string dir;  // the run directory (given, or the metrics file's directory)
 };
 
 // A run directory (metrics.jsonl and config.yaml in it) or any JSONL metrics file (ours, or
 // e.g. a Hugging Face Trainer log with `step` and `loss`). Bad lines fail naming the line, except
 // a last line cut short by a kill (no newline, not JSON), which is skipped (cut_line).
 ReportRun load_report_run(const std::string& path);
+// Legend labels told apart: runs of one name (two `val` directories) are labelled with their
+// parent directory too ("a/val", "b/val"), then numbered if that is not enough.
+void label_runs_apart(std::vector<ReportRun>& runs);
 
 // One plotted curve: (x, y) points of one run.
 struct Curve {

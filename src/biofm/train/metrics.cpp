@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 
 #include "biofm/core/device_memory_stats.h"
 #include "biofm/core/error.h"
@@ -30,8 +31,18 @@ double seed_formula_flops(const ModelDims& d, const Batch& b) {
   return (24.0 * rows * H * H + 4.0 * sum_s2 * H) * 3.0 * L + 6.0 * rows * H * V;
 }
 
+namespace {
+// (logger.metrics_file may name a subdirectory of output_dir)
+const std::string& with_parent_dir(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // (a failure is reported below)
+  return path;
+}
+}  // namespace
+
 JsonlSink::JsonlSink(const std::string& path, bool append)
-    : out_(path, append ? std::ios::app : std::ios::trunc), path_(path) {
+    : out_(with_parent_dir(path), append ? std::ios::app : std::ios::trunc), path_(path) {
   if (!out_) fail("cannot write metrics file '", path, "'");
 }
 
