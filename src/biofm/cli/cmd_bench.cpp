@@ -134,8 +134,8 @@ int cmd_bench(int argc, char** argv) {
   TrainStep train_step(*model, opt);
 
   // (what runs, as train says it: the CPU computes in fp32 whatever the config asks)
-  std::printf("biofm bench: %s (%.1fM parameters) on %s (%s), %s %s, %lld tokens per batch, %lld+%lld steps\n",
-              name.c_str(), double(dims.parameters) / 1e6, device_name(device), describe_precision(cfg, device).c_str(),
+  std::printf("biofm bench: %s (%s parameters) on %s (%s), %s %s, %lld tokens per batch, %lld+%lld steps\n",
+              name.c_str(), parameter_count_text(dims.parameters).c_str(), device_name(device), describe_precision(cfg, device).c_str(),
               batch_mode_name(cfg.dataset.packing), cfg.recompute ? "recompute" : "no recompute",
               (long long)cfg.dataset.max_tokens_per_batch, (long long)warmup, (long long)steps);
   // Which recipe each layer runs (as train prints it): the banner's format alone does not say.

@@ -61,9 +61,9 @@ const CommandSpec kEmbedSpec{
             {"--shard-size", "N", "records per piece: read, embedded and written N at a time (a shard with --output DIR; default 10000)"},
             {"--output-format", "safetensors|npy", "safetensors (default) | npy: DIR/embeddings.npy [records, hidden] (one per --layers entry), names.tsv, index.json"},
             {"--progress", "", "print the progress line even when stderr is not a terminal"},
-            {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
-            {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
-            {"--name-column", "NAME", "csv/tsv column or jsonl field naming each record (default: record:<index>)"},
+            format_flag(),
+            column_flag(),
+            name_column_flag(),
             split_flag(),
         },
     .details =

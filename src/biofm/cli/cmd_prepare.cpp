@@ -18,7 +18,7 @@ const CommandSpec kPrepareSpec{
     .flags = {{"--input", "DATA", "what to read (the forms dataset.path takes)"},
      {"--output", "DIR", "output directory (created)"},
      {"--family", "NAME", "model family whose tokenizer to use: esm2 (protein) | llama (DNA)"},
-     {"--format", "FMT", "auto (from each extension) | fasta | csv | tsv | jsonl | text"},
+     format_flag(),
      {"--column", "NAME", "CSV/TSV column or JSONL field of the sequence (default: sequence)"},
      {"--name-column", "NAME", "CSV/TSV column or JSONL field naming the record (split key)"},
      {"--val-fraction", "F", "fraction of records for the val split (default 0)"},

@@ -46,9 +46,9 @@ const CommandSpec kScoreSpec{
         {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or half the window if smaller)"},
         {"--chunk", "N", "records read from --input and scored per pass (bounds memory; default 1000)"},
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
-        {"--format", "F", "input format: auto | fasta | csv | tsv | jsonl | text (default auto)"},
-        {"--column", "NAME", "csv/tsv column or jsonl field holding the sequence (default sequence)"},
-        {"--name-column", "NAME", "csv/tsv column or jsonl field naming each record (default: record:<index>)"},
+        format_flag(),
+        column_flag(),
+        name_column_flag(),
         split_flag(),
     },
     .details =

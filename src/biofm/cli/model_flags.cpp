@@ -112,6 +112,18 @@ std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::
   }
 }
 
+FlagSpec format_flag() {
+  return {"--format", "F", "input format: auto (from each file's extension) | fasta | csv | tsv | jsonl | parquet | text"};
+}
+
+FlagSpec column_flag() {
+  return {"--column", "NAME", "csv/tsv/parquet column or jsonl field holding the sequence (default sequence)"};
+}
+
+FlagSpec name_column_flag() {
+  return {"--name-column", "NAME", "csv/tsv/parquet column or jsonl field naming each record (default: record:<index>)"};
+}
+
 FlagSpec split_flag() {
   return {"--split", "train|val|test", "when --input is a biofm prepare directory: its split (default train)"};
 }

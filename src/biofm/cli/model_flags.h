@@ -65,6 +65,10 @@ ReaderOptions reader_options(const Flags& f);
 // --family NAME: a registered model family (models/registry.h); another name is a usage error.
 const ModelFamily& parse_family(const std::string& name);
 FlagSpec split_flag();  // --split, of a prepared --input
+FlagSpec format_flag();  // --format, of sequence files (every format the readers know)
+// --column and --name-column, of the inference commands' table inputs
+FlagSpec column_flag();
+FlagSpec name_column_flag();
 // --input as those commands read it, as a stream (infer/input.h: read a piece at a time, never
 // whole): files (reader_options), or a `biofm prepare` directory (its --split, default train),
 // whose tokenizer must be `tok`'s.

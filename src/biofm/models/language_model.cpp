@@ -1,5 +1,6 @@
 #include "biofm/models/language_model.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "biofm/io/atomic_file.h"
@@ -42,6 +43,16 @@ std::vector<Tensor> LanguageModel::layer_hidden_states(const Batch& b, const std
     if (!final_states.defined()) final_states = hidden_states(b);
     out.push_back(final_states);
   }
+  return out;
+}
+
+std::string parameter_count_text(int64_t n) {
+  char out[32];
+  const double v = double(n);
+  if (v >= 1e9) std::snprintf(out, sizeof out, "%.1fB", v / 1e9);
+  else if (v >= 1e6) std::snprintf(out, sizeof out, "%.1fM", v / 1e6);
+  else if (v >= 1e3) std::snprintf(out, sizeof out, "%.1fK", v / 1e3);
+  else std::snprintf(out, sizeof out, "%lld", (long long)n);
   return out;
 }
 

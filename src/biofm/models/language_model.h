@@ -31,6 +31,9 @@ struct ModelDims {
 // how many argmax(logits) equal the label. Reads the tensors to the host.
 LossSums sum_losses(const Tensor& token_loss, const Tensor& logits, const Tensor& labels, bool count_correct);
 
+// A parameter count as people write it: "8.3K", "651.0M", "6.9B".
+std::string parameter_count_text(int64_t n);
+
 class LanguageModel {
  public:
   virtual ~LanguageModel() = default;

@@ -458,9 +458,9 @@ class TrainingRun {
 
   void print_banner() const {
     const ModelDims dims = model_->dims();
-    std::printf("biofm train: %s, %lld layers, hidden %lld, %.1fM parameters on %s (%s) | data %s: %s\n",
+    std::printf("biofm train: %s, %lld layers, hidden %lld, %s parameters on %s (%s) | data %s: %s\n",
                 model_->family().c_str(), (long long)dims.layers, (long long)dims.hidden,
-                double(dims.parameters) / 1e6, device_name(device_), describe_precision(cfg_, device_).c_str(),
+                parameter_count_text(dims.parameters).c_str(), device_name(device_), describe_precision(cfg_, device_).c_str(),
                 cfg_.dataset.path.c_str(), train_set_->summary().c_str());
     if (!model_->layer_quant().empty()) {  // which layer runs in which precision
       bool emulated = device_ == Device::CPU;
