@@ -213,6 +213,7 @@ EmbedResult Embedder::run(const SequenceDataset& data, uint64_t first, uint64_t 
       Pending next;
       if (k + 1 < plan.size()) next = prepare(plan[k + 1]);  // host work while the device runs
       collect(cur);
+      if (o_.after_batch) o_.after_batch();
       cur = std::move(next);
     }
   }

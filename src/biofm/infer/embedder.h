@@ -5,6 +5,7 @@
 // caller streaming to disk holds one shard's results at a time.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "biofm/data/dataset.h"
@@ -25,6 +26,9 @@ struct EmbedOptions {
   int64_t stride = 0;            // windows: bases shared by consecutive windows
   int64_t max_tokens = 8192;     // tokens per batch
   DType act_dtype = DType::F32;  // the model's hidden-state dtype (BF16 in a bf16 GPU run)
+  // Called on run()'s thread after each batch's results are in; it may throw to stop the run
+  // (the Python module checks for Ctrl-C there).
+  std::function<void()> after_batch;
 };
 
 // Records [first, first + n) in input order.
