@@ -123,3 +123,18 @@ TEST(E2ePrepare, ClusterSamplingFromTheCommandLine) {
   EXPECT_NE(t.output.find("clusters, one member each per epoch"), std::string::npos) << t.output;
   EXPECT_EQ(losses(run).size(), 2u);
 }
+
+// What prepare passes over is said: directory entries that are not sequence files, and column
+// flags given for FASTA input (which has no columns; its records are named by their headers).
+TEST(E2ePrepare, SaysWhatItSkipsAndWhatDoesNotApply) {
+  const std::string dir = fresh_dir("prep_remarks");
+  std::filesystem::copy_file(src("data/proteins_val.fasta"), dir + "/p.fasta");
+  std::ofstream(dir + "/README.md") << "notes\n";
+  RunResult r = run_biofm("prepare --input " + dir + " --output " + dir + "_out --family esm2 --name-column id --quiet");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("prepare: 1 directory entry skipped: not a sequence file by its extension"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("note: --name-column applies to CSV, TSV, JSONL and Parquet inputs; " + dir + "/p.fasta is FASTA"),
+            std::string::npos)
+      << r.output;
+}

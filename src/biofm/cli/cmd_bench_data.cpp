@@ -172,11 +172,11 @@ int cmd_bench_data(int argc, char** argv) {
   } else {
     std::printf(
         "bench-data: %s (%s): %llu records; open %.3f s, first batch at %.3f s; %llu batches, %.3g tokens/s on one "
-        "thread (%.0f tokens per batch); peak RSS %.0f MB, now %.0f MB own (RssAnon) + %.0f MB of mapped shards "
-        "(RssFile)\n",
+        "thread (%.0f tokens per batch); peak RSS %.0f MB, now %.0f MB own (RssAnon) + %.0f MB of mapped files "
+        "(RssFile: %s)\n",
         data.c_str(), corpus->summary().c_str(), (unsigned long long)records, t_open, t_first,
         (unsigned long long)batches, tps, double(tokens) / double(batches), peak_rss_mb(), status_mb("RssAnon"),
-        status_mb("RssFile"));
+        status_mb("RssFile"), is_prepared_dir(data) ? "the shards and the program" : "the program and its libraries");
   }
   return 0;
 }

@@ -1,11 +1,15 @@
 // biofm prepare: a dataset tokenized once into memory-mapped shards (data/prepare.h).
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "biofm/cli/commands.h"
 #include "biofm/cli/flags.h"
 #include "biofm/cli/model_flags.h"
+#include "biofm/data/input_files.h"
 #include "biofm/data/prepare.h"
 #include "biofm/data/prepared.h"
+#include "biofm/data/reader.h"
 #include "biofm/models/registry.h"
 
 namespace biofm {
@@ -59,6 +63,19 @@ int cmd_prepare(int argc, char** argv) {
   o.threads = int(f.get_int("--threads", 0, 0, 4096));
   o.shard_bytes = uint64_t(f.get_int("--shard-mb", 256, 1, 1 << 20)) << 20;
   o.progress = !f.has("--quiet");
+  // (the files prepare reads, for two remarks: directory entries it skips, and column flags that
+  // FASTA and text inputs have no columns for)
+  const InputFiles inputs = expand_inputs(o.input);
+  const bool any_table = std::any_of(inputs.files.begin(), inputs.files.end(), [&](const std::string& p) {
+    const auto fmt = o.reader.format.empty() || o.reader.format == "auto" ? format_from_extension(p)
+                                                                          : std::optional(parse_format(o.reader.format));
+    return !fmt || (*fmt != SequenceFormat::Fasta && *fmt != SequenceFormat::Text);
+  });
+  for (const char* flag : {"--column", "--name-column"})
+    if (f.has(flag) && !any_table)
+      std::fprintf(stderr, "note: %s applies to CSV, TSV, JSONL and Parquet inputs; %s is FASTA or text (records are "
+                           "named by their FASTA header's first word, the split key)\n",
+                   flag, inputs.files.size() == 1 ? inputs.files[0].c_str() : "every input here");
   const PrepareResult r = prepare_dataset(o);
   std::printf(
       "prepare: %s -> %s: %llu files (%llu reused), %.1f MB in %.2f s (%.1f MB/s); train %llu / val %llu / test "
@@ -69,6 +86,9 @@ int cmd_prepare(int argc, char** argv) {
       (unsigned long long)r.records[0], (unsigned long long)r.records[1], (unsigned long long)r.records[2],
       (unsigned long long)(r.tokens[0] + r.tokens[1] + r.tokens[2]), (unsigned long long)r.shards,
       (unsigned long long)r.duplicates, (unsigned long long)r.skipped_empty, (unsigned long long)r.skipped_malformed);
+  if (inputs.skipped)
+    std::printf("prepare: %llu directory entr%s skipped: not a sequence file by its extension\n",
+                (unsigned long long)inputs.skipped, inputs.skipped == 1 ? "y" : "ies");
   if (!o.cluster_column.empty())
     std::printf("prepare: clusters (column %s): train %llu / val %llu / test %llu\n", o.cluster_column.c_str(),
                 (unsigned long long)r.clusters[0], (unsigned long long)r.clusters[1], (unsigned long long)r.clusters[2]);
