@@ -34,6 +34,11 @@ def _layer(value, name):
     return int(value)
 
 
+def _count(value, name, unset):
+    # A size argument: None (the default, passed as `unset`) or an integral value (1.5 is not 1).
+    return unset if value is None else _layer(value, name)
+
+
 def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precision=None,
           max_tokens=None, max_seq_length=None, window=None, stride=None, return_stats=False):
     """Pooled hidden states of `sequences` (a list of str) from a Hugging Face model directory
@@ -76,8 +81,8 @@ def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precis
     else:
         wanted = [_layer(k, f"layers[{i}]") for i, k in enumerate(layers)]
     arrays, stats = _core.embed(os.fspath(model_dir), sequences, wanted, pooling, device, precision or "",
-                                int(max_tokens or 0), int(max_seq_length or 0), int(window or 0),
-                                -1 if stride is None else int(stride))
+                                _count(max_tokens, "max_tokens", 0), _count(max_seq_length, "max_seq_length", 0),
+                                _count(window, "window", 0), _count(stride, "stride", -1))
     # What `biofm embed` reports, as warnings pointing at the caller's line.
     if stats["truncated"]:
         warnings.warn(f"{stats['truncated']} of {stats['sequences']} sequences were truncated to "

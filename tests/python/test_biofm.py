@@ -151,6 +151,13 @@ class EmbedTest(unittest.TestCase):
         with self.assertRaises(TypeError) as e:
             biofm.embed(ESM, seqs, pooling=None, device="cpu")
         self.assertIn("pooling must be a str", str(e.exception))
+        # Sizes are whole numbers (1.5 tokens is not 1); numpy integers are fine.
+        np.testing.assert_array_equal(biofm.embed(ESM, seqs, layers=1, max_tokens=np.int32(512), device="cpu"), one)
+        for key in ("max_tokens", "max_seq_length", "window", "stride"):
+            with self.subTest(size=key):
+                with self.assertRaises(TypeError) as e:
+                    biofm.embed(ESM, seqs, device="cpu", **{key: 64.5})
+                self.assertIn(key, str(e.exception))
 
     def test_truncation_and_unknown_residues_warn(self):
         # As `biofm embed` reports them: one sequence over 1024 tokens, one residue (J) that the
