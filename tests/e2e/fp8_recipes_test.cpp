@@ -160,10 +160,17 @@ TEST(E2eFp8Recipes, DelayedScalingResumesExactly) {
   const std::string flags = " fp8_config.enabled=true fp8_config.fp8_recipe=DelayedScaling"
                             " fp8_config.fp8_recipe_kwargs.amax_history_len=4 checkpoint.save_every_n_steps=3";
   const std::string resumed = expect_resumes_exactly(flags, "d");
-  // A changed history length cannot take the saved state: the checkpoint is skipped, saying why.
+  // A changed history length cannot take the saved histories: they start fresh, saying why, and
+  // the run resumes its weights and moments from the checkpoint (it restarted from step 0 and
+  // rotated the checkpoint away).
   fs::remove_all(resumed + "/checkpoints/step_6");
   RunResult d = run(train_args(2, 6) + flags + " fp8_config.fp8_recipe_kwargs.amax_history_len=8 output_dir=" + resumed);
-  EXPECT_NE(d.output.find("fp8_state.safetensors"), std::string::npos) << d.output;
+  ASSERT_EQ(d.code, 0) << d.output;
+  EXPECT_NE(d.output.find("fp8_state.safetensors: 'fp8.delayed.amax_history' is"), std::string::npos) << d.output;
+  EXPECT_NE(d.output.find("it starts fresh; the weights and the optimizer state resume"), std::string::npos) << d.output;
+  EXPECT_NE(d.output.find("resumed from"), std::string::npos) << d.output;
+  EXPECT_EQ(d.output.find("starting from step 0"), std::string::npos) << d.output;
+  EXPECT_TRUE(fs::exists(resumed + "/checkpoints/step_3")) << d.output;
 }
 
 // Without recompute each layer's forward runs once per step with FP8 attention too (the layer

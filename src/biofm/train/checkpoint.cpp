@@ -343,7 +343,8 @@ void load_optimizer_state(const std::string& dir, const std::vector<std::string>
 }
 
 // The model's quantization state (DelayedScaling, FP8 attention) from fp8_state.safetensors; a checkpoint
-// without it (another recipe before) leaves the fresh state, with a note.
+// without it (another recipe before), or with a tensor of another shape (another amax_history_len or
+// other FP8 layers), leaves that state fresh, with a note: the run resumes its weights and moments.
 void load_quant_state(const std::string& dir, const std::vector<std::string>& names, LanguageModel& model) {
   const auto state = model.quant_state();
   if (state.empty()) return;
@@ -361,9 +362,13 @@ void load_quant_state(const std::string& dir, const std::vector<std::string>& na
       if (name == "fp8.attention.state") Tensor(t).zero_();
       continue;
     }
-    if (e->shape != t.shape())
-      fail(path, ": '", name, "' is not ", shape_str(t.shape()),
-           " (amax_history_len or the layers' recipes changed since this checkpoint)");
+    if (e->shape != t.shape()) {  // (amax_history_len or the layers' recipes changed since): as if absent
+      std::cerr << "note: " << path << ": '" << name << "' is " << shape_str(e->shape) << ", this run's is "
+                << shape_str(t.shape()) << " (amax_history_len or the layers' recipes changed since this checkpoint): "
+                << "it starts fresh; the weights and the optimizer state resume\n";
+      if (name == "fp8.attention.state") Tensor(t).zero_();
+      continue;
+    }
     f.copy_into(*e, t);
   }
   model.quant_state_loaded();
