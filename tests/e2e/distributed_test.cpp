@@ -299,6 +299,25 @@ TEST(Distributed, RanksOfAKilledLauncherStopWithACheckpoint) {
   EXPECT_GE(saved, 4) << r.output;
 }
 
+// Ranks started by hand with different configs fail at the rendezvous naming the keys (they
+// aborted inside Gloo when the shapes differed, or trained diverging replicas when only the lr
+// did); a path of a rank's own (another mount) is not compared.
+TEST(Distributed, RanksWithDifferentConfigsFailNamingTheKeys) {
+  const std::string dir = fresh_dir("dist_configs");
+  const std::string env = "WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(next_port());
+  const std::string base = std::string(BIOFM_BINARY) + " " + tiny_args(dir, 3, 1);
+  RunResult r = sh("(" + env + " RANK=0 LOCAL_RANK=0 timeout 120 " + base + " optimizer.lr=0.001 > " + dir + "/r0.log 2>&1; "
+                   "echo \"rank0 exit $?\" >> " + dir + "/r0.log) & " + env + " RANK=1 LOCAL_RANK=1 timeout 120 " + base +
+                   " optimizer.lr=0.01 model.config.intermediate_size=128 > " + dir + "/r1.log 2>&1; echo \"rank1 exit $?\"; "
+                   "wait; cat " + dir + "/r0.log " + dir + "/r1.log");
+  EXPECT_NE(r.output.find("rank0 exit 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank1 exit 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the ranks were given different configs"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1: optimizer.lr=0.01 (rank 0: 0.001)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1: model.config.intermediate_size=128"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("gloo"), std::string::npos) << r.output;
+}
+
 TEST(Distributed, ARankThatNeverArrivesFailsTheRendezvousInTime) {
   // Rank 0 alone of two, with distributed.rendezvous_timeout_s=2: a clear error naming rank 1
   // within seconds, not the default 300 s.

@@ -751,6 +751,23 @@ std::string value_text(const config::Value& v) {
 }
 }  // namespace
 
+std::vector<std::string> config_lines(const TrainConfig& cfg) {
+  const config::Config c = to_config(cfg);
+  std::vector<std::string> out;
+  for (const config::KeySpec& k : train_config_schema().keys()) {
+    const config::Value& v = c.get(k.key);
+    std::string text;
+    if (const auto* list = std::get_if<std::vector<double>>(&v)) {
+      for (double d : *list) text += (text.empty() ? "" : ",") + config::format_float(d);
+      text = "[" + text + "]";
+    } else {
+      text = value_text(v);
+    }
+    out.push_back(k.key + "=" + text);
+  }
+  return out;
+}
+
 std::string adopt_init_from_architecture(TrainConfig& cfg, const std::set<std::string>& overridden) {
   const std::string& dir = cfg.model.init_from;
   if (dir.empty()) return "";

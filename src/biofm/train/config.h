@@ -274,6 +274,9 @@ TrainConfig load_train_config_string(const std::string& yaml,
 // model.family. Nothing is changed (and "" returned) without model.init_from.
 std::string adopt_init_from_architecture(TrainConfig& cfg, const std::set<std::string>& overridden);
 
+// Every key as "key=value", in schema order (one line each): for comparing two configs.
+std::vector<std::string> config_lines(const TrainConfig& cfg);
+
 // The resolved config as YAML, every key present; load_train_config_string(to_yaml(c)) == c.
 // Saved as config.yaml in run and checkpoint directories.
 std::string to_yaml(const TrainConfig& cfg, const std::string& header = "");

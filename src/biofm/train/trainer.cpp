@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "biofm/core/device_memory.h"
@@ -345,6 +347,7 @@ class TrainingRun {
     // The setup from here to step 1 (NCCL, the model, resume) is watched too, under io_timeout:
     // a rank stuck in it is named instead of the others waiting in a collective for ever.
     coord_->set_step(0, Coordinator::Phase::Io);
+    check_same_config_on_every_rank();
     comm_ = make_communicator(*coord_, device_, env_, cfg_.distributed.comm_sms);
     const int cp = cfg_.cp_size;
     // this rank's context-parallel group: ranks g·cp .. g·cp + cp - 1
@@ -358,6 +361,33 @@ class TrainingRun {
                   cfg_.distributed.bf16_reduce ? ", bf16 gradient reduction" : "",
                   cfg_.distributed.nccl_symmetric && !sharded_gradients()
                       ? ", symmetric-memory reduction (if the backend has it)" : "");
+  }
+
+  // Ranks started by hand (torchrun-style variables, srun) may be given different configs: the
+  // model's shapes then disagree inside a collective, and other settings (lr, steps) silently
+  // make the replicas diverge. Every key must be rank 0's, except those a rank may hold its own
+  // way: paths (other mounts), threads, logging and profiling.
+  void check_same_config_on_every_rank() {
+    static const char* kLocal[] = {"num_threads", "output_dir", "dataset.path", "dataset.val_path", "model.init_from",
+                                   "checkpoint.ckpt_dir", "logger.", "profiler."};
+    std::string mine;
+    for (const std::string& line : config_lines(cfg_)) {
+      const bool local = std::any_of(std::begin(kLocal), std::end(kLocal), [&](const char* k) {
+        const std::string key(k);
+        return key.back() == '.' ? line.rfind(key, 0) == 0 : line.rfind(key + "=", 0) == 0;
+      });
+      if (!local) mine += line + "\n";
+    }
+    const std::vector<std::string> all = coord_->all_gather(mine);
+    std::string differ;
+    for (size_t r = 1; r < all.size(); ++r) {
+      if (all[r] == all[0]) continue;
+      std::istringstream a(all[0]), b(all[r]);
+      for (std::string x, y; std::getline(a, x) && std::getline(b, y);)
+        if (x != y) differ += "\n  rank " + std::to_string(r) + ": " + y + " (rank 0: " + x.substr(x.find('=') + 1) + ")";
+    }
+    if (!differ.empty())
+      fail("the ranks were given different configs (every rank must train the same one):", differ);
   }
 
   // Context parallelism: this rank's group (ranks dp_rank·cp .. dp_rank·cp + cp - 1) and its
