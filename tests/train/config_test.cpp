@@ -531,6 +531,18 @@ TEST(ConfigTrain, RecipeSpellingsAreReadAsOurs) {
              "'use_sequence_packing' (the recipes' name for dataset.packing) takes true or false, got 'maybe'");
   EXPECT_HAS(error_of([] { load_train_config_string("dataset:\n  path: x\nvalidation:\n  enabled: false\n"); }),
              "'validation.enabled' is the recipes' key; biofm validates when dataset.val_path is set");
+  // More of the recipes' defaults: read, ignored, or refused with what to write.
+  const TrainConfig more = minimal({"lr_scheduler_kwargs.min_lr_ratio=0.1", "config_kwargs.attn_input_format=bshd",
+                                    "dataset.buffer_size=77", "dataset.pad_sequences_to_be_divisible_by=8",
+                                    "adamw_kwargs.fused=true", "use_te=true", "use_torch_compile=false",
+                                    "dataset.num_workers=4", "checkpoint.async_save=false", "log_mfu=true",
+                                    "fully_shard_kwargs.reshard_after_forward=true", "dataset.tokenizer_name=x"});
+  EXPECT_DOUBLE_EQ(more.scheduler.min_lr_ratio, 0.1);
+  EXPECT_EQ(more.dataset.packing, BatchMode::Bshd);
+  EXPECT_EQ(more.dataset.shuffle_buffer, 77);
+  EXPECT_EQ(more.dataset.pad_to_multiple_of, 8);
+  EXPECT_HAS(error_of([] { minimal({"lr_scheduler_kwargs.num_training_steps=100"}); }), "give num_train_steps=N");
+  EXPECT_HAS(error_of([] { minimal({"lr_scheduler_kwargs.num_decay_steps=100"}); }), "scheduler.decay_fraction");
   // What the command prints before it runs: every recipe spelling read or ignored, with where it
   // came from (an override, or a config file's line); ours give no note.
   const config::Config oc = config::load_string(
