@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "biofm/ops/fp8/op.h"
+#include "biofm/ops/fp8/stats.h"
 #include "biofm/ops/gemm/op.h"
 #include "testing.h"
 
@@ -91,6 +92,25 @@ TEST(OpsFp8, RoundsToNearestEvenAndSaturates) {
 
 // The scale maps amax onto the format's max; the transposed codes are the row-major codes
 // transposed, padded with zero codes; fake quantization is code · scale_inv.
+// FP8 statistics: an overflow is a value that rounds past the format's max (saturated), not the
+// tensor's own amax element, which fp32 scales land a rounding above the max under current
+// scaling (448.00002 counted one overflow per tensor).
+TEST(OpsFp8, OverflowsAreValuesThatSaturate) {
+  EXPECT_EQ(fp8_overflow_bound(Fp8Type::E4M3), 464.0f);
+  EXPECT_EQ(fp8_overflow_bound(Fp8Type::E5M2), 61440.0f);
+  Tensor x = randn({4096}, 11, 0.5f);  // (|x| < 3 here)
+  x.f32()[17] = 3.1770737f;  // the amax: scale 448 / 3.1770737 puts it at 448.00002 in fp32
+  const QuantTensorStats current = fp8_tensor_stats(x, Fp8Type::E4M3, -1.0f);
+  EXPECT_FLOAT_EQ(current.amax, 3.1770737f);
+  EXPECT_EQ(current.overflows, 0);
+  // A scale from a smaller (delayed) amax: the values beyond 464 / scale saturate.
+  const QuantTensorStats delayed = fp8_tensor_stats(x, Fp8Type::E4M3, 1.0f);
+  int64_t beyond = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) beyond += std::fabs(x.f32()[i] * delayed.scale) > 464.0f;
+  EXPECT_GT(beyond, 0);
+  EXPECT_EQ(delayed.overflows, beyond);
+}
+
 TEST(OpsFp8, QuantizeCurrentScaling) {
   const int64_t R = 21, C = 16, Rp = 32;
   Tensor x = randn({R, C}, 9, 3.0f);

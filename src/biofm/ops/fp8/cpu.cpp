@@ -28,6 +28,11 @@ const char* fp8_type_name(Fp8Type t) { return t == Fp8Type::E4M3 ? "E4M3" : "E5M
 
 float fp8_max(Fp8Type t) { return format_of(t).max; }
 
+float fp8_overflow_bound(Fp8Type t) {
+  const Fp8Format f = format_of(t);
+  return f.max + std::ldexp(1.0f, std::ilogb(f.max) - f.mantissa_bits) / 2;
+}
+
 float fp8_round(float v, Fp8Type t) {
   if (!std::isfinite(v)) return std::numeric_limits<float>::quiet_NaN();  // an overflow is not clamped
   const Fp8Format f = format_of(t);

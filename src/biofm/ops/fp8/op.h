@@ -32,6 +32,10 @@ const char* fp8_type_name(Fp8Type t);
 
 // Host-side definitions of the format, shared by the CPU reference and the tests.
 float fp8_max(Fp8Type t);
+// The half-way point past the format's max (464 for E4M3, 61440 for E5M2): a scaled value beyond
+// it would round to a magnitude the format lacks and is saturated (an overflow); one up to it
+// rounds to the max as any other value rounds (ties to even: 448).
+float fp8_overflow_bound(Fp8Type t);
 // Nearest FP8 value (ties to even), finite values saturating at ±max; ±inf and NaN give NaN (an
 // overflow upstream is passed on, not clamped).
 float fp8_round(float v, Fp8Type t);

@@ -1,6 +1,6 @@
 // FP8 statistics (the recipes' quantization stats logging): per quantized tensor, its amax, the
 // scale it was quantized with, and the fractions of its elements that underflow (a nonzero
-// value that quantizes to zero) and overflow (|x·scale| beyond the format's max: saturated).
+// value that quantizes to zero) and overflow (|x·scale| rounding past the format's max: saturated).
 // Computed on the host from a copy of the tensor, only on the steps that log them.
 #pragma once
 #include <cstdint>
