@@ -590,6 +590,19 @@ TEST(ConfigTrain, ProfilerEnabledTakesTheRecipesWindow) {
   EXPECT_EQ(c.profiler.start_step, 3);
   EXPECT_EQ(c.profiler.end_step, 4);
   EXPECT_EQ(minimal().profiler.start_step, -1);
+  // false given on the command line, or in the file that sets the window (the recipes' own
+  // defaults: enabled false, steps 10-15), turns the window off; a window of biofm's own
+  // (start/end without the switch) stays on, and a saved config reads back as it ran.
+  EXPECT_EQ(minimal({"profiler.enabled=false", "profiler.start_step=3", "profiler.end_step=4"}).profiler.start_step, -1);
+  const TrainConfig recipe = load_train_config_string(
+      "dataset:\n  path: x.fasta\nprofiler:\n  enabled: false\n  start_step: 10\n  end_step: 15\n");
+  EXPECT_EQ(recipe.profiler.start_step, -1);
+  EXPECT_FALSE(recipe.profiler.enabled);
+  std::vector<std::string> notes;
+  const TrainConfig ours = load_train_config(kConfigs, "esm2_sanity", {"profiler.start_step=3", "profiler.end_step=4"}, &notes);
+  EXPECT_EQ(ours.profiler.start_step, 3);
+  EXPECT_TRUE(ours.profiler.enabled);
+  EXPECT_EQ(load_train_config_string(to_yaml(ours)), ours);
 }
 
 // A micro batch size given for packed (thd) batches, which only the token budget shapes, is

@@ -387,7 +387,8 @@ Registry build_registry() {
 
   // profiler (nsys: run with --capture-range=cudaProfilerApi)
   BIND(profiler.enabled, .help = "true: the window is steps 10-15 (the recipes' defaults) unless "
-                                 "profiler.start_step / end_step are set");
+                                 "profiler.start_step / end_step are set; false on the command line, or in "
+                                 "the file that sets the window, turns it off");
   BIND(profiler.start_step, .range = ge(-1), .help = "cudaProfilerStart before this step (1-based); -1 = off");
   BIND(profiler.end_step, .range = ge(-1), .help = "cudaProfilerStop after this step");
   BIND(profiler.range_times, .help = "time every range (phases, each layer's forward and backward, the gradient "
@@ -598,8 +599,22 @@ TrainConfig train_config_from(const config::Config& c) {
   BIOFM_CHECK(&c.schema() == &train_config_schema(), "config was not made with the TrainConfig schema");
   TrainConfig t;
   for (const auto& b : registry().bindings) b.set(t, c.get(b.key));
+  // profiler.enabled is the recipes' switch; biofm's window is start_step..end_step. A false
+  // given on the command line, or in the file that sets the window (the recipes' own
+  // `enabled: false, start_step: 10, end_step: 15`), turns the window off; true alone takes the
+  // recipes' steps 10-15. Then enabled says whether there is a window, so a saved config reads
+  // back as it ran.
+  const auto file_of = [&](const std::string& key) {
+    const std::string& o = c.origin(key);
+    return o.substr(0, o.rfind(':'));
+  };
+  const std::string& switch_origin = c.origin("profiler.enabled");
+  if (!t.profiler.enabled && switch_origin != "default" &&
+      (switch_origin.rfind("override '", 0) == 0 || file_of("profiler.enabled") == file_of("profiler.start_step")))
+    t.profiler.start_step = t.profiler.end_step = -1;
   if (t.profiler.enabled && t.profiler.start_step < 0 && t.profiler.end_step < 0)
     t.profiler.start_step = 10, t.profiler.end_step = 15;  // the recipes' defaults
+  t.profiler.enabled = t.profiler.start_step >= 0;
   return t;
 }
 
