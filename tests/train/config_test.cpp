@@ -580,6 +580,10 @@ TEST(ConfigTrain, LayerListsTakeWholeNumbers) {
   const std::string bare = error_of([] { minimal({"fp4_layers=1,2"}); });
   EXPECT_HAS(bare, "a list of whole numbers like [1, 2]");
   EXPECT_EQ(minimal({"fp8_layers=[2, 3]"}).fp8_layers, (std::vector<double>{2, 3}));
+  // A layer the model does not have fails when the config loads (--print-config included), not
+  // only when the model is built.
+  EXPECT_HAS(error_of([] { minimal({"fp8_config.enabled=true", "fp8_layers=[9]"}); }),
+             "fp8_layers: layer 9 is not a layer number in [1, 6]");
 }
 
 TEST(ConfigTrain, ProfilerEnabledTakesTheRecipesWindow) {

@@ -651,6 +651,16 @@ void check_train_config(const TrainConfig& c) {
   const auto names = family_names();
   if (std::find(names.begin(), names.end(), c.model.family) != names.end())
     family_named(c.model.family).check_config(m, data_options(c), errs);
+  // Which layer runs in which precision (fp8_layers / fp4_layers against the layers), as the run
+  // will build it, so that --print-config shows only what runs. (With model.init_from the layers
+  // are the directory's: adopt_init_from_architecture checks them.)
+  if (c.model.init_from.empty() && m.num_hidden_layers > 0) {
+    try {
+      (void)layer_quant_for(c, c.device, m.num_hidden_layers);
+    } catch (const Error& e) {
+      errs.push_back(e.what());
+    }
+  }
 
   if (c.dataset.path.empty()) {
     err("dataset.path is empty: set it in the config or on the command line "
@@ -829,6 +839,7 @@ std::string adopt_init_from_architecture(TrainConfig& cfg, const std::set<std::s
          given, " contradict: drop them (a loaded model keeps its architecture)");
   cfg.model.config = from_dir.model.config;
   check_train_config(cfg);
+  (void)layer_quant_for(cfg, cfg.device, cfg.model.config.num_hidden_layers);
   if (unused.empty()) return "";
   return "model.init_from: the model's architecture comes from " + dir + "/config.json; the config's " + unused +
          (unused.find(", ") == std::string::npos ? " is" : " are") + " not used";
