@@ -147,7 +147,21 @@ TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
   RunResult c = run_biofm(tiny_args(moved, 6, 2));
   ASSERT_EQ(c.code, 0) << c.output;
   EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
+  EXPECT_EQ(c.output.find("the global batch changes"), std::string::npos) << c.output;  // (2 x 1 = 1 x 2)
   expect_same_curve(train_records(moved + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
+  // The same checkpoint continued by one process without grad_acc_steps=2 halves the global
+  // batch: said, with the setting that keeps it.
+  const std::string halved = fresh_dir("dist_halved");
+  fs::remove_all(halved);
+  fs::create_directories(halved + "/checkpoints");
+  fs::copy(moved + "/checkpoints/step_3", halved + "/checkpoints/step_3", fs::copy_options::recursive);
+  RunResult h1 = run_biofm(tiny_args(halved, 4, 1));
+  ASSERT_EQ(h1.code, 0) << h1.output;
+  EXPECT_NE(h1.output.find("note: the checkpoint's run took 2 batches per optimizer step (2 data-parallel rank(s) x "
+                           "grad_acc_steps=1); this run takes 1 (1 x 1): the global batch changes (grad_acc_steps=2 "
+                           "keeps it)"),
+            std::string::npos)
+      << h1.output;
   // And back: one process's checkpoint continued on two ranks.
   const std::string back = fresh_dir("dist_back");
   RunResult d = run_biofm(tiny_args(back, 3, 2));
@@ -203,7 +217,21 @@ TEST(Distributed, StreamedDataResumesOnAnotherNumberOfRanks) {
   RunResult c = run_biofm(tiny_args(moved, 6, 2));
   ASSERT_EQ(c.code, 0) << c.output;
   EXPECT_NE(c.output.find("resumed from"), std::string::npos) << c.output;
+  EXPECT_EQ(c.output.find("the global batch changes"), std::string::npos) << c.output;  // (2 x 1 = 1 x 2)
   expect_same_curve(train_records(moved + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
+  // The same checkpoint continued by one process without grad_acc_steps=2 halves the global
+  // batch: said, with the setting that keeps it.
+  const std::string halved = fresh_dir("dist_halved");
+  fs::remove_all(halved);
+  fs::create_directories(halved + "/checkpoints");
+  fs::copy(moved + "/checkpoints/step_3", halved + "/checkpoints/step_3", fs::copy_options::recursive);
+  RunResult h1 = run_biofm(tiny_args(halved, 4, 1));
+  ASSERT_EQ(h1.code, 0) << h1.output;
+  EXPECT_NE(h1.output.find("note: the checkpoint's run took 2 batches per optimizer step (2 data-parallel rank(s) x "
+                           "grad_acc_steps=1); this run takes 1 (1 x 1): the global batch changes (grad_acc_steps=2 "
+                           "keeps it)"),
+            std::string::npos)
+      << h1.output;
 }
 
 TEST(Distributed, ARankThatDiesIsNamedAndTheOthersStop) {

@@ -632,6 +632,11 @@ TEST(ConfigTrain, Fp8AttentionWithoutFp8IsNoted) {
   load_train_config(kConfigs, "llama3_sanity", {"fp8_config.fp8_recipe_kwargs.fp8_dpa=true", "fp8_config.enabled=true"},
                     &notes);
   EXPECT_TRUE(notes.empty());
+  // The layer lists likewise.
+  load_train_config(kConfigs, "llama3_sanity", {"fp8_layers=[1]", "fp4_layers=[2]"}, &notes);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_HAS(notes[0], "fp8_layers has no effect without fp8_config.enabled=true");
+  EXPECT_HAS(notes[1], "fp4_layers has no effect without fp4_config.enabled=true");
 }
 
 TEST(ConfigTrain, RecipeConfigNamesRunOrSayWhatToRun) {

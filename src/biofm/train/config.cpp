@@ -774,6 +774,11 @@ TrainConfig load_train_config(const std::string& configs_dir, const std::string&
                        ") is not used with dataset.packing=thd: each micro batch holds up to "
                        "dataset.max_tokens_per_batch=" + std::to_string(t.dataset.max_tokens_per_batch) + " tokens");
     // (as in Transformer Engine, FP8 attention belongs to the FP8 layers)
+    if (!t.fp8_layers.empty() && !t.fp8_config.enabled)
+      notes->push_back("fp8_layers has no effect without fp8_config.enabled=true: every layer runs in " +
+                       std::string(precision_name(t.precision)));
+    if (!t.fp4_layers.empty() && !t.fp4_config.enabled)
+      notes->push_back("fp4_layers has no effect without fp4_config.enabled=true");
     if (t.fp8_config.fp8_recipe_kwargs.fp8_dpa && !t.fp8_config.enabled)
       notes->push_back("fp8_config.fp8_recipe_kwargs.fp8_dpa=true has no effect without fp8_config.enabled=true: "
                        "attention runs in FP8 only in the FP8 layers");

@@ -363,6 +363,27 @@ class TrainingRun {
                       ? ", symmetric-memory reduction (if the backend has it)" : "");
   }
 
+  // A run resumed on another number of data-parallel ranks (or with another grad_acc_steps)
+  // takes another number of batches per optimizer step: said, with the grad_acc_steps that keeps
+  // the checkpoint's.
+  void note_global_batch_change(const TrainerState& st) const {
+    int64_t ranks = 0, acc = 0;
+    try {
+      ranks = json::parse(st.state_json).value("data_parallel_ranks", int64_t(0));
+      acc = load_train_config_string(st.config_yaml).grad_acc_steps;
+    } catch (const std::exception&) {  // (a checkpoint of an older biofm: nothing to compare)
+      return;
+    }
+    const int64_t then = ranks * acc, now = int64_t(dp_world_) * cfg_.grad_acc_steps;
+    if (ranks <= 0 || then == now) return;
+    std::string keep;
+    if (then % dp_world_ == 0) keep = " (grad_acc_steps=" + std::to_string(then / dp_world_) + " keeps it)";
+    std::printf("note: the checkpoint's run took %lld batches per optimizer step (%lld data-parallel rank(s) x "
+                "grad_acc_steps=%lld); this run takes %lld (%d x %lld): the global batch changes%s\n",
+                (long long)then, (long long)ranks, (long long)acc, (long long)now, dp_world_,
+                (long long)cfg_.grad_acc_steps, keep.c_str());
+  }
+
   // Ranks started by hand (torchrun-style variables, srun) may be given different configs: the
   // model's shapes then disagree inside a collective, and other settings (lr, steps) silently
   // make the replicas diverge. Every key must be rank 0's, except those a rank may hold its own
@@ -446,6 +467,7 @@ class TrainingRun {
                       (unsigned long long)st->data_cursor, tuned_gemms_text(st->gemm_choices).c_str(),
                       older ? "; newer checkpoints failed to load (warnings above), an older one is used" : "");
           for (const std::string& d : resume_differences(st->config_yaml, config_yaml)) std::printf("note: %s\n", d.c_str());
+          note_global_batch_change(*st);
         }
       } else if (!candidates.empty() && root_) {
         std::printf("no usable checkpoint in %s (%zu failed to load, warnings above): starting from step 0\n",
@@ -746,7 +768,9 @@ class TrainingRun {
     }
     // (fsdp: each rank writes the part it holds; zero1/zero2: rank 0 writes the masters whole)
     opt_->gather_params();
-    TrainerState st{done, prefetch_->cursor(), json{{"seed", cfg_.seed}, {"epoch", epoch_now()}}.dump(), to_yaml(cfg_)};
+    TrainerState st{done, prefetch_->cursor(),
+                    json{{"seed", cfg_.seed}, {"epoch", epoch_now()}, {"data_parallel_ranks", dp_world_}}.dump(),
+                    to_yaml(cfg_)};
     try {
       summary_.last_checkpoint =
           save_training_checkpoint(ckpt_dir_, st, *model_, *opt_, cfg_.checkpoint.max_checkpoints, coord_.get());
