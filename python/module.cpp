@@ -59,15 +59,7 @@ InferencePrecision python_precision(const std::string& s, Device dev) {
 // resolved against a model of L layers; duplicates dropped, order kept.
 std::vector<int> python_layers(const std::vector<int64_t>& layers, int L) {
   if (layers.empty()) fail("layers is empty");
-  std::vector<int> out;
-  for (const int64_t v : layers) {
-    if (v < -(L + 1) || v > L)
-      fail("layers: layer ", v, " does not exist; the model has layers 0 (embeddings) to ", L,
-           " (negative counts from the end: -1 = ", L, ")");
-    const int k = v < 0 ? int(L + 1 + v) : int(v);
-    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
-  }
-  return out;
+  return resolve_layers(layers, L, "layers");
 }
 
 // Returns (per requested layer: (its resolved index 0..L, a float32 array [len(sequences),

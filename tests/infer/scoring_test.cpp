@@ -101,15 +101,15 @@ TEST(InferScoring, PseudoLogLikelihoodLeavesUnknownResiduesOut) {
 
 TEST(InferScoring, UnknownResiduesAndEmptyRecordsAreWarnedAbout) {
   const Tokenizer& tok = family_of_dir(fixture("esm2_tiny")).tokenizer();
-  UnknownResidues u;
-  EXPECT_EQ(u.warning("x"), "");
-  u.add(tok, "MKVXBUZO.-mkv");  // all in ESM-2's vocabulary (lowercase is read as uppercase)
-  EXPECT_EQ(u.residues, 0u);
-  u.add(tok, "MK*TA");
-  u.add(tok, "M1K2");
-  EXPECT_EQ(u.residues, 3u);
-  EXPECT_EQ(u.records, 2u);
-  EXPECT_EQ(u.warning("context only"),
+  AlphabetReport u = alphabet_report(tok);
+  EXPECT_EQ(u.unknown_warning("x"), "");
+  u.add("MKVXBUZO.-mkv");  // all in ESM-2's vocabulary (lowercase is read as uppercase)
+  EXPECT_EQ(u.unknown_residues, 0u);
+  u.add("MK*TA");
+  u.add("M1K2");
+  EXPECT_EQ(u.unknown_residues, 3u);
+  EXPECT_EQ(u.unknown_records, 2u);
+  EXPECT_EQ(u.unknown_warning("context only"),
             "warning: 3 residues in 2 records are not in the model's alphabet and read as <unk>: context only");
   EXPECT_EQ(empty_records_warning(0, "x"), "");
   EXPECT_NE(empty_records_warning(2, "no row").find("warning: 2 empty records"), std::string::npos);

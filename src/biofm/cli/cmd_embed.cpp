@@ -132,8 +132,9 @@ int cmd_embed(int argc, char** argv) {
   o.windows = a.has("--window") || (causal && !a.has("--no-window") && !a.has("--max-seq-length"));
   if (o.windows) {
     if (a.has("--max-seq-length")) a.fail_usage("--window and --max-seq-length exclude each other");
-    o.window_tokens = a.get_int("--window", max_pos, 3, kMaxFlagTokens);
-    o.stride = a.get_int("--stride", std::min<int64_t>(200, (o.window_tokens - 2) / 2), 0, kMaxFlagTokens);
+    const WindowFlags w = window_flags(a, max_pos);
+    o.window_tokens = w.window;
+    o.stride = w.stride;
   } else {
     if (a.has("--stride")) fail("--stride applies with windows (--window) only");
     // At least one residue between the two special tokens; the limits keep buffers sane.

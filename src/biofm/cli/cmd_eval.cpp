@@ -96,11 +96,10 @@ void emit(const Flags& a, const nlohmann::json& r) {
 }
 
 // Warnings that the numbers may not mean what they seem (stderr).
-void warn_inputs(const infer::AlphabetReport& alphabet, const infer::UnknownResidues& unknown,
-                 const std::string& unknown_then, uint64_t skipped_empty, const char* flag, int64_t tokens,
-                 int64_t max_positions) {
+void warn_inputs(const infer::AlphabetReport& alphabet, const std::string& unknown_then, uint64_t skipped_empty,
+                 const char* flag, int64_t tokens, int64_t max_positions) {
   for (const std::string& w :
-       {alphabet.warning(), unknown.warning(unknown_then),
+       {alphabet.warning(), alphabet.unknown_warning(unknown_then),
         infer::empty_records_warning(skipped_empty, "not evaluated (counted in skipped_empty_records)"),
         infer::length_warning(flag, tokens, max_positions)})
     if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
@@ -123,19 +122,17 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
   // A first pass: the record count, the tokens for the progress line, the truncations (the batcher
   // truncates to max_seq_length tokens, <cls> and <eos> included), the alphabet; nothing kept.
   infer::AlphabetReport alphabet = infer::alphabet_report(family.tokenizer());
-  infer::UnknownResidues unknown;
   uint64_t truncated = 0;
   int64_t total_tokens = 0;
   const DatasetStats stats = infer::scan(
       in,
       [&](uint64_t, std::string_view seq) {
         alphabet.add(seq);
-        unknown.add(family.tokenizer(), seq);
         truncated += int64_t(seq.size()) + 2 > o.max_seq_length;
         total_tokens += std::min<int64_t>(int64_t(seq.size()) + 2, o.max_seq_length);
       },
       piece);
-  warn_inputs(alphabet, unknown, "never masked, context only", stats.skipped_empty, "--max-seq-length",
+  warn_inputs(alphabet, "never masked, context only", stats.skipped_empty, "--max-seq-length",
               o.max_seq_length, model->dims().max_positions);
   infer::Progress progress("eval", int64_t(stats.records), total_tokens,
                            a.has("--progress") || infer::stderr_is_terminal());
@@ -173,7 +170,7 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"mask_seed", o.eval_seed},
                       {"max_seq_length", o.max_seq_length},
                       {"num_truncated", truncated},
-                      {"unknown_residues", unknown.residues},
+                      {"unknown_residues", alphabet.unknown_residues},
                       {"device", device_name(dev)},
                       {"precision", precision.name()},
                       {"skipped_empty_records", stats.skipped_empty},
@@ -188,28 +185,20 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
   const uint64_t piece = input_piece(a);
   infer::InputStream in = open_input(a, input, family.tokenizer());
-  // Windows as long as the model's context unless asked otherwise (longer ones warn). --window
-  // (the name score and embed use) and --max-seq-length (eval's older name) are the same flag.
-  const char* window_flag = a.has("--window") ? "--window" : "--max-seq-length";
-  const int64_t max_len = a.get_int(window_flag, model->dims().max_positions, 3, kMaxFlagTokens);
-  // Default stride 200 bases, smaller for short windows (half the window).
-  const int64_t stride = a.get_int("--stride", std::max<int64_t>(0, std::min<int64_t>(200, (max_len - 2) / 2)), 0, kMaxFlagTokens);
-  if (stride >= max_len - 2)
-    a.fail_usage("--stride (", stride, ") must lie in [0, ", window_flag, " - 2 = ", max_len - 2,
-                 "): consecutive windows must share fewer bases than a window holds",
-                 a.has(window_flag) ? "" : " (the window is the model's max_position_embeddings; --window sets it)");
+  // Windows as long as the model's context unless asked otherwise (longer ones warn).
+  const WindowFlags win = window_flags(a, model->dims().max_positions);
+  const int64_t max_len = win.window, stride = win.stride;
+  const char* window_flag = win.flag;
   const int64_t max_tokens = std::max<int64_t>(a.get_int("--max-tokens", default_max_tokens(dev), 1, kMaxFlagTokens), max_len);
   // A first pass: the record count and the alphabet; nothing kept.
   infer::AlphabetReport alphabet = infer::alphabet_report(family.tokenizer());
-  infer::UnknownResidues unknown;
   const DatasetStats stats = infer::scan(
       in,
       [&](uint64_t, std::string_view seq) {
         alphabet.add(seq);
-        unknown.add(family.tokenizer(), seq);
       },
       piece);
-  warn_inputs(alphabet, unknown, "context only, not scored (only A/C/G/T bases are)", stats.skipped_empty,
+  warn_inputs(alphabet, "context only, not scored (only A/C/G/T bases are)", stats.skipped_empty,
               window_flag, max_len, model->dims().max_positions);
   const std::string dump_path = a.get("--dump-logits");
 
@@ -314,7 +303,7 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"num_sequences", n},
                       {"num_windows", num_windows},
                       {"num_scored_tokens", total_scored},
-                      {"unknown_residues", unknown.residues},
+                      {"unknown_residues", alphabet.unknown_residues},
                       {"loss", loss},
                       {"perplexity", perplexity_of(loss)},
                       {"mean_sequence_nll", seq_mean_sum / double(std::max<int64_t>(1, seqs_scored))},

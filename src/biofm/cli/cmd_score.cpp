@@ -82,17 +82,6 @@ bool bedgraph_name(const std::string& path) {
   return ext == ".bedgraph" || ext == ".bdg";
 }
 
-// Windows and stride of a causal model's scoring (as eval's): a stride that leaves a window no new
-// base is a usage error, raised before anything is written.
-void causal_windows(const Flags& a, int64_t max_pos, infer::CausalOptions& o) {
-  o.window_tokens = a.get_int("--window", max_pos, 3, kMaxFlagTokens);
-  o.stride = a.get_int("--stride", std::min<int64_t>(200, (o.window_tokens - 2) / 2), 0, kMaxFlagTokens);
-  if (o.stride >= o.window_tokens - 2)
-    a.fail_usage("--stride (", o.stride, ") must lie in [0, --window - 2 = ", o.window_tokens - 2,
-                 "): consecutive windows must share fewer bases than a window holds",
-                 a.has("--window") ? "" : " (the window is the model's max_position_embeddings; --window sets it)");
-}
-
 // Text output to a file (temporary name, renamed when complete) or stdout.
 class TextOut {
  public:
@@ -162,19 +151,21 @@ int cmd_score(int argc, char** argv) {
   const Tokenizer& tok = family.tokenizer();
   const int64_t max_pos = model->dims().max_positions;
   infer::CausalOptions causal_o;
-  if (causal) causal_windows(a, max_pos, causal_o);
+  if (causal) {
+    const WindowFlags w = window_flags(a, max_pos);
+    causal_o.window_tokens = w.window;
+    causal_o.stride = w.stride;
+  }
   // The input is read --chunk records at a time, never whole. A first pass counts the records and
   // sums what the progress line needs (each record's tokens), keeping nothing else.
   infer::InputStream in = open_input(a, input, family.tokenizer());
   infer::AlphabetReport alphabet = infer::alphabet_report(tok);
-  infer::UnknownResidues unknown;
   const int64_t esm_len = causal ? 0 : a.get_int("--max-seq-length", std::min<int64_t>(1024, max_pos), 3, kMaxFlagTokens);
   int64_t total_tokens = 0;
   const DatasetStats stats = infer::scan(
       in,
       [&](uint64_t, std::string_view seq) {
         alphabet.add(seq);
-        unknown.add(tok, seq);
         if (causal) {
           total_tokens += int64_t(seq.size()) + 2;
         } else {
@@ -186,7 +177,7 @@ int cmd_score(int argc, char** argv) {
   const bool variants = !causal && a.has("--mutations");
   for (const std::string& w :
        {alphabet.warning(),
-        unknown.warning(causal     ? "context only, not scored (only A/C/G/T bases are)"
+        alphabet.unknown_warning(causal     ? "context only, not scored (only A/C/G/T bases are)"
                         : variants ? "context for every variant"
                                    : "context only, left out of pll and of 'scored'"),
         infer::empty_records_warning(stats.skipped_empty, variants ? "not scored"

@@ -124,6 +124,18 @@ FlagSpec name_column_flag() {
   return {"--name-column", "NAME", "csv/tsv/parquet column or jsonl field naming each record (default: record:<index>)"};
 }
 
+WindowFlags window_flags(const Flags& a, int64_t max_pos) {
+  WindowFlags w;
+  if (!a.has("--window") && a.has("--max-seq-length")) w.flag = "--max-seq-length";
+  w.window = a.get_int(w.flag, max_pos, 3, kMaxFlagTokens);
+  w.stride = a.get_int("--stride", std::min<int64_t>(200, (w.window - 2) / 2), 0, kMaxFlagTokens);
+  if (w.stride >= w.window - 2)
+    a.fail_usage("--stride (", w.stride, ") must lie in [0, ", w.flag, " - 2 = ", w.window - 2,
+                 "): consecutive windows must share fewer bases than a window holds",
+                 a.has(w.flag) ? "" : " (the window is the model's max_position_embeddings; --window sets it)");
+  return w;
+}
+
 FlagSpec split_flag() {
   return {"--split", "train|val|test", "when --input is a biofm prepare directory: its split (default train)"};
 }
@@ -165,8 +177,20 @@ const ModelFamily& parse_family(const std::string& name) {
 }
 
 // --layers "33,-1" against L layers: each in [-(L+1), L], negatives from the end (-1 = L).
-std::vector<int> parse_layers(const std::string& s, int L) {
+std::vector<int> resolve_layers(const std::vector<int64_t>& layers, int L, const std::string& what) {
   std::vector<int> out;
+  for (const int64_t v : layers) {
+    if (v < -(L + 1) || v > L)
+      fail(what, ": layer ", v, " does not exist; the model has layers 0 (embeddings) to ", L,
+           " (negative counts from the end: -1 = ", L, ")");
+    const int k = v < 0 ? int(L + 1 + v) : int(v);
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<int> parse_layers(const std::string& s, int L) {
+  std::vector<int64_t> values;
   std::stringstream ss(s);
   std::string part;
   while (std::getline(ss, part, ',')) {
@@ -178,14 +202,10 @@ std::vector<int> parse_layers(const std::string& s, int L) {
       used = 0;
     }
     if (part.empty() || used != part.size()) usage_fail("--layers: '", part, "' is not an integer (in '", s, "')");
-    if (v < -(L + 1) || v > L)
-      fail("--layers: layer ", v, " does not exist; the model has layers 0 (embeddings) to ", L,
-           " (negative counts from the end: -1 = ", L, ")");
-    const int k = v < 0 ? int(L + 1 + v) : int(v);
-    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
+    values.push_back(v);
   }
-  if (out.empty()) usage_fail("--layers is empty");
-  return out;
+  if (values.empty()) usage_fail("--layers is empty");
+  return resolve_layers(values, L, "--layers");
 }
 
 void require_one_process(const char* command) {

@@ -59,12 +59,22 @@ std::unique_ptr<LanguageModel> load_model(const ModelFamily& family, const std::
 // negatives from the end (-1 = L); duplicates dropped, order kept. An entry that is not an
 // integer is a usage error; a layer the model does not have, a runtime error.
 std::vector<int> parse_layers(const std::string& s, int L);
+// The same for layer numbers already parsed; a layer the model lacks is an error naming `what`.
+std::vector<int> resolve_layers(const std::vector<int64_t>& layers, int L, const std::string& what);
 // --format and --column, for commands that read sequence files (a --format the readers do not
 // know is a usage error).
 ReaderOptions reader_options(const Flags& f);
 // --family NAME: a registered model family (models/registry.h); another name is a usage error.
 const ModelFamily& parse_family(const std::string& name);
 FlagSpec split_flag();  // --split, of a prepared --input
+// A causal model's windows from --window N (eval also takes its older name, --max-seq-length)
+// and --stride N: the window defaults to the model's context (max_pos), the stride to 200 bases,
+// or half the window's if fewer. A stride that leaves a window no new base is a usage error.
+struct WindowFlags {
+  int64_t window = 0, stride = 0;
+  const char* flag = "--window";  // the flag that set the window
+};
+WindowFlags window_flags(const Flags& a, int64_t max_pos);
 FlagSpec format_flag();  // --format, of sequence files (every format the readers know)
 // --column and --name-column, of the inference commands' table inputs
 FlagSpec column_flag();

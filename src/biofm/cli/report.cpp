@@ -151,35 +151,31 @@ std::string svg_chart(const Chart& c, const std::vector<ReportRun>& runs, int ch
   return o.str();
 }
 
-}  // namespace
-
-namespace {
-// A run directory's metrics file: its config.yaml's logger.metrics_file (relative to the run
+// A run's metrics file, from its config.yaml's text: logger.metrics_file (relative to the run
 // directory, or absolute), else metrics.jsonl.
-std::string run_metrics_file(const fs::path& dir) {
+std::string run_metrics_file(const std::string& config_yaml) {
   try {
-    const YAML::Node cfg = YAML::LoadFile((dir / "config.yaml").string());
-    const YAML::Node f = cfg["logger"]["metrics_file"];
+    const YAML::Node f = YAML::Load(config_yaml)["logger"]["metrics_file"];
     if (f && f.IsScalar() && !f.as<std::string>().empty()) return f.as<std::string>();
-  } catch (const std::exception&) {  // (no config.yaml, or not one of ours: the default name)
+  } catch (const std::exception&) {  // (not one of ours: the default name)
   }
   return "metrics.jsonl";
 }
+
 }  // namespace
 
 ReportRun load_report_run(const std::string& path) {
   ReportRun run;
-  fs::path metrics = path;
-  if (fs::is_directory(metrics)) metrics /= run_metrics_file(path);
+  const bool run_dir = fs::is_directory(path);
+  const fs::path given = path;
+  const fs::path dir = run_dir ? given : given.parent_path().empty() ? fs::path(".") : given.parent_path();
+  run.dir = dir.string();
+  if (fs::is_regular_file(dir / "config.yaml")) run.config_yaml = read_text(dir / "config.yaml");
+  const fs::path metrics = run_dir ? dir / run_metrics_file(run.config_yaml) : given;
   if (!fs::is_regular_file(metrics)) fail("no metrics file at '", metrics.string(), "'");
   run.source = metrics.string();
-  const fs::path dir = fs::is_directory(path)             ? fs::path(path)
-                       : metrics.parent_path().empty() ? fs::path(".")
-                                                       : metrics.parent_path();
-  run.dir = dir.string();
-  run.name = fs::is_directory(path) ? fs::weakly_canonical(path).filename().string() : metrics.stem().string();
+  run.name = run_dir ? fs::weakly_canonical(path).filename().string() : metrics.stem().string();
   if (run.name.empty()) run.name = path;
-  if (fs::is_regular_file(dir / "config.yaml")) run.config_yaml = read_text(dir / "config.yaml");
   if (fs::is_regular_file(dir / "range_times_rank0.json")) {
     try {
       run.range_times = json::parse(read_text(dir / "range_times_rank0.json"));

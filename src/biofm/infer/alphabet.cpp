@@ -20,14 +20,24 @@ bool nucleotide_char(char c) {
 AlphabetReport alphabet_report(const Tokenizer& tok) {
   AlphabetReport r;
   r.nucleotide_model = dynamic_cast<const NucleotideTokenizer*>(&tok) != nullptr;
+  std::vector<int32_t> ids;
+  for (int c = 0; c < 256; ++c) {  // (the tokenizers read residues one character at a time)
+    const char ch = char(c);
+    ids.clear();
+    r.unknown_char[size_t(c)] = tok.encode_residues(std::string_view(&ch, 1), ids) > 0;
+  }
   return r;
 }
 
 void AlphabetReport::add(std::string_view sequence) {
+  uint64_t unknown = 0;
   for (char c : sequence) {
     ++characters;
     unusual += nucleotide_char(c) != nucleotide_model;
+    unknown += unknown_char[static_cast<unsigned char>(c)];
   }
+  unknown_residues += unknown;
+  unknown_records += unknown > 0;
 }
 
 AlphabetReport check_alphabet(const Tokenizer& tok, const SequenceDataset& data) {
@@ -58,19 +68,11 @@ std::string AlphabetReport::warning() const {
   return "";
 }
 
-void UnknownResidues::add(const Tokenizer& tok, std::string_view sequence) {
-  thread_local std::vector<int32_t> ids;  // scratch, reused
-  ids.clear();
-  const uint64_t n = tok.encode_residues(sequence, ids);
-  residues += n;
-  records += n > 0;
-}
-
-std::string UnknownResidues::warning(const std::string& what_then) const {
-  if (residues == 0) return "";
-  return "warning: " + std::to_string(residues) + (residues == 1 ? " residue" : " residues") + " in " +
-         std::to_string(records) + (records == 1 ? " record" : " records") + (residues == 1 ? " is" : " are") +
-         " not in the model's alphabet and read as <unk>: " + what_then;
+std::string AlphabetReport::unknown_warning(const std::string& what_then) const {
+  if (unknown_residues == 0) return "";
+  return "warning: " + std::to_string(unknown_residues) + (unknown_residues == 1 ? " residue" : " residues") + " in " +
+         std::to_string(unknown_records) + (unknown_records == 1 ? " record" : " records") +
+         (unknown_residues == 1 ? " is" : " are") + " not in the model's alphabet and read as <unk>: " + what_then;
 }
 
 std::string empty_records_warning(uint64_t skipped, const std::string& what_then) {

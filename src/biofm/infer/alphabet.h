@@ -1,6 +1,7 @@
 // Input checks that catch a plausible-looking wrong result: a protein model fed DNA, a DNA model
 // fed protein, windows longer than the model was made for.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,8 +16,15 @@ struct AlphabetReport {
   // Nucleotide model: characters other than A/C/G/T/U/N; protein model: A/C/G/T/U/N.
   uint64_t unusual = 0;
   bool nucleotide_model = false;
+  // Residues the model's tokenizer reads as <unk> (e.g. '*' or a digit in a protein), and the
+  // records holding at least one.
+  uint64_t unknown_residues = 0, unknown_records = 0;
+  std::array<bool, 256> unknown_char{};  // (from the tokenizer: whether a character encodes to <unk>)
   // "" when the input looks like what the model reads; else one line saying what is wrong.
   std::string warning() const;
+  // "" when no residue was <unk>; else "warning: N residues in M records are not in the model's
+  // alphabet and read as <unk>: " + what_then (what the command did with them).
+  std::string unknown_warning(const std::string& what_then) const;
   // Counts one more sequence (for input read a piece at a time).
   void add(std::string_view sequence);
 };
@@ -28,19 +36,6 @@ AlphabetReport alphabet_report(const Tokenizer& tok);
 // are counted; more than 25% of them suggests protein input. Protein models: A/C/G/T/U/N are
 // counted; more than 90% suggests DNA or RNA input (in proteins they make up about a quarter).
 AlphabetReport check_alphabet(const Tokenizer& tok, const SequenceDataset& data);
-
-// Residues the tokenizer reads as <unk> (characters outside the model's alphabet, e.g. '*' or a
-// digit in a protein), counted over records for one warning (score, eval; embed counts them as it
-// encodes and reports them in its summary).
-struct UnknownResidues {
-  uint64_t residues = 0;  // <unk> residues
-  uint64_t records = 0;   // records holding at least one
-  // Counts one more record.
-  void add(const Tokenizer& tok, std::string_view sequence);
-  // "" when there are none; else "warning: N residues in M records are not in the model's
-  // alphabet and read as <unk>: " + what_then (what the command did with them).
-  std::string warning(const std::string& what_then) const;
-};
 
 // The warning for records skipped because their sequence was empty (after dropping whitespace and
 // a trailing '*'), "" when none: `what_then` says what that means for the output.

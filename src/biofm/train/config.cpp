@@ -801,24 +801,16 @@ std::string value_text(const config::Value& v) {
   if (const auto* d = std::get_if<double>(&v)) return config::format_float(*d);
   if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (const auto* s = std::get_if<std::string>(&v)) return s->empty() ? "''" : *s;
-  return "[...]";
+  std::string list;
+  for (double d : std::get<std::vector<double>>(v)) list += (list.empty() ? "" : ",") + config::format_float(d);
+  return "[" + list + "]";
 }
 }  // namespace
 
 std::vector<std::string> config_lines(const TrainConfig& cfg) {
   const config::Config c = to_config(cfg);
   std::vector<std::string> out;
-  for (const config::KeySpec& k : train_config_schema().keys()) {
-    const config::Value& v = c.get(k.key);
-    std::string text;
-    if (const auto* list = std::get_if<std::vector<double>>(&v)) {
-      for (double d : *list) text += (text.empty() ? "" : ",") + config::format_float(d);
-      text = "[" + text + "]";
-    } else {
-      text = value_text(v);
-    }
-    out.push_back(k.key + "=" + text);
-  }
+  for (const config::KeySpec& k : train_config_schema().keys()) out.push_back(k.key + "=" + value_text(c.get(k.key)));
   return out;
 }
 

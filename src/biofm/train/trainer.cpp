@@ -369,13 +369,14 @@ class TrainingRun {
   void note_global_batch_change(const TrainerState& st) const {
     int64_t ranks = 0, acc = 0;
     try {
-      ranks = json::parse(st.state_json).value("data_parallel_ranks", int64_t(0));
-      acc = load_train_config_string(st.config_yaml).grad_acc_steps;
-    } catch (const std::exception&) {  // (a checkpoint of an older biofm: nothing to compare)
+      const json state = json::parse(st.state_json);
+      ranks = state.value("data_parallel_ranks", int64_t(0));
+      acc = state.value("grad_acc_steps", int64_t(0));
+    } catch (const std::exception&) {  // (checked when the checkpoint loaded; nothing to compare)
       return;
     }
     const int64_t then = ranks * acc, now = int64_t(dp_world_) * cfg_.grad_acc_steps;
-    if (ranks <= 0 || then == now) return;
+    if (ranks <= 0 || acc <= 0 || then == now) return;  // (a checkpoint of an older biofm: nothing to compare)
     std::string keep;
     if (then % dp_world_ == 0) keep = " (grad_acc_steps=" + std::to_string(then / dp_world_) + " keeps it)";
     std::printf("note: the checkpoint's run took %lld batches per optimizer step (%lld data-parallel rank(s) x "
@@ -769,7 +770,11 @@ class TrainingRun {
     // (fsdp: each rank writes the part it holds; zero1/zero2: rank 0 writes the masters whole)
     opt_->gather_params();
     TrainerState st{done, prefetch_->cursor(),
-                    json{{"seed", cfg_.seed}, {"epoch", epoch_now()}, {"data_parallel_ranks", dp_world_}}.dump(),
+                    json{{"seed", cfg_.seed},
+                         {"epoch", epoch_now()},
+                         {"data_parallel_ranks", dp_world_},
+                         {"grad_acc_steps", cfg_.grad_acc_steps}}
+                        .dump(),
                     to_yaml(cfg_)};
     try {
       summary_.last_checkpoint =
