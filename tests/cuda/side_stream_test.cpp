@@ -131,16 +131,29 @@ struct Case {
   int layers;
 };
 
-struct Run {
+struct StepResult {
   std::vector<Tensor> grads;  // per parameter, host F32
+  std::vector<Tensor> quant;  // the model's FP8 state after the step (delayed: the amax history)
   size_t peak = 0;            // the step's peak above what the model holds
 };
+
+// What the side stream runs in a test: the weight gradients (ops.wgrad_stream; the FP8 weight
+// codes ahead stay as configured) or the FP8 weight codes one layer ahead (ops.fp8_weights_ahead;
+// the weight gradients on the compute stream).
+enum class Beside { WeightGrads, WeightCodes };
 
 // One step's gradients; how: 0 one stream, 1 side stream, 2 side stream with its work delayed,
 // 3 side stream with the compute stream delayed after each scope's mark. recompute: every layer
 // recomputed in backward (FP8 layers then quantize their inputs again there).
-Run run_step(const Case& c, int how, int fp8, bool recompute) {
-  testkit::ScopedOpOptions opt([&](ops::OpOptions& o) { o.wgrad_stream = how > 0; });
+StepResult run_step(const Case& c, int how, int fp8, bool recompute, Beside what = Beside::WeightGrads) {
+  testkit::ScopedOpOptions opt([&](ops::OpOptions& o) {
+    if (what == Beside::WeightGrads) {
+      o.wgrad_stream = how > 0;
+    } else {
+      o.wgrad_stream = false;
+      o.fp8_weights_ahead = how > 0;
+    }
+  });
   side_stream::set_delays_for_tests(how == 3 ? 2000 : 0, how == 2 ? 2000 : 0);
   std::unique_ptr<LanguageModel> m = c.make();
   m->params().init(5);
@@ -162,9 +175,10 @@ Run run_step(const Case& c, int how, int fp8, bool recompute) {
   EXPECT_FALSE(side_stream::pending()) << "the model's backward must join the side stream";
   cuda_ctx::synchronize();
   side_stream::set_delays_for_tests(0, 0);
-  Run r;
+  StepResult r;
   r.peak = device_memory_stats().peak_allocated_bytes - base;
   for (size_t i = 0; i < m->params().size(); ++i) r.grads.push_back(to_host_f32(m->params().grad(i)));
+  for (const auto& [name, t] : m->quant_state()) r.quant.push_back(to_host_f32(t));
   return r;
 }
 
@@ -176,8 +190,8 @@ void expect_same_gradients(const Case& c) {
     SCOPED_TRACE(std::string(c.name) + (fp8 == 0 ? " bf16" : fp8 == 1 ? " FP8 current" : " FP8 delayed") +
                  (rc ? ", recompute" : ""));
     (void)run_step(c, 1, fp8, rc);  // (the first run on the side stream allocates its cuBLASLt workspace)
-    const Run off = run_step(c, 0, fp8, rc), off2 = run_step(c, 0, fp8, rc);
-    const Run on[3] = {run_step(c, 1, fp8, rc), run_step(c, 2, fp8, rc), run_step(c, 3, fp8, rc)};
+    const StepResult off = run_step(c, 0, fp8, rc), off2 = run_step(c, 0, fp8, rc);
+    const StepResult on[3] = {run_step(c, 1, fp8, rc), run_step(c, 2, fp8, rc), run_step(c, 3, fp8, rc)};
     // Per parameter: where two one-stream runs agree bit for bit (no atomic add upstream of it
     // in backward), the side-stream runs must too; elsewhere they may differ by the run-to-run
     // spread (cuDNN's attention backward and the embedding backward add with atomics).
@@ -228,6 +242,47 @@ TEST(CudaSideStream, WeightGradientsBesideTrainAsOnOneStream) {
   const std::vector<Batch> l = dna_batches(2);
   expect_same_gradients(
       {"llama", [&] { return std::make_unique<LlamaModel>(lc, Device::CUDA, Precision::Bf16Mixed); }, l[0], l[1], 3});
+}
+
+// ops.fp8_weights_ahead: each layer's FP8 weight codes made on the side stream while the layer
+// before runs give the gradients and the amax history (delayed scaling: the weights' amax is
+// recorded in that pass) of codes made in front of the layer's first GEMM; with either stream
+// delayed, and under recompute. ESM-2 and Llama, two accumulated micro batches (the second
+// finds the codes made).
+TEST(CudaSideStream, Fp8WeightCodesAheadTrainAsInline) {
+  BIOFM_REQUIRE_GPU();
+  const Esm2Config ec = small_esm2_config();
+  const LlamaConfig lc = small_llama_config();
+  const std::vector<Batch> e = protein_batches(2), l = dna_batches(2);
+  const Case cases[] = {
+      {"esm2", [&] { return std::make_unique<Esm2Model>(ec, Device::CUDA, Precision::Bf16Mixed); }, e[0], e[1], 3},
+      {"llama", [&] { return std::make_unique<LlamaModel>(lc, Device::CUDA, Precision::Bf16Mixed); }, l[0], l[1], 3}};
+  for (const Case& c : cases) {
+    for (int fp8 : {1, 2}) {
+      for (bool rc : {false, true}) {
+        SCOPED_TRACE(std::string(c.name) + (fp8 == 1 ? " FP8 current" : " FP8 delayed") + (rc ? ", recompute" : ""));
+        const StepResult off = run_step(c, 0, fp8, rc, Beside::WeightCodes), off2 = run_step(c, 0, fp8, rc, Beside::WeightCodes);
+        ASSERT_EQ(off.quant.empty(), fp8 == 1) << "delayed scaling has an amax history to compare";
+        for (int how = 1; how <= 3; ++how) {
+          const StepResult on = run_step(c, how, fp8, rc, Beside::WeightCodes);
+          for (size_t i = 0; i < off.grads.size(); ++i) {
+            const double noise = rel_error(off2.grads[i], off.grads[i]), d = rel_error(on.grads[i], off.grads[i]);
+            if (noise == 0.0)
+              EXPECT_EQ(d, 0.0) << "parameter " << i << " differs (mode " << how << ")";
+            else
+              EXPECT_LE(d, std::max(4 * noise, 1e-6)) << "parameter " << i << " (mode " << how << ")";
+          }
+          ASSERT_EQ(on.quant.size(), off.quant.size());
+          for (size_t i = 0; i < off.quant.size(); ++i) {
+            // (the history's input and gradient rows follow the activations, which carry the
+            // run-to-run spread of the attention backward's atomics from the second micro batch on)
+            const double noise = rel_error(off2.quant[i], off.quant[i]), d = rel_error(on.quant[i], off.quant[i]);
+            EXPECT_LE(d, std::max(4 * noise, 0.0)) << "FP8 state " << i << " (mode " << how << ")";
+          }
+        }
+      }
+    }
+  }
 }
 
 // The ops on their own, the input gradient's temporaries included (a weight converted to bf16 for

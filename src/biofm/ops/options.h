@@ -71,6 +71,11 @@ struct OpOptions {
   // wherever cuBLASLt has the FP8 GEMMs (should it refuse one, its bf16 fallback reads the decoded
   // codes instead of the bf16 tensor).
   bool fp8_norm_codes = true;
+  // ops.fp8_weights_ahead: in a training forward (CUDA, FP8 current or delayed scaling, the
+  // weights resident: not fsdp), each layer's weight codes (made once per optimizer step) are
+  // made on the side stream while the layer before it runs (core/side_stream.h), instead of on
+  // the compute stream in front of the layer's first GEMM. The same codes.
+  bool fp8_weights_ahead = true;
   // Chunks of 8 features each thread of the norm kernels caches (1, 2, 4 or 8; backward at most
   // 4; 0 = the measured automatic choice). No config key: for bench/norm_bench.cpp.
   int norm_chunks = 0;

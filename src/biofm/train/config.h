@@ -196,6 +196,7 @@ struct TrainConfig {
     bool fp8_release_inputs = true;
     bool fp8_gelu_codes = true;
     bool fp8_norm_codes = true;
+    bool fp8_weights_ahead = true;
     bool operator==(const Ops&) const = default;
   };
 

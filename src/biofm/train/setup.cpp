@@ -39,6 +39,7 @@ void apply_op_options(const TrainConfig& cfg) {
   o.fp8_release_inputs = cfg.ops.fp8_release_inputs;
   o.fp8_gelu_codes = cfg.ops.fp8_gelu_codes;
   o.fp8_norm_codes = cfg.ops.fp8_norm_codes;
+  o.fp8_weights_ahead = cfg.ops.fp8_weights_ahead;
   ops::set_op_options(o);
 }
 

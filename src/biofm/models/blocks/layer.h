@@ -5,6 +5,8 @@
 // The residual adds ride in the output projections' GEMMs (forward); pre-norm backward folds
 // the residual gradient into the norms' backward (dres).
 #pragma once
+#include <initializer_list>
+
 #include "biofm/models/blocks/attention.h"
 #include "biofm/models/blocks/mlp.h"
 #include "biofm/models/blocks/norm.h"
@@ -48,6 +50,15 @@ class TransformerLayer {
                 bool emit_amax = false) const;
   // Whether the MLP's output projection quantizes its gradient with per-tensor scales.
   bool mlp_out_fp8() const { return mlp_.out_fp8(); }
+  // FP8 current or delayed scaling: whether the four projections' weight codes for this
+  // optimizer step are still to be made, and making them now (Linear::make_weight_codes).
+  bool weight_codes_due() const {
+    return attn_.qkv().weight_codes_due() || attn_.out().weight_codes_due() || mlp_.in().weight_codes_due() ||
+           mlp_.out().weight_codes_due();
+  }
+  void make_weight_codes() const {
+    for (const Linear* p : {&attn_.qkv(), &attn_.out(), &mlp_.in(), &mlp_.out()}) p->make_weight_codes();
+  }
 
  private:
   // The pre-norms; codes given: the output only as the consumer's FP8 codes (norm_writes_codes).

@@ -41,6 +41,36 @@ ops::Fp8WeightCodes* Linear::codes(const Tensor& w) const {
   return &codes_;
 }
 
+bool Linear::weight_codes_due() const {
+  const ops::LayerQuant* q = ctx_ ? ctx_->quant_of(layer_) : nullptr;
+  if (!q || q->format != LayerFormat::Fp8) return false;
+  const bool delayed = q->scaling == Fp8Scaling::Delayed;
+  if (!delayed && q->scaling != Fp8Scaling::Current) return false;
+  const Tensor w = weight();
+  const ops::Fp8WeightCodes* wc = codes(w);
+  // (current scaling: the shapes and alignment ops::linear_forward_fp8 quantizes w for)
+  return wc && !wc->codes.defined() && w.size(0) % 16 == 0 && w.size(1) % 16 == 0 && (delayed || aligned16(w));
+}
+
+bool Linear::make_weight_codes() const {
+  if (!weight_codes_due()) return false;
+  const ops::LayerQuant* q = ctx_->quant_of(layer_);
+  const bool delayed = q->scaling == Fp8Scaling::Delayed;
+  const Tensor w = weight();
+  ops::Fp8WeightCodes* wc = codes(w);
+  const int64_t O = w.size(0), I = w.size(1);
+  wc->codes = Tensor::empty({O, I}, DType::U8, Device::CUDA);
+  if (delayed || !wc->forward_only) wc->codes_t = Tensor::empty({I, O}, DType::U8, Device::CUDA);
+  wc->scale_inv = Tensor::empty({1}, DType::F32, Device::CUDA);
+  // Delayed: the scale from the history, and the weight's amax goes into its history in the
+  // same pass. Current: the amax computed from w, as linear_forward_fp8 would.
+  if (delayed)
+    ops::fp8_quantize(wc->codes, wc->codes_t, wc->scale_inv, w, q->fwd, scale_amax(1), Tensor(), history_row(1));
+  else
+    ops::fp8_quantize(wc->codes, wc->codes_t, wc->scale_inv, w, q->fwd, Tensor(), Tensor(), Tensor());
+  return true;
+}
+
 const ops::LayerQuant* Linear::producer_quant() const {
   const ops::LayerQuant* q = ctx_ ? ctx_->quant_of(layer_) : nullptr;
   if (!q || q->format != LayerFormat::Fp8 || q->scaling != Fp8Scaling::Delayed || ctx_->stats) return nullptr;
@@ -132,17 +162,12 @@ void Linear::forward_delayed(Tensor& out, const Tensor& x, const Tensor& w, cons
     return ops::linear_forward(out, fake_quantized(x, q.fwd, scale_amax(0)), fake_quantized(w, q.fwd, scale_amax(1)),
                                b, residual);
   }
-  // CUDA: the weight's codes made here with its delayed scale (once per optimizer step), then
-  // the FP8 GEMM takes them; the input's delayed scale goes in as its "amax".
+  // CUDA: the weight's codes made with its delayed scale (once per optimizer step; here, unless
+  // the stack made them ahead), then the FP8 GEMM takes them; the input's delayed scale goes in
+  // as its "amax".
+  make_weight_codes();
   ops::Fp8WeightCodes* wc = codes(w);
-  const int64_t O = w.size(0), I = w.size(1);
-  if (wc && !wc->codes.defined() && O % 16 == 0 && I % 16 == 0) {
-    wc->codes = Tensor::empty({O, I}, DType::U8, Device::CUDA);
-    wc->codes_t = Tensor::empty({I, O}, DType::U8, Device::CUDA);
-    wc->scale_inv = Tensor::empty({1}, DType::F32, Device::CUDA);
-    // (the weight's amax goes into its history in the same pass)
-    ops::fp8_quantize(wc->codes, wc->codes_t, wc->scale_inv, w, q.fwd, scale_amax(1), Tensor(), hw);
-  }
+  const int64_t I = w.size(1);
   if (!x_codes && !x_amax.defined() && save && ops::op_options().fp8_release_inputs && takes_codes() &&
       x.dim() == 2 && x.size(1) == I && x.size(0) > 0 && aligned16(x)) {
     // No producer handed over max |x| (the attention output): the quantization of x records it

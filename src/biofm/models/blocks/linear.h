@@ -62,6 +62,13 @@ class Linear {
   // in the same pass (the op's `record`), so that recording it takes no launch of its own.
   Tensor producer_record(int role) const { return history_row(role); }
   Tensor bias_grad() const { return b_.grad(*ctx_->params); }
+  // FP8 current or delayed scaling on CUDA: makes the weight's codes (both forms) for this
+  // optimizer step now, as the first forward would (the same call, so the same codes), unless
+  // they exist. Whether it queued work. The stack calls it on the side stream one layer ahead
+  // (ops.fp8_weights_ahead).
+  bool make_weight_codes() const;
+  // Whether make_weight_codes() would queue work now.
+  bool weight_codes_due() const;
 
  private:
   // The weight-code cache, emptied when the parameters changed; null where it cannot serve.

@@ -39,6 +39,7 @@ class Mlp {
   // that gradient saves it a pass by passing its amax).
   bool out_fp8() const { return out_.fp8(); }
   const Linear& in() const { return in_; }
+  const Linear& out() const { return out_; }
 
  private:
   // GELU with both linears in the compute precision and W_in's bias present: the fused ops.

@@ -4,17 +4,32 @@
 
 #include "biofm/core/profiling.h"
 #include "biofm/core/side_stream.h"
+#include "biofm/ops/options.h"
 
 namespace biofm {
 
 Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts,
                                        const LayerHook& hook) const {
   acts.assign(layers_.size(), LayerActs{});
+  // ops.fp8_weights_ahead: the next layer's FP8 weight codes (once per optimizer step) are made
+  // on the side stream while this layer runs; the compute stream joins before that layer. Not
+  // with a hook (fsdp gathers a layer's weights in BeforeForward, so they are not there ahead).
+  const bool ahead = !hook && ops::op_options().fp8_weights_ahead;
   for (int l = 0; l < num_layers(); ++l) {
     LayerActs& a = acts[size_t(l)];
     a.keep_fp8 = recompute_layers_ == 0;  // (recomputed and lean layers quantize again)
     Tensor x_out;
     NvtxRange range("layer %d forward", l + 1);
+    if (ahead) {
+      side_stream::join();  // this layer's codes, made beside the layer before (cheap when none)
+      if (l + 1 < num_layers() && layers_[size_t(l + 1)].weight_codes_due()) {
+        side_stream::Scope beside(true);
+        if (beside.active()) {
+          beside.enter();
+          layers_[size_t(l + 1)].make_weight_codes();
+        }
+      }
+    }
     if (hook) hook(LayerEvent::BeforeForward, l);
     layers_[size_t(l)].forward(l, b, x, a, &x_out, nullptr);
     if (hook) hook(LayerEvent::AfterForward, l);
