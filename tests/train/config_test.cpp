@@ -580,6 +580,11 @@ TEST(ConfigTrain, LayerListsTakeWholeNumbers) {
   const std::string bare = error_of([] { minimal({"fp4_layers=1,2"}); });
   EXPECT_HAS(bare, "a list of whole numbers like [1, 2]");
   EXPECT_EQ(minimal({"fp8_layers=[2, 3]"}).fp8_layers, (std::vector<double>{2, 3}));
+  // 1-indexed, each layer once, said in those words (a duplicate reached the model setup).
+  EXPECT_HAS(error_of([] { minimal({"fp8_layers=[0]"}); }),
+             "config key 'fp8_layers' lists layers 1-indexed (1..num_layers); 0 is not a layer number (in [0])");
+  EXPECT_HAS(error_of([] { minimal({"fp4_layers=[-2, 1]"}); }), "-2 is not a layer number (in [-2, 1])");
+  EXPECT_HAS(error_of([] { minimal({"fp8_layers=[1,1]"}); }), "config key 'fp8_layers' lists layer 1 twice (in [1, 1])");
   // A layer the model does not have fails when the config loads (--print-config included), not
   // only when the model is built.
   EXPECT_HAS(error_of([] { minimal({"fp8_config.enabled=true", "fp8_layers=[9]"}); }),
