@@ -1092,6 +1092,12 @@ Config resolve(const Schema& schema, const Flat& f, Problems& probs) {
         continue;
       }
       YAML::Node node = e.node;
+      if (!r->values.empty() && node.IsNull()) {
+        // (a Hydra null, as the recipes' YAMLs write for "not given": ours keeps its value)
+        cfg.add_note("ignored: '" + path + "' (" + e.origin + "): null is not given; " + r->key +
+                     " keeps its value");
+        continue;
+      }
       if (!r->values.empty()) {
         std::string text = node.IsScalar() ? node.Scalar() : node_str(node);
         const std::string given = text;
