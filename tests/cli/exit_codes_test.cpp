@@ -93,6 +93,14 @@ TEST(ExitCodes, CommandLineConfigOverridesAreUsageErrors) {
   expect_usage("train", train + "num_train_steps=-3", "config key 'num_train_steps'");
   expect_usage("train", train + "device=gpu", "config key 'device' must be one of");
   expect_usage("train", train + "optimizer.lr", "malformed override 'optimizer.lr'");
+  // Layer lists: 1-indexed, each layer once (a duplicate exited 1 from the model setup; [0] was
+  // "element 0 is 0.0").
+  expect_usage("train", train + "fp8_config.enabled=true 'fp8_layers=[1,1]'",
+               "config key 'fp8_layers' lists layer 1 twice (in [1, 1]); give each layer once");
+  expect_usage("train", train + "'fp8_layers=[0]'",
+               "config key 'fp8_layers' lists layers 1-indexed (1..num_layers); 0 is not a layer number (in [0])");
+  expect_usage("train", train + "fp4_config.enabled=true 'fp4_layers=[2,3,2]'",
+               "config key 'fp4_layers' lists layer 2 twice (in [2, 3, 2])");
   // Every problem at once, named as the overrides'.
   const RunResult two = run_biofm("train " + train + "optimizer.lrr=1 seed=x");
   EXPECT_EQ(two.code, 2) << two.output;

@@ -68,3 +68,16 @@ TEST(LaunchFlags, WhatCannotRunIsAUsageError) {
   EXPECT_THROW(parse({"--master_port", "0", "info"}, cmd), UsageError);
   EXPECT_THROW(parse({"--standalone", "--nnodes", "2", "info"}, cmd), UsageError);
 }
+
+// --help lists the torchrun spellings the parser accepts (they were parsed but hidden), from the
+// one flag table that parses them.
+TEST(LaunchFlags, HelpListsTorchrunsSpellings) {
+  const std::string help = help_text(kLaunchSpec);
+  for (const char* f : {"--nproc_per_node N", "--nnodes M", "--node_rank R", "--master_addr ADDR", "--master_port PORT",
+                        "--standalone"})
+    EXPECT_NE(help.find(std::string("\n  ") + f), std::string::npos) << f << "\n" << help;
+  for (const FlagSpec& f : kLaunchSpec.flags) {
+    EXPECT_FALSE(f.hidden) << f.name;
+    EXPECT_NE(help.find("\n  " + f.name), std::string::npos) << f.name;
+  }
+}

@@ -111,6 +111,38 @@ TEST(DataReader, FastaMultiLineAndEmptyRecords) {
   EXPECT_EQ(recs2[2].sequence, "*");
 }
 
+// keep_empty (score, eval's list: a row per input record): empty records are returned in their
+// place, still counted as empty, in every format; a file of empty records only is still refused.
+TEST(DataReader, KeepEmptyReturnsEmptyRecordsInPlace) {
+  TempDir dir;
+  ReaderOptions keep;
+  keep.keep_empty = true;
+  uint64_t skipped = 0;
+  auto recs = read_all(dir.write("a.fasta", kMultiLineFasta), keep, &skipped);
+  std::vector<std::string> names, seqs;
+  for (const auto& r : recs) names.push_back(r.name), seqs.push_back(r.sequence);
+  EXPECT_EQ(names, (std::vector<std::string>{"s1", "s2", "s3", "s4", "s5"}));
+  EXPECT_EQ(seqs, (std::vector<std::string>{"MKVLLA", "", "ACD", "", "mkv"}));
+  EXPECT_EQ(skipped, 2u);
+  // An empty last record (at the end of the file) too.
+  recs = read_all(dir.write("end.fasta", ">x\nMK\n>y\n"), keep);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[1].name, "y");
+  EXPECT_EQ(recs[1].sequence, "");
+  for (const auto& [file, text] : std::vector<std::pair<std::string, std::string>>{
+           {"t.csv", "sequence\nMKV\n\"\"\nACD\n"},
+           {"t.jsonl", "{\"sequence\": \"MKV\"}\n{\"sequence\": \" \"}\n{\"sequence\": \"ACD\"}\n"},
+           {"t.txt", "MKV\n*\nACD\n"}}) {
+    recs = read_all(dir.write(file, text), keep, &skipped);
+    ASSERT_EQ(recs.size(), 3u) << file;
+    EXPECT_EQ(recs[1].sequence, "") << file;
+    EXPECT_EQ(recs[2].sequence, "ACD") << file;
+    EXPECT_EQ(skipped, 1u) << file;
+    EXPECT_EQ(read_all(dir.file(file)).size(), 2u) << file << ": skipped without keep_empty";
+  }
+  EXPECT_THROW(read_all(dir.write("none.fasta", ">a\n>b\n*\n"), keep), Error);
+}
+
 TEST(DataReader, FastaGzipSameAsPlain) {
   TempDir dir;
   auto plain = read_all(dir.write("a.fa", kMultiLineFasta));

@@ -171,6 +171,20 @@ TEST(E2eFp8Recipes, DelayedScalingResumesExactly) {
   EXPECT_NE(d.output.find("resumed from"), std::string::npos) << d.output;
   EXPECT_EQ(d.output.find("starting from step 0"), std::string::npos) << d.output;
   EXPECT_TRUE(fs::exists(resumed + "/checkpoints/step_3")) << d.output;
+  EXPECT_EQ(d.output.find("is not used"), std::string::npos) << d.output;
+  // Resumed under another recipe (current scaling) or without FP8, the saved histories have no
+  // place: one note on rank 0 says so (they were dropped silently); weights and moments resume.
+  for (const std::string& other : {std::string(" fp8_config.enabled=true"), std::string()}) {
+    fs::remove_all(resumed + "/checkpoints/step_6");
+    RunResult e = run(train_args(2, 6) + other + " checkpoint.save_every_n_steps=3 output_dir=" + resumed);
+    ASSERT_EQ(e.code, 0) << e.output;
+    EXPECT_NE(e.output.find("resumed from"), std::string::npos) << e.output;
+    EXPECT_NE(e.output.find("note: the checkpoint's DelayedScaling state (amax histories and scales, " + resumed +
+                            "/checkpoints/step_3/fp8_state.safetensors) is not used: this run has no DelayedScaling "
+                            "layers"),
+              std::string::npos)
+        << other << "\n" << e.output;
+  }
 }
 
 // Without recompute each layer's forward runs once per step with FP8 attention too (the layer

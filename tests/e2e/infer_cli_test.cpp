@@ -477,26 +477,58 @@ int significant_digits(const std::string& v) {
 
 }  // namespace
 
-// What score and eval leave out of the numbers is said on stderr: empty records (score has no
-// row for them), residues outside the alphabet (<unk>: context, not scored).
+// What score and eval leave out of the numbers is said on stderr: empty records (score writes
+// their rows with nan scores, so that rows join the input by position; they had no row),
+// residues outside the alphabet (<unk>: context, not scored).
 TEST(InferCli, ScoreAndEvalReportEmptyRecordsAndUnknownResidues) {
   const std::string d = dir("score_skips");
   write_file_atomic(d + "/emp.fa", ">a\nMKV\n>empty\n>b\nMKT\n>star\n*\n");
   RunResult e = run("score --model " + kEsm + " --input " + d + "/emp.fa --device cpu --output " + d + "/e.tsv");
   ASSERT_EQ(e.code, 0) << e.output;
   EXPECT_NE(e.output.find("warning: 2 empty records"), std::string::npos) << e.output;
-  EXPECT_NE(e.output.find("no row in the output"), std::string::npos) << e.output;
+  EXPECT_NE(e.output.find("each keeps its row, with nan scores"), std::string::npos) << e.output;
   const auto rows = tsv(read_file(d + "/e.tsv"));
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 5u);
   EXPECT_EQ(rows[1][0], "a");
-  EXPECT_EQ(rows[2][0], "b");
+  EXPECT_EQ(rows[2], (std::vector<std::string>{"empty", "0", "0", "nan", "nan", "nan", "0"}));
+  EXPECT_EQ(rows[3][0], "b");
+  EXPECT_EQ(rows[3][2], "3");
+  EXPECT_NE(rows[3][3], "nan");
+  EXPECT_EQ(rows[4], (std::vector<std::string>{"star", "0", "0", "nan", "nan", "nan", "0"}));
+  // Unnamed records (a table) are named by their place, which is their row.
+  write_file_atomic(d + "/emp.csv", "sequence\nMKV\n\"\"\nMKT\n");
+  RunResult c = run("score --model " + kEsm + " --input " + d + "/emp.csv --device cpu --chunk 1 --output " + d +
+                    "/c.tsv");
+  ASSERT_EQ(c.code, 0) << c.output;
+  const auto crows = tsv(read_file(d + "/c.tsv"));
+  ASSERT_EQ(crows.size(), 4u) << c.output;
+  EXPECT_EQ(crows[2][0], "record:1");
+  EXPECT_EQ(crows[2][3], "nan");
+  EXPECT_EQ(crows[3][0], "record:2");
   write_file_atomic(d + "/empd.fa", ">a\nACGT\n>e\n>b\nACGTT\n");
-  RunResult l = run("score --model " + kLlama + " --input " + d + "/empd.fa --device cpu");
+  RunResult l = run("score --model " + kLlama + " --input " + d + "/empd.fa --device cpu --output " + d +
+                    "/l.tsv --track " + d + "/l.bedgraph");
   ASSERT_EQ(l.code, 0) << l.output;
   EXPECT_NE(l.output.find("warning: 1 empty record "), std::string::npos) << l.output;
+  const auto lrows = tsv(read_file(d + "/l.tsv"));
+  ASSERT_EQ(lrows.size(), 4u);
+  EXPECT_EQ(lrows[1][0], "a");
+  EXPECT_EQ(lrows[2], (std::vector<std::string>{"e", "0", "0", "nan", "nan"}));
+  EXPECT_EQ(lrows[3][0], "b");
+  EXPECT_EQ(lrows[3][2], "5");
+  EXPECT_EQ(tsv(read_file(d + "/l.bedgraph")).size(), 9u) << "4 + 5 bases; none for the empty record";
+  // eval's per-sequence list follows the input too: the empty record is listed, not evaluated.
   RunResult ev = run("eval --model " + kLlama + " --input " + d + "/empd.fa --device cpu");
   ASSERT_EQ(ev.code, 0) << ev.output;
   EXPECT_NE(ev.output.find("warning: 1 empty record "), std::string::npos) << ev.output;
+  const auto evj = nlohmann::json::parse(ev.output.substr(ev.output.find('{')));
+  EXPECT_EQ(evj["num_sequences"], 2);
+  EXPECT_EQ(evj["skipped_empty_records"], 1);
+  ASSERT_EQ(evj["sequences"].size(), 3u);
+  EXPECT_EQ(evj["sequences"][1]["name"], "e");
+  EXPECT_EQ(evj["sequences"][1]["length"], 0);
+  EXPECT_TRUE(evj["sequences"][1]["mean_nll"].is_null());
+  EXPECT_EQ(evj["sequences"][2]["num_scored"], 5);
 
   // '*' inside a protein is <unk>: counted, warned about, and not scored (scored 4 of 5).
   write_file_atomic(d + "/unk.fa", ">m\nMK*TA\n>n\nMKTAYIAKQR\n");
@@ -592,6 +624,18 @@ TEST(InferCli, ScoreVariantsTablesResiduesAndDigits) {
   RunResult h = run("score --model " + kEsm + " --input " + d + "/wt.fasta --device cpu --mutations " + d + "/header.csv");
   EXPECT_EQ(h.code, 1);
   EXPECT_NE(h.output.find("header.csv: no mutations"), std::string::npos) << h.output;
+  // Nothing is dropped silently: a table row without a mutant is an error naming its line, and
+  // an empty record beside the wild type is warned about (the wild type is the one non-empty).
+  write_file_atomic(d + "/gap.csv", "mutant,DMS_score\nR1A,0.1\n,0.2\n");
+  RunResult g = run("score --model " + kEsm + " --input " + d + "/wt.fasta --device cpu --mutations " + d + "/gap.csv");
+  EXPECT_EQ(g.code, 1) << g.output;
+  EXPECT_NE(g.output.find("gap.csv:3: empty mutation"), std::string::npos) << g.output;
+  write_file_atomic(d + "/wt2.fasta", ">none\n>wt\nRSMKTAYIAKQR\n");
+  RunResult w2 = run("score --model " + kEsm + " --input " + d + "/wt2.fasta --device cpu --mutations " + d +
+                     "/single.csv --output " + d + "/v2.tsv");
+  ASSERT_EQ(w2.code, 0) << w2.output;
+  EXPECT_NE(w2.output.find("warning: 1 empty record"), std::string::npos) << w2.output;
+  EXPECT_EQ(read_file(d + "/v2.tsv"), read_file(d + "/v.tsv"));
   for (const char* bad : {"R1-", "R1.", "R1X", "R1B", "R1U", "R1Z", "R1O"}) {
     write_file_atomic(d + "/bad.txt", std::string("S2G\n") + bad + "\n");
     RunResult b = run("score --model " + kEsm + " --input " + d + "/wt.fasta --device cpu --mutations " + d + "/bad.txt");

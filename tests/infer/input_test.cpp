@@ -192,4 +192,15 @@ TEST(InferInput, UnnamedRecordsAreNamedByTheirPlace) {
   ASSERT_EQ(ids.size(), 2u);
   EXPECT_EQ(ids[0].first, "x1");
   EXPECT_EQ(ids[1].first, "x3");
+  // keep_empty (score, eval): empty records keep their place, so a name is the row in the output.
+  ReaderOptions keep;
+  keep.keep_empty = true;
+  InputStream all = InputStream::files(dir.file("a.csv") + "," + dir.file("b.txt"), keep);
+  const auto rows = drain(all, 2);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[1], std::make_pair(std::string("record:1"), std::string()));
+  EXPECT_EQ(rows[2], std::make_pair(std::string("record:2"), std::string("ACD")));
+  EXPECT_EQ(rows[4], std::make_pair(std::string("record:4"), std::string()));
+  EXPECT_EQ(rows[5], std::make_pair(std::string("record:5"), std::string("YYY")));
+  EXPECT_EQ(all.stats().skipped_empty, 2u);
 }

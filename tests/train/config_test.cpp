@@ -518,6 +518,17 @@ TEST(ConfigTrain, RecipeSpellingsAreReadAsOurs) {
   TrainConfig f = load_train_config_string("dataset:\n  path: x.fasta\nuse_sequence_packing: false\nadamw_kwargs:\n  lr: 2.0e-4\n");
   EXPECT_EQ(f.dataset.packing, BatchMode::Bshd);
   EXPECT_DOUBLE_EQ(f.optimizer.lr, 2e-4);
+  // A Hydra null (the recipes' "not given") for a key read through a value map leaves ours as it
+  // is, with a note, on the command line and in a file (it was refused: "takes true or false").
+  EXPECT_EQ(minimal({"use_fp32_master_weights=null"}).precision, minimal().precision);
+  EXPECT_EQ(minimal({"precision=bf16", "use_fp32_master_weights=null"}).precision, Precision::Bf16);
+  EXPECT_EQ(minimal({"use_fp32_master_weights=~", "use_sequence_packing=null"}), minimal());
+  EXPECT_EQ(load_train_config_string("dataset:\n  path: x.fasta\nuse_fp32_master_weights: null\nprecision: bf16\n").precision,
+            Precision::Bf16);
+  const config::Config nc = config::load_string(train_config_schema(), "{}", {"use_fp32_master_weights=null"});
+  ASSERT_EQ(nc.notes().size(), 1u);
+  EXPECT_EQ(nc.notes()[0], "ignored: 'use_fp32_master_weights' (override 'use_fp32_master_weights=null'): null is not "
+                           "given; precision keeps its value");
   // Keys with no effect here are accepted and change nothing.
   EXPECT_EQ(minimal({"wandb_init_args.project=esm2", "wandb.name=run1", "use_meta_device=true", "hydra.verbose=true"}),
             minimal());
@@ -580,6 +591,11 @@ TEST(ConfigTrain, LayerListsTakeWholeNumbers) {
   const std::string bare = error_of([] { minimal({"fp4_layers=1,2"}); });
   EXPECT_HAS(bare, "a list of whole numbers like [1, 2]");
   EXPECT_EQ(minimal({"fp8_layers=[2, 3]"}).fp8_layers, (std::vector<double>{2, 3}));
+  // 1-indexed, each layer once, said in those words (a duplicate reached the model setup).
+  EXPECT_HAS(error_of([] { minimal({"fp8_layers=[0]"}); }),
+             "config key 'fp8_layers' lists layers 1-indexed (1..num_layers); 0 is not a layer number (in [0])");
+  EXPECT_HAS(error_of([] { minimal({"fp4_layers=[-2, 1]"}); }), "-2 is not a layer number (in [-2, 1])");
+  EXPECT_HAS(error_of([] { minimal({"fp8_layers=[1,1]"}); }), "config key 'fp8_layers' lists layer 1 twice (in [1, 1])");
   // A layer the model does not have fails when the config loads (--print-config included), not
   // only when the model is built.
   EXPECT_HAS(error_of([] { minimal({"fp8_config.enabled=true", "fp8_layers=[9]"}); }),

@@ -31,6 +31,21 @@ TEST(Setup, PrecisionIsFp32OnTheCpu) {
   EXPECT_EQ(describe_precision(c, Device::CPU), "fp32");
   c.fp8_config.enabled = true;
   EXPECT_EQ(describe_precision(c, Device::CPU), "fp32, FP8 " + c.fp8_config.fp8_format + " emulated");
+  // The block-scaled formats by their own names (NVFP4 was "FP8 HYBRID" or not named at all).
+  const auto banner = [](const std::vector<std::string>& ov, Device d) {
+    std::vector<std::string> all = {"precision=bf16-mixed"};
+    all.insert(all.end(), ov.begin(), ov.end());
+    return describe_precision(load_train_config_string("dataset:\n  path: x.fasta\n", all), d);
+  };
+  EXPECT_EQ(banner({"fp8_config.enabled=true", "fp8_config.fp8_recipe=Float8BlockScaling"}, Device::CUDA),
+            "bf16-mixed, FP8 HYBRID");
+  EXPECT_EQ(banner({"fp4_config.enabled=true"}, Device::CUDA), "bf16-mixed, NVFP4 (E2M1 with E4M3 block scales) emulated");
+  EXPECT_EQ(banner({"fp8_config.enabled=true", "fp8_config.fp8_recipe=NVFP4BlockScaling"}, Device::CUDA),
+            "bf16-mixed, NVFP4 (E2M1 with E4M3 block scales) emulated");
+  EXPECT_EQ(banner({"fp8_config.enabled=true", "fp8_config.fp8_recipe=MXFP8BlockScaling"}, Device::CUDA),
+            "bf16-mixed, MXFP8 HYBRID (E8M0 block scales) emulated");
+  EXPECT_EQ(banner({"fp8_config.enabled=true", "fp4_config.enabled=true", "fp8_layers=[1]"}, Device::CPU),
+            "fp32; precision=bf16-mixed is for CUDA, FP8 HYBRID emulated, NVFP4 (E2M1 with E4M3 block scales) emulated");
 }
 
 // fp8_config / fp4_config / fp8_layers / fp4_layers into each layer's quantization.

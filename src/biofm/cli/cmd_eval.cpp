@@ -77,7 +77,8 @@ const CommandSpec kEvalSpec{
         "sequences in windows of --window tokens (--max-seq-length is the same; default: the model's\n"
         "max_position_embeddings) overlapping by --stride bases (default 200, or half the window if smaller), every base\n"
         "scored once; reports loss = total NLL / scored tokens, perplexity = exp(loss), mean_sequence_nll\n"
-        "and a 'sequences' list {name, length, num_scored, mean_nll}.\n"
+        "and a 'sequences' list {name, length, num_scored, mean_nll}, one entry per input record in order (an empty\n"
+        "record's: length 0, mean_nll null).\n"
         "Residues outside the model's alphabet (read as <unk>) are context only, never masked or scored; they\n"
         "are counted (unknown_residues) and warned about, as are empty records (skipped_empty_records).\n"
         "The JSON goes to stdout and, with --output, to a file. The input is read a piece at a time after a first\n"
@@ -97,10 +98,9 @@ void emit(const Flags& a, const nlohmann::json& r) {
 
 // Warnings that the numbers may not mean what they seem (stderr).
 void warn_inputs(const infer::AlphabetReport& alphabet, const std::string& unknown_then, uint64_t skipped_empty,
-                 const char* flag, int64_t tokens, int64_t max_positions) {
+                 const std::string& empty_then, const char* flag, int64_t tokens, int64_t max_positions) {
   for (const std::string& w :
-       {alphabet.warning(), alphabet.unknown_warning(unknown_then),
-        infer::empty_records_warning(skipped_empty, "not evaluated (counted in skipped_empty_records)"),
+       {alphabet.warning(), alphabet.unknown_warning(unknown_then), infer::empty_records_warning(skipped_empty, empty_then),
         infer::length_warning(flag, tokens, max_positions)})
     if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
 }
@@ -132,8 +132,9 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
         total_tokens += std::min<int64_t>(int64_t(seq.size()) + 2, o.max_seq_length);
       },
       piece);
-  warn_inputs(alphabet, "never masked, context only", stats.skipped_empty, "--max-seq-length",
-              o.max_seq_length, model->dims().max_positions);
+  warn_inputs(alphabet, "never masked, context only", stats.skipped_empty,
+              "not evaluated (counted in skipped_empty_records)", "--max-seq-length", o.max_seq_length,
+              model->dims().max_positions);
   infer::Progress progress("eval", int64_t(stats.records), total_tokens,
                            a.has("--progress") || infer::stderr_is_terminal());
   o.eval_seed = uint64_t(a.get_int("--seed", 1234, 0, INT64_MAX));
@@ -184,7 +185,9 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
   const std::string model_dir = a.require("--model"), input = a.require("--input");
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
   const uint64_t piece = input_piece(a);
-  infer::InputStream in = open_input(a, input, family.tokenizer());
+  // Empty records are read too: each has its entry in the 'sequences' list (length 0, mean_nll
+  // null), so that the list follows the input record by record.
+  infer::InputStream in = open_input(a, input, family.tokenizer(), /*keep_empty=*/true);
   // Windows as long as the model's context unless asked otherwise (longer ones warn).
   const WindowFlags win = window_flags(a, model->dims().max_positions);
   const int64_t max_len = win.window, stride = win.stride;
@@ -199,7 +202,7 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
       },
       piece);
   warn_inputs(alphabet, "context only, not scored (only A/C/G/T bases are)", stats.skipped_empty,
-              window_flag, max_len, model->dims().max_positions);
+              "not evaluated (counted in skipped_empty_records; listed in 'sequences' with mean_nll null)", window_flag, max_len, model->dims().max_positions);
   const std::string dump_path = a.get("--dump-logits");
 
   const uint64_t n = stats.records;
@@ -300,7 +303,7 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"stride", stride},
                       {"device", device_name(dev)},
                       {"precision", precision.name()},
-                      {"num_sequences", n},
+                      {"num_sequences", n - stats.skipped_empty},  // (evaluated: the non-empty records)
                       {"num_windows", num_windows},
                       {"num_scored_tokens", total_scored},
                       {"unknown_residues", alphabet.unknown_residues},

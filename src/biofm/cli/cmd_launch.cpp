@@ -17,13 +17,14 @@ const CommandSpec kLaunchSpec{
               {"--node-rank", "R", "this node's rank, 0 .. M-1 (default 0)"},
               {"--master", "ADDR:PORT", "where rank 0 listens for the rendezvous (default 127.0.0.1:29500)"},
               {"--grace-seconds", "S", "after a process failed, how long the others get to stop (default 30)"},
-              {"--nproc_per_node", "N", "", true},  // torchrun's spellings
-              {"--node_rank", "R", "", true},
-              {"--master_addr", "ADDR", "", true},
-              {"--master-addr", "ADDR", "", true},
-              {"--master_port", "PORT", "", true},
-              {"--master-port", "PORT", "", true},
-              {"--standalone", "", "", true}},  // (one node, rendezvous on this host: the defaults)
+              // torchrun's spellings, listed in --help so that a torchrun command line is seen to run
+              {"--nproc_per_node", "N", "torchrun's spelling of --nproc-per-node"},
+              {"--node_rank", "R", "torchrun's spelling of --node-rank"},
+              {"--master_addr", "ADDR", "torchrun's: rank 0's address (with --master_port; not with --master)"},
+              {"--master-addr", "ADDR", "as --master_addr"},
+              {"--master_port", "PORT", "torchrun's: rank 0's port (with --master_addr; not with --master)"},
+              {"--master-port", "PORT", "as --master_port"},
+              {"--standalone", "", "torchrun's: one node, rendezvous on this host (the defaults; not with --nnodes > 1)"}},
     .flags_end_at_positional = true,
     .details =
         "Starts N processes of `biofm COMMAND ARGS...` on this node with RANK, WORLD_SIZE (M*N), LOCAL_RANK,\n"

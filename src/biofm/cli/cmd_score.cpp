@@ -66,7 +66,8 @@ const CommandSpec kScoreSpec{
         "nll, mean_nll. --track writes each scored base's log-likelihood: bedGraph (name, start, end, value;\n"
         "0-based) for a name ending in .bedgraph or .bdg (any case), else TSV (name, position (1-based), base,\n"
         "log_likelihood); a .bed name gets TSV too (bedGraph is not BED).\n"
-        "One row per non-empty record, in input order; empty records are skipped, counted in a warning.\n"
+        "One row per input record, in input order (join by position); an empty record's row has length 0 and\n"
+        "nan scores, and empty records are counted in a warning (with --mutations they are not the wild type).\n"
         "Natural logarithms throughout, 9 significant digits (float round-trip). The TSV goes to --output or\n"
         "stdout, written only once the flags have been checked. The input is never held whole: a first\n"
         "pass counts records and tokens (for the progress line) keeping nothing, then --chunk records are read,\n"
@@ -158,7 +159,10 @@ int cmd_score(int argc, char** argv) {
   }
   // The input is read --chunk records at a time, never whole. A first pass counts the records and
   // sums what the progress line needs (each record's tokens), keeping nothing else.
-  infer::InputStream in = open_input(a, input, family.tokenizer());
+  // Every record gets its row, empty ones too (with nan scores), so that rows join by position;
+  // with --mutations the one non-empty record is the wild type.
+  const bool variants = !causal && a.has("--mutations");
+  infer::InputStream in = open_input(a, input, family.tokenizer(), /*keep_empty=*/!variants);
   infer::AlphabetReport alphabet = infer::alphabet_report(tok);
   const int64_t esm_len = causal ? 0 : a.get_int("--max-seq-length", std::min<int64_t>(1024, max_pos), 3, kMaxFlagTokens);
   int64_t total_tokens = 0;
@@ -166,6 +170,7 @@ int cmd_score(int argc, char** argv) {
       in,
       [&](uint64_t, std::string_view seq) {
         alphabet.add(seq);
+        if (seq.empty()) return;  // (a row of nan: nothing to run)
         if (causal) {
           total_tokens += int64_t(seq.size()) + 2;
         } else {
@@ -174,15 +179,13 @@ int cmd_score(int argc, char** argv) {
         }
       },
       uint64_t(chunk));
-  const bool variants = !causal && a.has("--mutations");
   for (const std::string& w :
        {alphabet.warning(),
         alphabet.unknown_warning(causal     ? "context only, not scored (only A/C/G/T bases are)"
                         : variants ? "context for every variant"
                                    : "context only, left out of pll and of 'scored'"),
         infer::empty_records_warning(stats.skipped_empty, variants ? "not scored"
-                                                                   : "no row in the output (rows follow the non-empty "
-                                                                     "records; match them by name)")})
+                                                                   : "not scored; each keeps its row, with nan scores")})
     if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
   const uint64_t n = stats.records;
   SequenceDataset data;  // the records of the chunk at hand
@@ -234,7 +237,7 @@ int cmd_score(int argc, char** argv) {
         const double mean = x.positions > 0 ? x.pll / double(x.positions) : NAN;
         truncated += x.truncated;
         out.write(field(clean, data.name(r)) + "\t" + std::to_string(data.length(r)) + "\t" +
-                  std::to_string(x.positions) + "\t" + num(x.pll) + "\t" + num(mean) + "\t" + num(std::exp(-mean)) +
+                  std::to_string(x.positions) + "\t" + num(data.length(r) ? x.pll : NAN) + "\t" + num(mean) + "\t" + num(std::exp(-mean)) +
                   "\t" + (x.truncated ? "1" : "0") + "\n");
       }
     }
@@ -265,7 +268,7 @@ int cmd_score(int argc, char** argv) {
       const auto& x = res[r];
       const std::string name = field(clean, data.name(r));
       out.write(name + "\t" + std::to_string(data.length(r)) + "\t" + std::to_string(x.scored) + "\t" +
-                num(x.nll) + "\t" + num(x.scored > 0 ? x.nll / double(x.scored) : NAN) + "\n");
+                num(data.length(r) ? x.nll : NAN) + "\t" + num(x.scored > 0 ? x.nll / double(x.scored) : NAN) + "\n");
       if (!track) continue;
       const std::string_view seq = data.sequence(r);
       std::string lines;

@@ -140,13 +140,15 @@ FlagSpec split_flag() {
   return {"--split", "train|val|test", "when --input is a biofm prepare directory: its split (default train)"};
 }
 
-infer::InputStream open_input(const Flags& f, const std::string& input, const Tokenizer& tok) {
+infer::InputStream open_input(const Flags& f, const std::string& input, const Tokenizer& tok, bool keep_empty) {
   if (!is_prepared_dir(input)) {
     const auto no_split = [&] {
       if (f.has("--split")) fail("--split applies to a prepared directory (biofm prepare); ", input, " is not one");
     };
     if (std::filesystem::exists(input)) no_split();  // before reading it (a missing input is the reader's to name)
-    infer::InputStream in = infer::InputStream::files(input, reader_options(f));
+    ReaderOptions ro = reader_options(f);
+    ro.keep_empty = keep_empty;
+    infer::InputStream in = infer::InputStream::files(input, ro);
     no_split();  // a glob or a list
     return in;
   }

@@ -81,7 +81,8 @@ FlagSpec column_flag();
 FlagSpec name_column_flag();
 // --input as those commands read it, as a stream (infer/input.h: read a piece at a time, never
 // whole): files (reader_options), or a `biofm prepare` directory (its --split, default train),
-// whose tokenizer must be `tok`'s.
-infer::InputStream open_input(const Flags& f, const std::string& input, const Tokenizer& tok);
+// whose tokenizer must be `tok`'s. keep_empty: empty records are read too (ReaderOptions), for the
+// commands that write a row per input record.
+infer::InputStream open_input(const Flags& f, const std::string& input, const Tokenizer& tok, bool keep_empty = false);
 
 }  // namespace biofm

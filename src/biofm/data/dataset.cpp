@@ -7,8 +7,8 @@
 
 namespace biofm {
 
-void SequenceDataset::add(std::string_view sequence, std::string_view name) {
-  BIOFM_CHECK(!sequence.empty(), "SequenceDataset::add with an empty sequence");
+void SequenceDataset::add(std::string_view sequence, std::string_view name, bool may_be_empty) {
+  BIOFM_CHECK(may_be_empty || !sequence.empty(), "SequenceDataset::add with an empty sequence");
   data_.append(sequence);
   offsets_.push_back(data_.size());
   names_.append(name);
@@ -36,7 +36,7 @@ SequenceDataset SequenceDataset::load(const std::string& spec, const ReaderOptio
       o.max_records = options.max_records - ds.size();
     }
     SequenceReader reader(file, o);
-    while (reader.next(rec)) ds.add(rec.sequence, rec.name);
+    while (reader.next(rec)) ds.add(rec.sequence, rec.name, options.keep_empty);
     ds.stats_.skipped_empty += reader.skipped_empty();
     ds.stats_.skipped_malformed += reader.skipped_malformed();
     if (ds.stats_.first_error.empty()) ds.stats_.first_error = reader.first_error();

@@ -57,8 +57,9 @@ class SequenceDataset : public SequenceCorpus {
   std::string_view name(uint64_t i) const;
   const DatasetStats& stats() const { return stats_; }
 
-  // Appends one (already cleaned, non-empty) sequence.
-  void add(std::string_view sequence, std::string_view name = {});
+  // Appends one (already cleaned, non-empty) sequence; an empty one only with may_be_empty (the
+  // inference commands' input read with ReaderOptions::keep_empty, a row per record).
+  void add(std::string_view sequence, std::string_view name = {}, bool may_be_empty = false);
 
  private:
   std::string data_;

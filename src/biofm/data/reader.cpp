@@ -200,6 +200,7 @@ struct SequenceReader::Impl {
       clean_sequence(rec.sequence, opt.strip_stop);
       if (rec.sequence.empty()) {
         ++skipped;
+        if (opt.keep_empty) return true;
         if (!have_header && !resync) return false;  // (after a skipped header: not the end)
         continue;
       }
@@ -271,6 +272,7 @@ struct SequenceReader::Impl {
       clean_sequence(rec.sequence, opt.strip_stop);
       if (rec.sequence.empty()) {
         ++skipped;
+        if (opt.keep_empty) return true;
         continue;
       }
       return true;
@@ -310,6 +312,7 @@ struct SequenceReader::Impl {
       clean_sequence(rec.sequence, opt.strip_stop);
       if (rec.sequence.empty()) {
         ++skipped;
+        if (opt.keep_empty) return true;
         continue;
       }
       return true;
@@ -325,6 +328,7 @@ struct SequenceReader::Impl {
       clean_sequence(rec.sequence, opt.strip_stop);
       if (rec.sequence.empty()) {
         ++skipped;
+        if (opt.keep_empty) return true;
         continue;
       }
       return true;
@@ -342,6 +346,7 @@ struct SequenceReader::Impl {
       clean_sequence(rec.sequence, opt.strip_stop);
       if (rec.sequence.empty()) {
         ++skipped;
+        if (opt.keep_empty) return true;
         continue;
       }
       return true;
@@ -392,7 +397,7 @@ bool SequenceReader::next(SequenceRecord& record) {
     return true;
   }
   m.done = true;
-  if (m.records == 0) {
+  if (m.records == (m.opt.keep_empty ? m.skipped : 0)) {  // (keep_empty: every record returned was empty)
     if (m.malformed)
       fail(m.in.path(), ": no usable sequences (", m.malformed, " malformed record(s) skipped; the first: ",
            m.first_error, ")");

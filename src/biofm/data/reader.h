@@ -45,6 +45,10 @@ struct ReaderOptions {
   // and counted instead of thrown; a read error of the stream (truncated or corrupt gzip/zstd)
   // ends the file, counted as one skipped record, and the records before it are kept.
   bool skip_malformed = false;
+  // Return a record whose sequence is empty (still counted in skipped_empty()) instead of skipping
+  // it, so that a command can write a row for every record of its input (score, eval's list). A
+  // file of empty records only is still "no sequences".
+  bool keep_empty = false;
 };
 
 struct SequenceRecord {
@@ -60,14 +64,14 @@ class SequenceReader {
   SequenceReader(SequenceReader&&) noexcept;
   SequenceReader& operator=(SequenceReader&&) noexcept;
 
-  // Reads the next non-empty record; false at the end of the file. Throws on malformed
-  // input, and at the end if the file held no non-empty record at all.
+  // Reads the next non-empty record (or empty one too, with keep_empty); false at the end of the
+  // file. Throws on malformed input, and at the end if the file held no non-empty record at all.
   bool next(SequenceRecord& record);
 
   const std::string& path() const;
   SequenceFormat format() const;
   uint64_t records() const;        // records returned so far
-  uint64_t skipped_empty() const;  // records skipped because their sequence was empty
+  uint64_t skipped_empty() const;  // records skipped (keep_empty: returned) because their sequence was empty
   uint64_t skipped_malformed() const;     // with skip_malformed: records / file tails skipped
   const std::string& first_error() const;  // the first of them ("" when none)
   uint64_t line() const;           // lines consumed so far

@@ -132,7 +132,8 @@ uint64_t InputStream::read(uint64_t count_wanted, SequenceDataset& out) {
   for (; got < count_wanted && next(rec); ++got) {
     // (a table or text line without a name column: named by its place in the input, which is
     // its row in the outputs, as a prepared split's records are)
-    out.add(rec.sequence, rec.name.empty() ? "record:" + std::to_string(position_) : rec.name);
+    out.add(rec.sequence, rec.name.empty() ? "record:" + std::to_string(position_) : rec.name,
+            files_->options.keep_empty);
     count(rec.sequence.size());
   }
   return got;

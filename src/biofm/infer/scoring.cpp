@@ -275,6 +275,7 @@ std::vector<CausalResult> causal_log_likelihoods(LanguageModel& model, const Tok
   };
   std::vector<Item> items;
   std::vector<int64_t> lengths, left(n, 0);
+  int64_t no_windows = 0;  // empty records: done at once
   for (uint64_t r = 0; r < n; ++r) {
     const uint64_t len = data.length(first + r);
     if (o.per_base) res[r].base_ll.assign(len, std::numeric_limits<float>::quiet_NaN());
@@ -285,7 +286,9 @@ std::vector<CausalResult> causal_log_likelihoods(LanguageModel& model, const Tok
       scored_until = w.start + w.length;
       ++left[r];
     }
+    no_windows += left[r] == 0;
   }
+  if (progress && no_windows) progress->add(no_windows, 0);
   run_batches(
       model, lengths, std::max(o.max_tokens, o.window_tokens), tok.pad_id(),
       [&](int64_t i, std::vector<int32_t>& x, std::vector<int32_t>& y) {

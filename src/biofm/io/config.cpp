@@ -285,6 +285,20 @@ static std::string range_problem(const KeySpec& spec, const Value& v) {
              format_float(*d);
     }
   } else if (const auto* l = std::get_if<std::vector<double>>(&v)) {
+    if (spec.layer_numbers) {  // (whole numbers already: convert checked them)
+      for (size_t k = 0; k < l->size(); ++k) {
+        const std::string layer = value_str(std::vector<double>{(*l)[k]});
+        const std::string n = layer.substr(1, layer.size() - 2);
+        if ((*l)[k] < 1)
+          return "config key '" + spec.key + "' lists layers 1-indexed (1..num_layers); " + n +
+                 " is not a layer number (in " + value_str(v) + ")";
+        for (size_t j = 0; j < k; ++j)
+          if ((*l)[j] == (*l)[k])
+            return "config key '" + spec.key + "' lists layer " + n + " twice (in " + value_str(v) +
+                   "); give each layer once";
+      }
+      return "";
+    }
     for (size_t k = 0; k < l->size(); ++k) {
       if (!spec.range.contains((*l)[k])) {
         return "config key '" + spec.key + "' needs every element " + spec.range.str() +
@@ -1078,6 +1092,12 @@ Config resolve(const Schema& schema, const Flat& f, Problems& probs) {
         continue;
       }
       YAML::Node node = e.node;
+      if (!r->values.empty() && node.IsNull()) {
+        // (a Hydra null, as the recipes' YAMLs write for "not given": ours keeps its value)
+        cfg.add_note("ignored: '" + path + "' (" + e.origin + "): null is not given; " + r->key +
+                     " keeps its value");
+        continue;
+      }
       if (!r->values.empty()) {
         std::string text = node.IsScalar() ? node.Scalar() : node_str(node);
         const std::string given = text;

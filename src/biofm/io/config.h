@@ -53,6 +53,9 @@ struct KeySpec {
   Range range;                        // Int, Float, FloatList elements
   int list_size = -1;                 // FloatList: required length; -1 = any
   bool whole_numbers = false;         // FloatList: every element a whole number (layer indices)
+  // FloatList of 1-indexed layer numbers (fp8_layers): whole, at least 1, none listed twice; the
+  // upper end (the model's layers) is checked where the model is known.
+  bool layer_numbers = false;
   // String keys only: a YAML list of strings is accepted too and stored joined with ','
   // (for inputs that take a comma-separated list, like dataset.path). Entries may not hold ','.
   bool string_list = false;

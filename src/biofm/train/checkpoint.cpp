@@ -345,10 +345,27 @@ void load_optimizer_state(const std::string& dir, const std::vector<std::string>
 // The model's quantization state (DelayedScaling, FP8 attention) from fp8_state.safetensors; a checkpoint
 // without it (another recipe before), or with a tensor of another shape (another amax_history_len or
 // other FP8 layers), leaves that state fresh, with a note: the run resumes its weights and moments.
-void load_quant_state(const std::string& dir, const std::vector<std::string>& names, LanguageModel& model) {
+// State the checkpoint holds that this run has no place for (it ran DelayedScaling or FP8 attention,
+// this run does not) is dropped, said in `notes`.
+void load_quant_state(const std::string& dir, const std::vector<std::string>& names, LanguageModel& model,
+                      std::vector<std::string>& notes) {
   const auto state = model.quant_state();
+  const bool saved = std::find(names.begin(), names.end(), "fp8_state.safetensors") != names.end();
+  if (saved) {
+    const std::string path = dir + "/fp8_state.safetensors";
+    const MappedSafetensors f(path);
+    const auto used = [&](const char* name) {
+      return std::any_of(state.begin(), state.end(), [&](const auto& s) { return s.first == name; });
+    };
+    if (f.find("fp8.delayed.amax_history") && !used("fp8.delayed.amax_history"))
+      notes.push_back("the checkpoint's DelayedScaling state (amax histories and scales, " + path +
+                      ") is not used: this run has no DelayedScaling layers (fp8_config.fp8_recipe)");
+    if (f.find("fp8.attention.state") && !used("fp8.attention.state"))
+      notes.push_back("the checkpoint's FP8 attention state (" + path +
+                      ") is not used: this run has no FP8 attention (fp8_config.fp8_recipe_kwargs.fp8_dpa)");
+  }
   if (state.empty()) return;
-  if (std::find(names.begin(), names.end(), "fp8_state.safetensors") == names.end()) {
+  if (!saved) {
     std::cerr << "note: " << dir << " has no fp8_state.safetensors: the quantization state (DelayedScaling's amax histories, FP8 attention's scales) starts fresh\n";
     return;
   }
@@ -507,7 +524,7 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
       st.data_cursor = f.data_cursor;
       load_model_files(dir, names, model.params());
       load_optimizer_state(dir, names, opt, model.params().numel());
-      load_quant_state(dir, names, model);
+      load_quant_state(dir, names, model, st.notes);
       st.gemm_choices = load_gemm_tuning(dir, names, model);
       opt.set_steps_taken(st.step);
       if (chosen_dir) *chosen_dir = dir;

@@ -49,6 +49,9 @@ struct TrainerState {
   std::string state_json;    // free-form trainer state (JSON object text)
   std::string config_yaml;   // the resolved config
   int64_t gemm_choices = -1; // on resume: GEMM algorithm choices taken from the checkpoint (-1: none)
+  // On resume: what the checkpoint holds that this run does not use (DelayedScaling's state under
+  // another recipe), one line each, for rank 0 to print as "note: ...".
+  std::vector<std::string> notes;
 };
 
 // Removes .tmp_step_* directories under ckpt_dir left by a save that was killed (those of

@@ -110,6 +110,7 @@ struct Opt {
   const char* help = "";
   bool string_list = false;  // std::string fields: a YAML list is accepted, joined with ','
   bool whole_numbers = false;  // std::vector<double> fields: every element a whole number
+  bool layer_numbers = false;  // std::vector<double> fields: 1-indexed layers, each once (KeySpec)
 };
 
 struct Binding {
@@ -133,7 +134,8 @@ struct Registry {
     spec.aliases = opt.aliases;
     spec.help = opt.help;
     spec.string_list = opt.string_list;
-    spec.whole_numbers = opt.whole_numbers;
+    spec.whole_numbers = opt.whole_numbers || opt.layer_numbers;
+    spec.layer_numbers = opt.layer_numbers;
     if constexpr (std::is_enum_v<T>) {
       spec.type = config::Type::Enum;
       spec.choices = enum_choices<T>();
@@ -279,9 +281,9 @@ Registry build_registry() {
   BIND(fp4_config.fp4_recipe_kwargs.disable_stochastic_rounding, .help = "gradients round to nearest");
   BIND(fp4_config.fp4_recipe_kwargs.disable_2d_quantization, .help = "weights in 1x16 blocks instead of 16x16");
   BIND(fp8_layers, .range = ge(1), .help = "1-indexed layers in FP8 (empty: all, or those fp4_layers leaves)",
-       .whole_numbers = true);
+       .layer_numbers = true);
   BIND(fp4_layers, .range = ge(1), .help = "1-indexed layers in FP4 (empty: all, or those fp8_layers leaves)",
-       .whole_numbers = true);
+       .layer_numbers = true);
 
   // model
   BIND(model.family, .choices = family_names());

@@ -14,15 +14,6 @@ Precision precision_for(const TrainConfig& cfg, Device device) {
   return device == Device::CPU ? Precision::F32 : cfg.precision;
 }
 
-std::string describe_precision(const TrainConfig& cfg, Device device) {
-  const Precision runs = precision_for(cfg, device);
-  std::string s = precision_name(runs);
-  // (the CPU backend computes in fp32 whatever the config asks: say so when it asked otherwise)
-  if (runs != cfg.precision) s += std::string("; precision=") + precision_name(cfg.precision) + " is for CUDA";
-  if (cfg.fp8_config.enabled) s += ", FP8 " + cfg.fp8_config.fp8_format + (device == Device::CPU ? " emulated" : "");
-  return s;
-}
-
 void apply_op_options(const TrainConfig& cfg) {
   ops::OpOptions o;
   o.attention = cfg.ops.attention;
@@ -50,6 +41,31 @@ std::string recipe_short_name(const std::string& name) {
   const size_t dot = name.rfind('.');
   return dot == std::string::npos ? name : name.substr(dot + 1);
 }
+
+}  // namespace
+
+std::string describe_precision(const TrainConfig& cfg, Device device) {
+  const Precision runs = precision_for(cfg, device);
+  std::string s = precision_name(runs);
+  // (the CPU backend computes in fp32 whatever the config asks: say so when it asked otherwise)
+  if (runs != cfg.precision) s += std::string("; precision=") + precision_name(cfg.precision) + " is for CUDA";
+  // The quantized formats by name; MXFP8 and NVFP4 are emulated everywhere (no Hopper kernels),
+  // the per-tensor and 128-block FP8 recipes on the CPU only.
+  const char* nvfp4 = ", NVFP4 (E2M1 with E4M3 block scales) emulated";
+  const std::string recipe = recipe_short_name(cfg.fp8_config.fp8_recipe);
+  if (cfg.fp8_config.enabled) {
+    if (recipe == "NVFP4BlockScaling")  // (fp8_recipe NVFP4BlockScaling: the fp8 layers run NVFP4)
+      s += nvfp4;
+    else if (recipe == "MXFP8BlockScaling")
+      s += ", MXFP8 " + cfg.fp8_config.fp8_format + " (E8M0 block scales) emulated";
+    else
+      s += ", FP8 " + cfg.fp8_config.fp8_format + (device == Device::CPU ? " emulated" : "");
+  }
+  if (cfg.fp4_config.enabled && !(cfg.fp8_config.enabled && recipe == "NVFP4BlockScaling")) s += nvfp4;
+  return s;
+}
+
+namespace {
 
 // A fp8_recipe_kwargs key set away from its default for a recipe that does not have it.
 void check_kwargs(const TrainConfig& cfg, const std::string& recipe) {

@@ -468,6 +468,7 @@ class TrainingRun {
                       (unsigned long long)st->data_cursor, tuned_gemms_text(st->gemm_choices).c_str(),
                       older ? "; newer checkpoints failed to load (warnings above), an older one is used" : "");
           for (const std::string& d : resume_differences(st->config_yaml, config_yaml)) std::printf("note: %s\n", d.c_str());
+          for (const std::string& n : st->notes) std::printf("note: %s\n", n.c_str());
           note_global_batch_change(*st);
         }
       } else if (!candidates.empty() && root_) {
