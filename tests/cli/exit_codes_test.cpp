@@ -151,6 +151,31 @@ TEST(ExitCodes, TopLevelHelpListsEachCommandsOwnSummary) {
   }
 }
 
+// `biofm help CMD` is `biofm CMD --help` (it used to print the global usage); an unknown CMD, or
+// anything more after help or --version, is a usage error (--version used to ignore it).
+TEST(ExitCodes, HelpCommandIsTheCommandsHelp) {
+  for (const biofm::Command& c : biofm::kCommands) {
+    const std::string& name = c.spec->name;
+    const RunResult h = run_biofm("help " + name), own = run_biofm(name + " --help");
+    EXPECT_EQ(h.code, 0) << name << "\n" << h.output;
+    EXPECT_EQ(h.output, own.output) << name;
+    EXPECT_EQ(h.output.rfind("usage: biofm " + name, 0), 0u) << h.output;
+  }
+  EXPECT_EQ(run_biofm("--help train").output, run_biofm("train --help").output);
+  const RunResult top = run_biofm("help");
+  EXPECT_EQ(top.code, 0);
+  EXPECT_EQ(top.output, run_biofm("--help").output);
+  EXPECT_NE(top.output.find("help <command>"), std::string::npos) << top.output;
+  const RunResult unknown = run_biofm("help trian");
+  EXPECT_EQ(unknown.code, 2) << unknown.output;
+  EXPECT_TRUE(has_line(unknown.output, "biofm: unknown command 'trian'")) << unknown.output;
+  for (const std::string args : {"help train extra", "--version extra", "version x"}) {
+    const RunResult r = run_biofm(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_TRUE(has_line(r.output, "biofm: unexpected argument")) << args << "\n" << r.output;
+  }
+}
+
 TEST(ExitCodes, TrainAndBenchHelpListEveryConfigKey) {
   const biofm::config::Schema& schema = biofm::train_config_schema();
   for (const std::string cmd : {"train", "bench"}) {

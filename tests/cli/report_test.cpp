@@ -8,6 +8,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/core/range_timer.h"
+#include "e2e/cli_run.h"
 
 namespace fs = std::filesystem;
 using namespace biofm;
@@ -193,4 +194,32 @@ TEST(Report, ShowsWhereAStepGoesWhenTheRunTimedItsRanges) {
       << html;
   std::ofstream(dir / "range_times_rank0.json") << "{not json";
   EXPECT_THROW(load_report_run(dir.string()), Error);
+}
+
+// An input with no loss record (an empty metrics file, another tool's JSONL) is warned about, and
+// a report none of whose inputs has one is an error with no page written (both used to be a
+// silent success with an empty page).
+TEST(Report, InputsWithoutLossRecordsAreSaid) {
+  const std::string dir = testkit::fresh_dir("report_no_loss");
+  fs::create_directories(dir + "/emptyrun");
+  std::ofstream(dir + "/emptyrun/metrics.jsonl") << "";
+  std::ofstream(dir + "/nostep.jsonl") << "{\"a\": 1}\n";
+  std::ofstream(dir + "/good.jsonl") << "{\"step\": 1, \"loss\": 4.0}\n{\"step\": 2, \"loss\": 3.5}\n";
+  EXPECT_TRUE(has_loss_records(load_report_run(dir + "/good.jsonl")));
+  EXPECT_FALSE(has_loss_records(load_report_run(dir + "/nostep.jsonl")));
+
+  testkit::RunResult none = testkit::run_biofm("report " + dir + "/emptyrun " + dir + "/nostep.jsonl --output " + dir + "/none.html");
+  EXPECT_EQ(none.code, 1) << none.output;
+  EXPECT_NE(none.output.find("warning: " + dir + "/emptyrun/metrics.jsonl: no step/loss records (0 record(s)"),
+            std::string::npos) << none.output;
+  EXPECT_NE(none.output.find("warning: " + dir + "/nostep.jsonl: no step/loss records (1 record(s)"), std::string::npos)
+      << none.output;
+  EXPECT_NE(none.output.find("biofm report: error: no step/loss records in any input"), std::string::npos) << none.output;
+  EXPECT_FALSE(fs::exists(dir + "/none.html"));
+
+  testkit::RunResult some = testkit::run_biofm("report " + dir + "/good.jsonl " + dir + "/nostep.jsonl --output " + dir + "/some.html");
+  EXPECT_EQ(some.code, 0) << some.output;
+  EXPECT_NE(some.output.find("warning: " + dir + "/nostep.jsonl: no step/loss records"), std::string::npos) << some.output;
+  EXPECT_EQ(some.output.find("good.jsonl: no step"), std::string::npos) << some.output;
+  EXPECT_TRUE(fs::exists(dir + "/some.html"));
 }

@@ -247,7 +247,8 @@ TEST(Distributed, ARankThatDiesIsNamedAndTheOthersStop) {
       "start=$(date +%s); " + env + " RANK=0 LOCAL_RANK=0 timeout 120 " + BIOFM_BINARY + " " + args +
       "; code=$?; echo \"rank0 exit $code after $(( $(date +%s) - start )) s\"";
   RunResult r = sh("(" + script + ")");
-  EXPECT_NE(r.output.find("error: rank 1 exited"), std::string::npos) << r.output;
+  // (in the format of every error, which it lacked: "error: rank 1 exited ...")
+  EXPECT_NE(r.output.find("biofm train: error: rank 1 exited"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("rank0 exit 0 "), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("rank0 exit 124"), std::string::npos) << "rank 0 hung: " << r.output;
 }

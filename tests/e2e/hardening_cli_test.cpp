@@ -397,3 +397,69 @@ TEST(E2eHardening, JsonlNumberOutOfRangeIsAnInvalidLineNotAnInternalError) {
                          dir + "/out.safetensors"),
                      {"in.jsonl", "2", "invalid JSON"}, "1e400");
 }
+
+// A checkpoint past num_train_steps fails before anything says it was resumed, and the advice is
+// one the next run takes (checkpoint.resume_from_checkpoint=false is refused among checkpoints).
+TEST(E2eHardening, ACheckpointPastNumTrainStepsGivesAdviceThatWorks) {
+  const std::string out = fresh_dir("past_end");
+  ASSERT_EQ(run(tiny_train_args(out, 6)).code, 0);
+  RunResult r = run(tiny_train_args(out, 4));
+  expect_clean_error(r, {"is at step 6, past num_train_steps=4; raise num_train_steps, or use another output_dir (or "
+                         "checkpoint.ckpt_dir) to start over"}, "past the end");
+  EXPECT_EQ(r.output.find("resume_from_checkpoint"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("resumed from"), std::string::npos) << r.output;
+}
+
+// A resume with changed training settings says so, one note per key (only seed and dataset.path
+// had notes; the learning rate jumped silently).
+TEST(E2eHardening, ResumeWithChangedHyperParametersIsNoted) {
+  const std::string out = fresh_dir("changed_hparams");
+  ASSERT_EQ(run(tiny_train_args(out, 3)).code, 0);
+  RunResult same = run(tiny_train_args(out, 3));
+  ASSERT_EQ(same.code, 0) << same.output;
+  EXPECT_EQ(same.output.find("in the checkpoint's run"), std::string::npos) << same.output;
+  RunResult r = run(tiny_train_args(out, 5) + " optimizer.lr=0.01 dataset.max_tokens_per_batch=512 scheduler.warmup_steps=4");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const std::string note :
+       {"note: optimizer.lr=0.01 here, 0.002 in the checkpoint's run: the updates from here on use it\n",
+        "note: num_train_steps=5 here, 3 in the checkpoint's run: the learning-rate schedule is recomputed",
+        "note: scheduler.warmup_steps=4 here, 2 in the checkpoint's run: the learning-rate schedule is recomputed",
+        "note: dataset.max_tokens_per_batch=512 here, 256 in the checkpoint's run: the batches from here on differ"})
+    EXPECT_NE(r.output.find(note), std::string::npos) << note << "\n" << r.output;
+}
+
+// A step directory without its manifest is warned about like any unusable checkpoint, and
+// rotation neither counts nor deletes a checkpoint found unusable: it used to delete the valid
+// step_6 and keep the broken step_7.
+TEST(E2eHardening, UnusableCheckpointsAreSaidAndRotationKeepsTheUsableOnes) {
+  const std::string out = fresh_dir("unusable_rotation");
+  const std::string every2 = " checkpoint.save_every_n_steps=2 checkpoint.max_checkpoints=";
+  ASSERT_EQ(run(tiny_train_args(out, 6) + every2 + "0").code, 0);
+  const std::string ckpt = out + "/checkpoints";
+  fs::remove(ckpt + "/step_6/manifest.json");
+  RunResult r = run(tiny_train_args(out, 6) + every2 + "0");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: skipping checkpoint " + ckpt + "/step_6: " + ckpt + "/step_6/manifest.json is missing"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resumed from " + ckpt + "/step_4 (step 4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("newer checkpoints failed to load"), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(ckpt + "/step_6/manifest.json")) << "saved again";
+
+  fs::rename(ckpt + "/step_6", ckpt + "/step_7");
+  RunResult rot = run(tiny_train_args(out, 8) + every2 + "2");
+  ASSERT_EQ(rot.code, 0) << rot.output;
+  EXPECT_NE(rot.output.find("step_7: "), std::string::npos) << rot.output;
+  EXPECT_NE(rot.output.find("checkpoint rotation does not count it"), std::string::npos) << rot.output;
+  for (const char* kept : {"step_6", "step_7", "step_8"}) EXPECT_TRUE(fs::exists(ckpt + "/" + kept)) << kept;
+  for (const char* gone : {"step_2", "step_4"}) EXPECT_FALSE(fs::exists(ckpt + "/" + gone)) << gone;
+}
+
+// A checkpoint directory no checkpoint can be written into fails before step 1 (it used to fail
+// at the first save; as root, only creating something there tells).
+TEST(E2eHardening, AnUnwritableCheckpointDirectoryFailsAtStart) {
+  const std::string out = fresh_dir("unwritable_ckpt");
+  RunResult r = run(tiny_train_args(out, 4) + " checkpoint.ckpt_dir=/proc");
+  expect_clean_error(r, {"biofm train: error: ", "/proc", "not writable"}, "ckpt_dir /proc");
+  EXPECT_FALSE(fs::exists(out + "/metrics.jsonl")) << r.output;
+  EXPECT_EQ(r.output.find("step 1"), std::string::npos) << r.output;
+}

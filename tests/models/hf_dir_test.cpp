@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "biofm/io/atomic_file.h"
+#include "biofm/data/tokenizer.h"
 #include "biofm/io/safetensors.h"
 #include "biofm/models/esm2/model.h"
 #include "biofm/models/llama/model.h"
@@ -39,9 +40,10 @@ double worst_diff(const Tensor& ours, const Tensor& ref, const std::vector<int64
 // Loads with the family's from_hf_dir, returns the stderr notes and the worst difference of
 // the logits (or, for a base model, the last hidden states) from transformers'.
 template <class Model>
-double check_dir(const std::string& name, bool causal, std::string& notes, const char* what = "logits") {
+double check_dir(const std::string& name, bool causal, std::string& notes, const char* what = "logits",
+                 const std::string& dir = "") {  // dir: a copy of the fixture to load instead
   testing::internal::CaptureStderr();
-  auto model = Model::from_hf_dir(fixture(name), Device::CPU);
+  auto model = Model::from_hf_dir(dir.empty() ? fixture(name) : dir, Device::CPU);
   notes = testing::internal::GetCapturedStderr();
   SafetensorsFile ref = read_safetensors(fixture(name) + "/reference.safetensors");
   std::vector<int64_t> row_of;
@@ -226,4 +228,70 @@ TEST(ModelsHfDir, WrongShapeAndUnknownTensorAreNamed) {
     const std::string msg = error_of([&] { Esm2Model::from_hf_dir(dir, Device::CPU); });
     EXPECT_NE(msg.find("esm.encoder.layer.1.output.dense.weight"), std::string::npos) << msg;
   }
+}
+
+// transformers' EsmForMaskedLM with tie_word_embeddings false decodes with its own
+// lm_head.decoder.weight; biofm's ESM-2 decodes with the word embeddings, so such a directory is
+// refused (it used to load with the tied decoder, the real one dropped as "redundant"). Tied (or
+// the key absent: ESM's default), a decoder copy in the file is ignored, whatever it holds.
+TEST(ModelsHfDir, EsmUntiedDecoderIsRefusedATiedCopyIgnored) {
+  SafetensorsFile f = read_safetensors(fixture("esm2_mlm/model.safetensors"));
+  auto t = f.tensors;
+  const int64_t H = t.at("esm.embeddings.word_embeddings.weight").size(1);
+  t["lm_head.decoder.weight"] = Tensor::zeros({33, H}, DType::F32);  // not the embeddings
+  auto with_tie = [&](const std::string& as, const char* tie) {
+    const std::string dir = copy_fixture("esm2_mlm", as);
+    write_safetensors(dir + "/model.safetensors", t);
+    nlohmann::json c = nlohmann::json::parse(read_file(dir + "/config.json"));
+    if (tie) c["tie_word_embeddings"] = nlohmann::json::parse(tie);
+    else c.erase("tie_word_embeddings");
+    write_file_atomic(dir + "/config.json", c.dump(2));
+    return dir;
+  };
+  const std::string untied = with_tie("untied_decoder", "false");
+  const std::string msg = error_of([&] { Esm2Model::from_hf_dir(untied, Device::CPU); });
+  EXPECT_NE(msg.find("config.json: tie_word_embeddings=false"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lm_head.decoder.weight"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not supported"), std::string::npos) << msg;
+  for (const char* tie : {"true", static_cast<const char*>(nullptr)}) {
+    std::string notes;
+    EXPECT_LT(check_dir<Esm2Model>("esm2_mlm", false, notes, "logits", with_tie("tied_copy", tie)), 1e-4);
+    EXPECT_NE(notes.find("1 tensor tied to the word embeddings (lm_head.decoder.weight)"), std::string::npos) << notes;
+    EXPECT_EQ(notes.find("redundant"), std::string::npos) << notes;
+  }
+}
+
+// The ESM-2 tokenizer is built in: a vocab.txt that differs from it is refused, naming the first
+// line that differs; the same vocabulary (however its lines end) or none is fine.
+TEST(ModelsHfDir, EsmVocabTxtMustBeTheBuiltInOne) {
+  const std::string dir = copy_fixture("esm2_mlm", "vocab");
+  const std::vector<std::string>& v = EsmTokenizer::vocab();
+  auto load_with = [&](const std::vector<std::string>& lines, const std::string& eol, bool last_eol) {
+    std::string text;
+    for (size_t i = 0; i < lines.size(); ++i) text += lines[i] + (i + 1 < lines.size() || last_eol ? eol : "");
+    write_file_atomic(dir + "/vocab.txt", text);
+    testing::internal::CaptureStderr();
+    const std::string e = error_of([&] { Esm2Model::from_hf_dir(dir, Device::CPU); });
+    testing::internal::GetCapturedStderr();
+    return e;
+  };
+  EXPECT_EQ(load_with(v, "\n", true), "(no error)");
+  EXPECT_EQ(load_with(v, "\n", false), "(no error)");  // as transformers writes it
+  EXPECT_EQ(load_with(v, "\r\n", true), "(no error)");
+  std::vector<std::string> swapped = v;
+  std::swap(swapped[5], swapped[6]);
+  std::string msg = load_with(swapped, "\n", false);
+  EXPECT_NE(msg.find("vocab.txt: line 6 is 'G', the ESM-2 vocabulary's is 'A'"), std::string::npos) << msg;
+  msg = load_with(std::vector<std::string>(v.begin(), v.end() - 1), "\n", true);
+  EXPECT_NE(msg.find("line 33 is missing"), std::string::npos) << msg;
+  std::vector<std::string> longer = v;
+  longer.push_back("<extra>");
+  msg = load_with(longer, "\n", true);
+  EXPECT_NE(msg.find("line 34 is '<extra>'"), std::string::npos) << msg;
+  msg = load_with({}, "\n", false);
+  EXPECT_NE(msg.find("line 1 is missing"), std::string::npos) << msg;
+  fs::remove(dir + "/vocab.txt");
+  testing::internal::CaptureStderr();
+  EXPECT_NO_THROW(Esm2Model::from_hf_dir(dir, Device::CPU));
+  testing::internal::GetCapturedStderr();
 }

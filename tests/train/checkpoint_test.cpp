@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "biofm/io/atomic_file.h"
@@ -220,4 +221,111 @@ TEST(TrainCheckpoint, StaleTemporaryDirectoriesAreRemoved) {
   EXPECT_TRUE(fs::exists(dir + "/.tmp_step_7.1"));
   EXPECT_TRUE(fs::exists(dir + "/step_3"));
   EXPECT_NE(out.find(".tmp_step_5"), std::string::npos) << out;
+}
+
+// A step directory without a manifest (lost or deleted: saves rename only whole directories into
+// place) is reported like every other unusable checkpoint (it used to be skipped silently); an
+// empty step_N is no checkpoint at all.
+TEST(TrainCheckpoint, ResumeWarnsAboutAStepDirectoryWithoutAManifest) {
+  const std::string dir = fresh_dir("no_manifest");
+  Esm2Model model(testkit::tiny_esm2_config(), Device::CPU);
+  model.params().init(1);
+  AdamW opt(model.params(), AdamWConfig{});
+  save_training_checkpoint(dir, {1, 10, "", ""}, model, opt, 0);
+  const std::string newest = save_training_checkpoint(dir, {2, 20, "", ""}, model, opt, 0);
+  fs::remove(newest + "/manifest.json");
+  fs::create_directories(dir + "/step_5");
+  EXPECT_EQ(list_checkpoints(dir).size(), 1u);
+  const auto listed = list_checkpoints(dir, /*incomplete=*/true);
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_EQ(listed.back().second, newest);
+  Esm2Model fresh(testkit::tiny_esm2_config(), Device::CPU);
+  AdamW fresh_opt(fresh.params(), AdamWConfig{});
+  testing::internal::CaptureStderr();
+  auto back = resume_training_checkpoint(dir, fresh, fresh_opt);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->step, 1);
+  EXPECT_NE(err.find("warning: skipping checkpoint " + newest + ": " + newest + "/manifest.json is missing"),
+            std::string::npos) << err;
+  EXPECT_EQ(err.find("step_5"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
+// Rotation keeps the newest `keep` usable checkpoints: one that resume found unusable is neither
+// counted nor deleted (it used to count, so a valid older one was deleted in its place).
+TEST(TrainCheckpoint, RotationNeitherCountsNorDeletesAnUnusableCheckpoint) {
+  const std::string dir = fresh_dir("rotation_unusable");
+  Esm2Model model(testkit::tiny_esm2_config(), Device::CPU);
+  model.params().init(1);
+  AdamW opt(model.params(), AdamWConfig{});
+  for (int64_t s : {2, 4, 6}) save_training_checkpoint(dir, {s, uint64_t(s) * 10, "", ""}, model, opt, 0);
+  fs::rename(dir + "/step_6", dir + "/step_7");  // its trainer state says step 6: unusable
+  testing::internal::CaptureStderr();
+  auto back = resume_training_checkpoint(dir, model, opt);
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->step, 4);
+  EXPECT_NE(err.find("step_7: "), std::string::npos) << err;
+  EXPECT_NE(err.find("(left in place; checkpoint rotation does not count it)"), std::string::npos) << err;
+  save_training_checkpoint(dir, {6, 60, "", ""}, model, opt, 2);
+  save_training_checkpoint(dir, {8, 80, "", ""}, model, opt, 2);
+  std::vector<std::string> left;
+  for (const auto& [step, d] : list_checkpoints(dir)) left.push_back(fs::path(d).filename().string());
+  EXPECT_EQ(left, (std::vector<std::string>{"step_6", "step_7", "step_8"}));
+}
+
+// An unwritable checkpoint directory is found when training starts, not at the first save.
+TEST(TrainCheckpoint, ProbeFindsAnUnwritableDirectory) {
+  const std::string dir = fresh_dir("probe");
+  fs::create_directories(dir);
+  EXPECT_NO_THROW(probe_checkpoint_dir(dir));
+  EXPECT_TRUE(fs::is_empty(dir));
+  try {
+    probe_checkpoint_dir("/proc");  // (no one, root included, creates a directory there)
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the checkpoint directory /proc (checkpoint.ckpt_dir"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not writable: cannot create directory '/proc/.tmp_step_probe."),
+              std::string::npos) << e.what();
+  }
+}
+
+// A resumed run's changed training settings, one note each (only seed and dataset.path had one).
+TEST(TrainCheckpoint, ResumeDifferencesNameChangedHyperParameters) {
+  const std::string saved =
+      "seed: 1\nnum_train_steps: 6\noptimizer:\n  lr: 0.001\n  betas: [0.9, 0.98]\n  weight_decay: 0.01\n"
+      "scheduler:\n  type: warmup_linear\n  warmup_steps: 2\n  min_lr_ratio: 0.1\n"
+      "dataset:\n  path: a.fasta\n  packing: thd\n  max_tokens_per_batch: 512\n  micro_batch_size: 8\n"
+      "  mlm_probability: 0.15\n";
+  EXPECT_TRUE(resume_differences(saved, saved).empty());
+  std::string now = saved;
+  auto set = [&](const std::string& from, const std::string& to) { now.replace(now.find(from), from.size(), to); };
+  set("lr: 0.001", "lr: 0.01");
+  set("[0.9, 0.98]", "[0.9, 0.95]");
+  set("num_train_steps: 6", "num_train_steps: 20");
+  set("warmup_steps: 2", "warmup_steps: 10");
+  set("max_tokens_per_batch: 512", "max_tokens_per_batch: 2048");
+  set("micro_batch_size: 8", "micro_batch_size: 4");  // (thd: unused)
+  set("mlm_probability: 0.15", "mlm_probability: 0.2");
+  const std::vector<std::string> d = resume_differences(saved, now);
+  auto has = [&](const std::string& text) {
+    return std::any_of(d.begin(), d.end(), [&](const std::string& x) { return x.rfind(text, 0) == 0; });
+  };
+  EXPECT_TRUE(has("optimizer.lr=0.01 here, 0.001 in the checkpoint's run: the updates from here on use it"));
+  EXPECT_TRUE(has("optimizer.betas=[0.9, 0.95] here, [0.9, 0.98] in the checkpoint's run"));
+  EXPECT_TRUE(has("num_train_steps=20 here, 6 in the checkpoint's run: the learning-rate schedule is recomputed"));
+  EXPECT_TRUE(has("scheduler.warmup_steps=10 here, 2 in the checkpoint's run: the learning-rate schedule"));
+  EXPECT_TRUE(has("dataset.max_tokens_per_batch=2048 here, 512 in the checkpoint's run: the batches"));
+  EXPECT_TRUE(has("dataset.mlm_probability=0.2 here, 0.15 in the checkpoint's run"));
+  EXPECT_FALSE(has("dataset.micro_batch_size")) << "bshd only";
+  EXPECT_EQ(d.size(), 6u);
+  // A constant schedule does not depend on num_train_steps (or min_lr_ratio).
+  std::string constant = saved, constant_now = saved;
+  constant.replace(constant.find("warmup_linear"), 13, "constant");
+  constant_now.replace(constant_now.find("warmup_linear"), 13, "constant");
+  constant_now.replace(constant_now.find("num_train_steps: 6"), 18, "num_train_steps: 9");
+  constant_now.replace(constant_now.find("min_lr_ratio: 0.1"), 17, "min_lr_ratio: 0.5");
+  EXPECT_TRUE(resume_differences(constant, constant_now).empty());
 }

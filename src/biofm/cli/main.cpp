@@ -22,7 +22,7 @@ namespace {
 std::string usage() {
   std::string s =
       "usage: biofm <command> [options]\n"
-      "       biofm --version | --help\n\ncommands:\n";
+      "       biofm --version | --help | help <command>\n\ncommands:\n";
   for (const biofm::Command& c : biofm::kCommands) {
     std::string left = "  " + c.spec->name;
     left.resize(std::max<size_t>(left.size() + 2, 14), ' ');
@@ -40,14 +40,27 @@ int main(int argc, char** argv) {
     std::fputs(usage().c_str(), stderr);
     return 2;
   }
-  const std::string cmd = argv[1];
-  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+  std::string cmd = argv[1];
+  const bool help = cmd == "--help" || cmd == "-h" || cmd == "help", version = cmd == "--version" || cmd == "version";
+  if ((help && argc > 3) || (version && argc > 2)) {
+    std::fprintf(stderr, "biofm: unexpected argument '%s' after '%s'\n\n%s", argv[help ? 3 : 2], cmd.c_str(),
+                 usage().c_str());
+    return 2;
+  }
+  if (version) {
+    std::printf("biofm %s\n", BIOFM_VERSION);
+    return 0;
+  }
+  if (help && argc == 2) {
     std::fputs(usage().c_str(), stdout);
     return 0;
   }
-  if (cmd == "--version" || cmd == "version") {
-    std::printf("biofm %s\n", BIOFM_VERSION);
-    return 0;
+  char help_flag[] = "--help";
+  char* help_argv[] = {argv[0], argv[argc - 1], help_flag, nullptr};
+  if (help) {  // `biofm help CMD` is `biofm CMD --help`
+    cmd = argv[2];
+    argc = 3;
+    argv = help_argv;
   }
   const biofm::Command* found = nullptr;
   for (const biofm::Command& c : biofm::kCommands)

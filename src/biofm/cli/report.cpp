@@ -308,6 +308,11 @@ std::string range_times_table(const ReportRun& r) {
 
 }  // namespace
 
+bool has_loss_records(const ReportRun& run) {
+  return !extract_curve(run, {"train/loss", "loss"}, "step").y.empty() ||
+         !extract_curve(run, {"val/loss", "val_loss", "eval_loss", "eval/loss"}, "step").y.empty();
+}
+
 std::string render_report(const std::vector<ReportRun>& runs) {
   const std::vector<Chart> charts = {
       {"Training loss", "loss", {"train/loss", "loss"}, "step"},

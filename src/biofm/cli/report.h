@@ -38,6 +38,10 @@ struct Curve {
 // (step, global_step, else the record's position) or "tokens" (cumulative unpadded tokens).
 Curve extract_curve(const ReportRun& run, const std::vector<std::string>& ys, const std::string& x_axis);
 
+// Whether the run has anything to plot as a loss: a record with a finite training or validation
+// loss (loss, train/loss, val_loss, val/loss, eval_loss, eval/loss).
+bool has_loss_records(const ReportRun& run);
+
 std::string render_report(const std::vector<ReportRun>& runs);
 
 }  // namespace biofm

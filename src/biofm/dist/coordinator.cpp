@@ -15,9 +15,10 @@ namespace {
 
 using coord::Clock;
 
-// The main thread may be blocked in a collective that never completes: end the process here.
-void exit_on_failure(const std::string& message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
+// The main thread may be blocked in a collective that never completes: end the process here,
+// with a line in the format of every error (cli/main.cpp): "biofm COMMAND: error: ...".
+void exit_on_failure(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "biofm%s%s: error: %s\n", command.empty() ? "" : " ", command.c_str(), message.c_str());
   std::fflush(stderr);
   ::_exit(1);
 }
@@ -56,7 +57,7 @@ class SingleProcess final : public Coordinator::Impl {
 }  // namespace
 
 Coordinator::Coordinator(const DistEnv& env, CoordinatorOptions o, FailureHandler on_failure) {
-  if (!on_failure) on_failure = exit_on_failure;
+  if (!on_failure) on_failure = [command = o.command](const std::string& m) { exit_on_failure(command, m); };
   if (!env.distributed())
     impl_ = std::make_unique<SingleProcess>(env, o, std::move(on_failure));
   else if (env.rank == 0)

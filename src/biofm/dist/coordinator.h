@@ -35,13 +35,16 @@ struct CoordinatorOptions {
   std::chrono::milliseconds first_step_timeout{std::chrono::seconds(600)};
   // Validation, checkpoint and export (Phase::Io) may take this long.
   std::chrono::milliseconds io_timeout{std::chrono::seconds(1800)};
+  // The biofm command this process runs: the default failure handler's line reads
+  // "biofm <command>: error: <message>" ("biofm: error: ..." when empty).
+  std::string command;
 };
 
 class Coordinator {
  public:
   // Called (from a background thread) once, when a peer failed; the message names the rank and
-  // why. The default prints "error: <message>" to stderr and ends the process with _exit(1):
-  // the main thread may be blocked in a collective that will never complete. A handler that
+  // why. The default prints "biofm <command>: error: <message>" to stderr and ends the process
+  // with _exit(1): the main thread may be blocked in a collective that will never complete. A handler that
   // returns makes the calls waiting here throw the message; it must not destroy the Coordinator.
   using FailureHandler = std::function<void(const std::string& message)>;
 

@@ -119,9 +119,15 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
         if (rc != 0 && failed_rank < 0 && stopped_by == 0) {
           failed_rank = o.node_rank * o.nproc_per_node + local;
           code = rc;
-          std::fprintf(stderr, "launch: rank %d %s %d; stopping the other %d process(es)\n", failed_rank,
+          // A rank that exits with an error is the first to end, not necessarily the cause: rank 0
+          // also exits 1 when it finds another rank dead or frozen (its error line names that rank).
+          std::fprintf(stderr, "launch: rank %d %s %d%s; stopping the other %d process(es)\n", failed_rank,
                        WIFEXITED(status) ? "exited with code" : "was killed by signal",
-                       WIFEXITED(status) ? rc : WTERMSIG(status), running);
+                       WIFEXITED(status) ? rc : WTERMSIG(status),
+                       WIFEXITED(status) ? ", the first to end (its error above names the cause, which may be another "
+                                           "rank)"
+                                         : "",
+                       running);
           stop_all(SIGTERM);
           stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.grace_seconds);
         }

@@ -198,11 +198,14 @@ std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, 
     note << "ignored ";
     bool first = true;
     for (auto& [kind, n] : ignored) {
-      note << (first ? "" : ", ") << n << " " << (kind == "other" ? "redundant" : kind) << (n == 1 ? " tensor" : " tensors");
+      if (!first) note << ", ";
       first = false;
-    }
-    if (!ignored_other.empty()) {
-      note << " (";
+      if (kind != "other") {
+        note << n << " " << kind << (n == 1 ? " tensor" : " tensors");
+        continue;
+      }
+      // A tied decoder's own copy (the config ties it), which need not equal the embeddings.
+      note << n << (n == 1 ? " tensor" : " tensors") << " tied to the word embeddings (";
       for (size_t k = 0; k < ignored_other.size() && k < 3; ++k) note << (k ? ", " : "") << ignored_other[k];
       note << (ignored_other.size() > 3 ? ", ...)" : ")");
     }

@@ -42,7 +42,8 @@ struct HfNaming {
   // names that start neither with it nor with "lm_head." get it added.
   std::string prefix;
   // Names a checkpoint may hold that are not parameters of the table (rotary buffers, the
-  // ESM contact head, a tied decoder's copy); they are skipped.
+  // ESM contact head, a tied decoder's copy); they are skipped. The note calls those that are
+  // none of the built-in kinds (contact head, pooler, rotary buffers) tied to the word embeddings.
   std::function<bool(const std::string&)> ignorable;
 };
 

@@ -41,6 +41,13 @@ bool parse_step_dir(const std::string& name, int64_t& step) {
   return true;
 }
 
+// Step directories this process found unusable when resuming (resume_training_checkpoint):
+// rotation neither counts nor deletes them, so they do not push out the valid ones.
+std::set<std::string>& unusable_checkpoints() {
+  static std::set<std::string> dirs;
+  return dirs;
+}
+
 // Test hook (tools/soak.sh, docs/HARDENING.md): BIOFM_TEST_SLOW_CHECKPOINT_MS=N pauses N ms
 // after each file of a checkpoint is written, so that a kill lands inside a save. Unset in
 // normal use (no pause).
@@ -103,7 +110,9 @@ class CheckpointWriter {
     if (ec) fail("cannot move checkpoint into '", final_dir_, "': ", ec.message());
     done_ = true;
     fsync_dir(ckpt_dir_);
+    unusable_checkpoints().erase(final_dir_);  // (an unusable one of this step was replaced)
     auto all = list_checkpoints(ckpt_dir_);
+    std::erase_if(all, [](const auto& c) { return unusable_checkpoints().contains(c.second); });
     if (keep > 0 && int(all.size()) > keep)
       for (size_t i = 0; i + size_t(keep) < all.size(); ++i) fs::remove_all(all[i].second, ec);
     return final_dir_;
@@ -127,6 +136,9 @@ std::string state_text(const std::string& state_json, int64_t step, uint64_t cur
 // manifest's file names.
 std::vector<std::string> verify_checkpoint(const std::string& step_dir) {
   const std::string mpath = step_dir + "/manifest.json";
+  std::error_code ec;
+  if (!fs::exists(mpath, ec))
+    fail(mpath, " is missing (a checkpoint's manifest is written last: this one is incomplete or damaged)");
   std::vector<std::string> names;
   for (const ManifestFile& f : parse_checkpoint_manifest(read_file(mpath), mpath)) {
     const std::string path = step_dir + "/" + f.name;
@@ -153,14 +165,14 @@ std::string save_checkpoint(const std::string& ckpt_dir, const CheckpointContent
   return w.finish(keep);
 }
 
-std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& ckpt_dir) {
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& ckpt_dir, bool incomplete) {
   std::vector<std::pair<int64_t, std::string>> out;
   std::error_code ec;
   if (!fs::is_directory(ckpt_dir, ec)) return out;
   for (auto& e : fs::directory_iterator(ckpt_dir, ec)) {
     int64_t step;
     if (!e.is_directory() || !parse_step_dir(e.path().filename().string(), step)) continue;
-    if (!fs::exists(e.path() / "manifest.json")) continue;
+    if (!fs::exists(e.path() / "manifest.json") && (!incomplete || fs::is_empty(e.path(), ec))) continue;
     out.push_back({step, e.path().string()});
   }
   std::sort(out.begin(), out.end());
@@ -413,6 +425,22 @@ int64_t load_gemm_tuning(const std::string& dir, const std::vector<std::string>&
 
 }  // namespace
 
+void probe_checkpoint_dir(const std::string& ckpt_dir) {
+  // (named like a save's temporary directory: one a kill leaves behind is removed at the next start)
+  const std::string probe = (fs::path(ckpt_dir) / (".tmp_step_probe." + std::to_string(::getpid()))).string();
+  std::error_code ec;
+  try {
+    fs::remove_all(probe, ec);
+    if (!fs::create_directory(probe, ec) || ec) fail("cannot create directory '", probe, "': ", ec.message());
+    write_file_atomic(probe + "/probe", "biofm\n");
+  } catch (const Error& e) {
+    fs::remove_all(probe, ec);
+    fail("the checkpoint directory ", ckpt_dir, " (checkpoint.ckpt_dir, else output_dir/checkpoints) is not writable: ",
+         e.what(), "; choose another before training starts");
+  }
+  fs::remove_all(probe, ec);
+}
+
 void remove_stale_tmp_dirs(const std::string& ckpt_dir) {
   std::error_code ec;
   if (!fs::is_directory(ckpt_dir, ec)) return;
@@ -479,6 +507,17 @@ std::string yaml_scalar(const YAML::Node& config, const char* section, const cha
   return n && n.IsScalar() ? n.as<std::string>() : "";
 }
 
+// config[section][key] (or config[key]) as text, a list as "[a, b]"; "" when absent.
+std::string yaml_text(const YAML::Node& config, const char* section, const char* key) {
+  if (!config.IsMap()) return "";
+  const YAML::Node n = section ? config[section][key] : config[key];
+  if (!n || !n.IsSequence()) return n && n.IsScalar() ? n.as<std::string>() : "";
+  std::string s;
+  for (const auto& item : n)
+    s += (s.empty() ? "" : ", ") + (item.IsScalar() ? item.as<std::string>() : YAML::Dump(item));
+  return "[" + s + "]";
+}
+
 }  // namespace
 
 std::vector<std::string> resume_differences(const std::string& saved_yaml, const std::string& current_yaml) {
@@ -492,12 +531,47 @@ std::vector<std::string> resume_differences(const std::string& saved_yaml, const
   if (!path_then.empty() && path_then != path_now)
     out.push_back("dataset.path differs from the checkpoint's run (" + path_then + "): its data cursor now counts samples "
                   "of " + path_now);
+  // Training hyper-parameters (changing them may be meant, so notes, not errors). grad_acc_steps
+  // is the trainer's to note, with the data-parallel ranks: what matters is the global batch.
+  const bool decays =  // (a constant schedule depends on neither num_train_steps nor the decay keys)
+      yaml_scalar(saved, "scheduler", "type") != "constant" || yaml_scalar(now, "scheduler", "type") != "constant";
+  const bool packed = yaml_scalar(now, "dataset", "packing") != "bshd";
+  const std::string schedule = "the learning-rate schedule is recomputed with it, so the learning rate may jump here";
+  const std::string batches = "the batches from here on differ from an uninterrupted run's";
+  const struct {
+    const char* section;
+    const char* key;
+    bool applies;
+    std::string effect;
+  } keys[] = {
+      {"optimizer", "lr", true, "the updates from here on use it"},
+      {"optimizer", "betas", true, "the updates from here on use them"},
+      {"optimizer", "eps", true, "the updates from here on use it"},
+      {"optimizer", "weight_decay", true, "the updates from here on use it"},
+      {nullptr, "clip_grad_norm", true, "gradients from here on are clipped with it"},
+      {nullptr, "num_train_steps", decays, schedule},
+      {"scheduler", "type", true, schedule},
+      {"scheduler", "warmup_steps", true, schedule},
+      {"scheduler", "decay_fraction", decays, schedule},
+      {"scheduler", "min_lr_ratio", decays, schedule},
+      {"dataset", "packing", true, batches},
+      {"dataset", "max_tokens_per_batch", packed, batches},
+      {"dataset", "micro_batch_size", !packed, batches},
+      {"dataset", "max_seq_length", true, batches},
+      {"dataset", "mlm_probability", true, "masked-LM batches from here on mask with it"},
+  };
+  for (const auto& k : keys) {
+    const std::string then = yaml_text(saved, k.section, k.key), here = yaml_text(now, k.section, k.key);
+    if (!k.applies || then.empty() || here.empty() || then == here) continue;
+    const std::string name = k.section ? std::string(k.section) + "." + k.key : std::string(k.key);
+    out.push_back(name + "=" + here + " here, " + then + " in the checkpoint's run: " + k.effect);
+  }
   return out;
 }
 
 std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_dir, LanguageModel& model, AdamW& opt,
                                                        std::string* chosen_dir, const std::string& current_config_yaml) {
-  auto all = list_checkpoints(ckpt_dir);
+  auto all = list_checkpoints(ckpt_dir, /*incomplete=*/true);
   const YAML::Node current = parse_config_yaml(current_config_yaml);  // (null when not given)
   std::string other_model, other_dir;  // a checkpoint of another model: fails the resume (below)
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
@@ -530,7 +604,9 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
       if (chosen_dir) *chosen_dir = dir;
       return st;
     } catch (const Error& e) {
-      std::cerr << "warning: skipping checkpoint " << dir << ": " << e.what() << "\n";
+      std::cerr << "warning: skipping checkpoint " << dir << ": " << e.what()
+                << " (left in place; checkpoint rotation does not count it)\n";
+      unusable_checkpoints().insert(dir);
     }
   }
   if (!other_model.empty())

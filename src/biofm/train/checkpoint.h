@@ -27,12 +27,15 @@ struct CheckpointContents {
   std::map<std::string, std::map<std::string, Tensor>> files;  // file stem → tensors
 };
 
-// Writes ckpt_dir/step_<step>/ atomically, then deletes the oldest step dirs beyond `keep`.
-// Returns the final directory.
+// Writes ckpt_dir/step_<step>/ atomically, then deletes the oldest step dirs beyond `keep`
+// (those resume_training_checkpoint found unusable in this process are neither counted nor
+// deleted). Returns the final directory.
 std::string save_checkpoint(const std::string& ckpt_dir, const CheckpointContents& c, int keep);
 
-// Step directories under ckpt_dir with a complete manifest, ascending by step.
-std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& ckpt_dir);
+// Step directories under ckpt_dir with a complete manifest, ascending by step. incomplete: also
+// those without a manifest that are not empty (resume reports each as unusable; an empty step_N
+// is not a checkpoint at all).
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& ckpt_dir, bool incomplete = false);
 
 // Loads and verifies (sizes, CRC32) a step directory; corrupt files throw naming them.
 CheckpointContents load_checkpoint(const std::string& step_dir);
@@ -54,6 +57,10 @@ struct TrainerState {
   std::vector<std::string> notes;
 };
 
+// Creates and removes a temporary directory holding a small file under ckpt_dir (which exists),
+// so that a directory checkpoints cannot be written into fails at start, not at the first save.
+void probe_checkpoint_dir(const std::string& ckpt_dir);
+
 // Removes .tmp_step_* directories under ckpt_dir left by a save that was killed (those of
 // live processes other than this one are kept), printing one line for each.
 void remove_stale_tmp_dirs(const std::string& ckpt_dir);
@@ -70,7 +77,9 @@ void remove_stale_tmp_dirs(const std::string& ckpt_dir);
 std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
                                      const AdamW& opt, int keep, Coordinator* ranks = nullptr);
 // Restores `model` and `opt` from the newest checkpoint under ckpt_dir that verifies and loads
-// (each one skipped is reported on stderr) and returns its state; nullopt when there is none.
+// (each one skipped, a step directory without a manifest too, is reported on stderr) and returns
+// its state; nullopt when there is none. The ones skipped stay in place, and the rotation of this
+// process's saves neither counts nor deletes them.
 // current_config_yaml (the run's resolved config, to_yaml): a checkpoint written for another
 // model (model.family or model.config differ, beyond the initialization-only keys) is not
 // skipped but fails the resume, naming the keys: resuming it would train another model, and
@@ -80,8 +89,11 @@ std::optional<TrainerState> resume_training_checkpoint(const std::string& ckpt_d
                                                        const std::string& current_config_yaml = "");
 
 // The settings of a resumed run that differ from its checkpoint's and change what it trains on
-// (seed: the data order; dataset.path: what the data cursor counts), one sentence each, for
-// notes; saved_yaml and current_yaml are resolved configs (to_yaml).
+// (seed: the data order; dataset.path: what the data cursor counts) or how (the optimizer's
+// lr, betas, eps and weight_decay, clip_grad_norm, the scheduler's keys and num_train_steps where
+// they shape the schedule, the batch keys, dataset.mlm_probability), one sentence each, for
+// notes; saved_yaml and current_yaml are resolved configs (to_yaml). grad_acc_steps is not among
+// them: the trainer notes a change of the global batch, which also counts the ranks.
 std::vector<std::string> resume_differences(const std::string& saved_yaml, const std::string& current_yaml);
 
 }  // namespace biofm

@@ -281,6 +281,7 @@ class TrainingRun {
     if (root_) {
       make_dirs_writable(out_dir_);
       make_dirs_writable(ckpt_dir_);
+      probe_checkpoint_dir(ckpt_dir_);
     }
     if (comm_ && !model_->params().sharded()) {
       // Every rank starts from rank 0's parameters (initialisation is seeded, but one copy
@@ -343,6 +344,7 @@ class TrainingRun {
     co.first_step_timeout = std::max(co.first_step_timeout, co.step_timeout);
     co.heartbeat_timeout = std::chrono::seconds(cfg_.distributed.heartbeat_timeout_s);
     co.connect_timeout = std::chrono::seconds(cfg_.distributed.rendezvous_timeout_s);
+    co.command = "train";
     coord_ = std::make_unique<Coordinator>(env_, co);
     // The setup from here to step 1 (NCCL, the model, resume) is watched too, under io_timeout:
     // a rank stuck in it is named instead of the others waiting in a collective for ever.
@@ -457,10 +459,13 @@ class TrainingRun {
              "remove them");
     }
     if (cfg_.checkpoint.resume_from_checkpoint) {
-      const auto candidates = list_checkpoints(ckpt_dir_);
+      const auto candidates = list_checkpoints(ckpt_dir_, /*incomplete=*/true);
       const std::string config_yaml = to_yaml(cfg_);
       if (auto st = resume_training_checkpoint(ckpt_dir_, *model_, *opt_, &resumed_from_, config_yaml)) {
         step_ = st->step;
+        if (step_ > cfg_.num_train_steps)  // (before "resumed from": it is not resumed)
+          fail("the checkpoint ", resumed_from_, " is at step ", step_, ", past num_train_steps=", cfg_.num_train_steps,
+               "; raise num_train_steps, or use another output_dir (or checkpoint.ckpt_dir) to start over");
         data_->set_cursor(st->data_cursor);
         const bool older = resumed_from_ != candidates.back().second;
         if (root_) {
@@ -476,9 +481,6 @@ class TrainingRun {
                     ckpt_dir_.c_str(), candidates.size());
       }
     }
-    if (step_ > cfg_.num_train_steps)
-      fail("the checkpoint ", resumed_from_, " is at step ", step_, ", past num_train_steps=", cfg_.num_train_steps,
-           "; raise num_train_steps, use another checkpoint.ckpt_dir, or set checkpoint.resume_from_checkpoint=false");
     if (step_ > 0 && !cfg_.metrics_path().empty() && root_) truncate_metrics(cfg_.metrics_path(), step_);
     if (step_ > 0 && step_ == cfg_.num_train_steps && root_)
       std::printf("nothing to train: %s is at step %lld = num_train_steps\n", resumed_from_.c_str(), (long long)step_);

@@ -69,6 +69,13 @@ Esm2Config esm2_config_from_hf_json(const std::string& text, const std::string& 
   f.get("layer_norm_eps", c.layer_norm_eps, 0.0, 1.0, /*lo_open=*/true);
   f.get("initializer_range", c.initializer_range, 0.0, 10.0);
   f.get("token_dropout", c.token_dropout);
+  // transformers' EsmForMaskedLM then decodes with a weight of its own (lm_head.decoder.weight);
+  // biofm's ESM-2 decodes with the word embeddings only, which would be another model.
+  bool tied = true;
+  f.get("tie_word_embeddings", tied);
+  if (!tied)
+    fail(source, ": tie_word_embeddings=false (an untied decoder, lm_head.decoder.weight) is not supported: biofm's "
+         "ESM-2 decodes with the word embeddings");
   std::string pos = "rotary";
   f.get("position_embedding_type", pos);
   if (pos != "rotary") fail(source, ": position_embedding_type '", pos, "' is not supported (only rotary)");

@@ -115,6 +115,7 @@ Esm2Model::Esm2Model(const Esm2Config& config, Device device, Precision precisio
 std::unique_ptr<Esm2Model> Esm2Model::from_hf_dir(const std::string& dir, Device device, Precision precision,
                                                   uint64_t init_seed, ParamShard shard) {
   const HfDirContents hf = read_hf_dir(dir);
+  check_esm2_vocab_file(dir);
   auto m = std::make_unique<Esm2Model>(esm2_config_from_hf_json(hf.config_json, hf.config_path), device, precision,
                                        shard);
   auto ignorable = [](const std::string& n) {
