@@ -299,7 +299,11 @@ scheduler:
   EXPECT_EQ(c.scheduler.type, "warmup_cosine");
   EXPECT_EQ(load_train_config_string(to_yaml(c)), c);
   EXPECT_HAS(error_of([&] { load_train_config_string(yaml, {"dataset.stride=9000"}); }),
-             "dataset.stride (9000) must be smaller than dataset.max_seq_length (8192)");
+             "dataset.stride (9000) must lie in [0, dataset.max_seq_length - 2 = 8190)");
+  EXPECT_HAS(error_of([&] { load_train_config_string(yaml, {"dataset.stride=8190"}); }),
+             "dataset.stride (8190) must lie in [0, dataset.max_seq_length - 2 = 8190)");
+  EXPECT_HAS(error_of([&] { load_train_config_string(yaml, {"dataset.max_seq_length=2"}); }),
+             "dataset.max_seq_length");
   EXPECT_HAS(error_of([&] {
                load_train_config_string(yaml, {"model.config.high_freq_factor=0.5"});
              }),

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "biofm/models/uppercase_labels.h"
 #include "biofm/train/trainer.h"
 
 using namespace biofm;
@@ -102,4 +103,66 @@ TEST(Trainer, RecipeQuantStatsConfigAndMetricNames) {
   std::filesystem::remove_all(out + "/checkpoints/step_4");
   run_training(cfg);
   EXPECT_EQ(quant_steps(), (std::vector<int64_t>{2, 4}));
+}
+
+// A step without label tokens (windows of only N bases) has no loss: logged without one (not as a
+// perfect 0.0000), counted, left out of the first/last loss; a run with no target at all warns.
+// The export records the run's dataset.uppercase_labels for eval and score.
+TEST(Trainer, StepsWithoutTargetsHaveNoLoss) {
+  const std::string src = BIOFM_SOURCE_DIR;
+  const std::string out = testing::TempDir() + "/trainer_no_targets";
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out);
+  std::string all_n, mostly_n;
+  for (int i = 0; i < 10; ++i) all_n += ">n" + std::to_string(i) + "\n" + std::string(300, 'N') + "\n";
+  {
+    std::ofstream(out + "/all_n.fa") << all_n;
+    std::ofstream(out + "/mostly_n.fa") << all_n.substr(0, 3 * all_n.size() / 10)  // (3 records of N)
+                                        << ">g1\nACGTACGTACGGATCGATTACGATCGATCGTAGCTAGCTAGGCTA\n"
+                                        << ">g2\nTTGACGATCGGCTAGCTAGCATCGACTAGCATCGACGACTAGCAT\n";
+  }
+  auto config = [&](const std::string& data, const std::string& run) {
+    return load_train_config(
+        src + "/configs", "llama3_sanity",
+        {"dataset.path=" + data, "model.config.hidden_size=32", "model.config.num_hidden_layers=1",
+         "model.config.num_attention_heads=2", "model.config.num_key_value_heads=1", "model.config.intermediate_size=64",
+         "dataset.max_seq_length=128", "dataset.stride=16", "dataset.max_tokens_per_batch=256", "dataset.val_path=",
+         "dataset.val_every_n_steps=0", "num_train_steps=8", "logger.frequency=1", "checkpoint.save_every_n_steps=0",
+         "dataset.uppercase_labels=true", "num_threads=1", "output_dir=" + out + "/" + run});
+  };
+  testing::internal::CaptureStderr();
+  const TrainSummary none = run_training(config(out + "/all_n.fa", "all_n"));
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(none.checked_steps, 8);
+  EXPECT_EQ(none.no_target_steps, 8);
+  EXPECT_NE(err.find("warning: no step of this run had a target token"), std::string::npos) << err;
+  std::ifstream in(out + "/all_n/metrics.jsonl");
+  std::string line;
+  int records = 0;
+  while (std::getline(in, line)) {
+    const auto r = nlohmann::json::parse(line);
+    ++records;
+    EXPECT_FALSE(r.contains("loss")) << line;
+    EXPECT_FALSE(r.contains("train/loss")) << line;
+    EXPECT_EQ(r["no_target_tokens"], true) << line;
+    EXPECT_EQ(r["train/global_step"], r["step"]) << line;
+  }
+  EXPECT_EQ(records, 8);
+  // The export says how its targets were cased (models/uppercase_labels.h).
+  EXPECT_EQ(recorded_uppercase_labels(out + "/all_n/final_model"), std::optional<bool>(true));
+
+  const TrainSummary some = run_training(config(out + "/mostly_n.fa", "mostly_n"));
+  EXPECT_GT(some.no_target_steps, 0);
+  EXPECT_LT(some.no_target_steps, some.checked_steps);
+  EXPECT_GT(some.first_loss, 0.5);  // a real step's loss (ln 256 at first), not the 0 of an empty one
+  EXPECT_GT(some.last_loss, 0.5);
+  std::ifstream in2(out + "/mostly_n/metrics.jsonl");
+  int with_loss = 0;
+  while (std::getline(in2, line)) {
+    const auto r = nlohmann::json::parse(line);
+    if (!r.contains("loss")) continue;
+    ++with_loss;
+    EXPECT_GT(r["loss"].get<double>(), 0.5) << line;
+  }
+  EXPECT_EQ(with_loss, some.checked_steps - some.no_target_steps);
 }

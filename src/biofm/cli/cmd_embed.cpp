@@ -56,7 +56,7 @@ const CommandSpec kEmbedSpec{
             {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU)"},
             {"--max-seq-length", "N", "longer sequences are truncated (default 1024, or the model's max positions)"},
             {"--window", "N", "tokens per window: cut long sequences into windows instead (DNA default: the model's context)"},
-            {"--stride", "N", "with windows: bases shared by consecutive windows (default 200, or half the window if smaller)"},
+            {"--stride", "N", "with windows: bases shared by consecutive windows (default 200, or (window - 2) / 2 if smaller)"},
             {"--no-window", "", "DNA models: truncate at --max-seq-length instead of windows"},
             {"--shard-size", "N", "records per piece: read, embedded and written N at a time (a shard with --output DIR; default 10000)"},
             {"--output-format", "safetensors|npy", "safetensors (default) | npy: DIR/embeddings.npy [records, hidden] (one per --layers entry), names.tsv, index.json"},
@@ -98,6 +98,7 @@ int cmd_embed(int argc, char** argv) {
   a.expect_no_positional();
   const std::string model_dir = a.require("--model"), input = a.require("--input"), out_path = a.require("--output");
   const std::string out_format = a.get("--output-format", "safetensors");  // (one of its values: parse_flags)
+  check_output_paths(a, {"--output"});
   const bool one_file = out_path.size() >= 12 && out_path.compare(out_path.size() - 12, 12, ".safetensors") == 0;
   const DistEnv env = detect_launched_ranks();
   if (env.distributed()) {
@@ -129,6 +130,7 @@ int cmd_embed(int argc, char** argv) {
   const bool named_layers = a.has("--layers");
   o.layers = parse_layers(a.get("--layers", "-1"), int(L));
   // Windows: asked for, or the default for DNA models (long genomic records are the norm).
+  if (a.has("--window") && a.has("--no-window")) a.fail_usage("--window and --no-window exclude each other");
   o.windows = a.has("--window") || (causal && !a.has("--no-window") && !a.has("--max-seq-length"));
   if (o.windows) {
     if (a.has("--max-seq-length")) a.fail_usage("--window and --max-seq-length exclude each other");
@@ -136,7 +138,7 @@ int cmd_embed(int argc, char** argv) {
     o.window_tokens = w.window;
     o.stride = w.stride;
   } else {
-    if (a.has("--stride")) fail("--stride applies with windows (--window) only");
+    if (a.has("--stride")) a.fail_usage("--stride applies with windows (--window) only");
     // At least one residue between the two special tokens; the limits keep buffers sane.
     o.window_tokens = a.get_int("--max-seq-length", std::min<int64_t>(1024, max_pos), 3, kMaxFlagTokens);
   }

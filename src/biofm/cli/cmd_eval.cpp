@@ -60,7 +60,8 @@ const CommandSpec kEvalSpec{
         {"--window", "N", "llama: tokens per window (as in score and embed; default: the model's max_position_embeddings)"},
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
         {"--seed", "N", "esm: masking seed (default 1234)"},
-        {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or half the window if smaller)"},
+        {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or (window - 2) / 2 if smaller)"},
+        uppercase_labels_flag(),
         format_flag(),
         column_flag(),
         name_column_flag(),
@@ -75,10 +76,11 @@ const CommandSpec kEvalSpec{
         "sequences are truncated and counted in num_truncated).\n"
         "Llama models (model_type llama): per-sequence mean next-token NLL over A/C/G/T targets, long\n"
         "sequences in windows of --window tokens (--max-seq-length is the same; default: the model's\n"
-        "max_position_embeddings) overlapping by --stride bases (default 200, or half the window if smaller), every base\n"
+        "max_position_embeddings) overlapping by --stride bases (default 200, or (window - 2) / 2 if smaller), every base\n"
         "scored once; reports loss = total NLL / scored tokens, perplexity = exp(loss), mean_sequence_nll\n"
         "and a 'sequences' list {name, length, num_scored, mean_nll}, one entry per input record in order (an empty\n"
-        "record's: length 0, mean_nll null).\n"
+        "record's: length 0, mean_nll null). Lowercase a/c/g/t targets are scored as A/C/G/T when the model was\n"
+        "trained so (its config.json's biofm_uppercase_labels) or --uppercase-labels true.\n"
         "Residues outside the model's alphabet (read as <unk>) are context only, never masked or scored; they\n"
         "are counted (unknown_residues) and warned about, as are empty records (skipped_empty_records).\n"
         "The JSON goes to stdout and, with --output, to a file. The input is read a piece at a time after a first\n"
@@ -100,7 +102,8 @@ void emit(const Flags& a, const nlohmann::json& r) {
 void warn_inputs(const infer::AlphabetReport& alphabet, const std::string& unknown_then, uint64_t skipped_empty,
                  const std::string& empty_then, const char* flag, int64_t tokens, int64_t max_positions) {
   for (const std::string& w :
-       {alphabet.warning(), alphabet.unknown_warning(unknown_then), infer::empty_records_warning(skipped_empty, empty_then),
+       {alphabet.warning(), alphabet.unknown_warning(unknown_then), alphabet.rna_warning(),
+        infer::empty_records_warning(skipped_empty, empty_then),
         infer::length_warning(flag, tokens, max_positions)})
     if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
 }
@@ -183,6 +186,7 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
 
 int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, const ModelFamily& family) {
   const std::string model_dir = a.require("--model"), input = a.require("--input");
+  const UppercaseLabels upper = uppercase_labels(a, model_dir);
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
   const uint64_t piece = input_piece(a);
   // Empty records are read too: each has its entry in the 'sequences' list (length 0, mean_nll
@@ -203,6 +207,8 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
       piece);
   warn_inputs(alphabet, "context only, not scored (only A/C/G/T bases are)", stats.skipped_empty,
               "not evaluated (counted in skipped_empty_records; listed in 'sequences' with mean_nll null)", window_flag, max_len, model->dims().max_positions);
+  if (const std::string note = lowercase_note(alphabet.lowercase_acgt, upper); !note.empty())
+    std::fprintf(stderr, "%s\n", note.c_str());
   const std::string dump_path = a.get("--dump-logits");
 
   const uint64_t n = stats.records;
@@ -261,7 +267,7 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
       ids.push_back(tok.begin_id());
       tok.encode_residues(seq.substr(size_t(w.start), size_t(w.length)), ids);
       ids.push_back(tok.end_id());
-      causal_labels(ids, labels, /*genomic_masking=*/true, /*uppercase_labels=*/false);
+      causal_labels(ids, labels, /*genomic_masking=*/true, upper.value);
       // labels[t] predicts base w.start + t (t < w.length); drop those scored already.
       for (uint64_t t = 0; t < w.length && w.start + t < scored_until; ++t) labels[size_t(t)] = kIgnoreLabel;
       scored_until = w.start + w.length;
@@ -301,6 +307,8 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"model_type", family.hf_model_type},
                       {"max_seq_length", max_len},
                       {"stride", stride},
+                      {"uppercase_labels", upper.value},
+                      {"unscored_u_bases", alphabet.rna_u},
                       {"device", device_name(dev)},
                       {"precision", precision.name()},
                       {"num_sequences", n - stats.skipped_empty},  // (evaluated: the non-empty records)
@@ -347,6 +355,7 @@ int cmd_eval(int argc, char** argv) {
   require_one_process("eval");
   const std::string model_dir = a.require("--model");
   (void)a.require("--input");  // usage errors before any work
+  check_output_paths(a, {"--output", "--dump-logits"});
   const Device dev = parse_device(a.get("--device", "auto"));
   apply_ops_flag(a);
   const InferencePrecision precision = parse_inference_precision(a.get("--precision"), dev);
@@ -354,7 +363,7 @@ int cmd_eval(int argc, char** argv) {
   if (!family.eval) fail("eval does not support model_type '", family.hf_model_type, "'");
   // Flags that do not fit the model or each other are usage errors (exit 2), before any work.
   if (family.objective == Objective::MaskedLM) {
-    for (const char* f : {"--window", "--stride", "--dump-logits"})
+    for (const char* f : {"--window", "--stride", "--dump-logits", "--uppercase-labels"})
       if (a.has(f)) a.fail_usage(f, " applies to causal LMs (Llama) only");
     return eval_masked_lm(a, dev, precision, family);
   }

@@ -59,23 +59,18 @@ int cmd_prepare(int argc, char** argv) {
   o.val_fraction = f.get_double("--val-fraction", 0.0, 0.0, 1.0);
   o.test_fraction = f.get_double("--test-fraction", 0.0, 0.0, 1.0);
   o.dedup = f.has("--dedup");
+  if (o.val_fraction + o.test_fraction > 1)
+    f.fail_usage("--val-fraction and --test-fraction must sum to at most 1 (got ", o.val_fraction, " + ",
+                 o.test_fraction, ")");
   o.cluster_column = f.get("--cluster-column", "");
+  if (!o.cluster_column.empty() && !o.reader.name_column.empty())
+    f.fail_usage("give --cluster-column or --name-column, not both (with clusters, the split goes by cluster)");
   o.threads = int(f.get_int("--threads", 0, 0, 4096));
   o.shard_bytes = uint64_t(f.get_int("--shard-mb", 256, 1, 1 << 20)) << 20;
   o.progress = !f.has("--quiet");
-  // (the files prepare reads, for two remarks: directory entries it skips, and column flags that
-  // FASTA and text inputs have no columns for)
+  // (the files prepare reads, for a remark on directory entries it skips)
   const InputFiles inputs = expand_inputs(o.input);
-  const bool any_table = std::any_of(inputs.files.begin(), inputs.files.end(), [&](const std::string& p) {
-    const auto fmt = o.reader.format.empty() || o.reader.format == "auto" ? format_from_extension(p)
-                                                                          : std::optional(parse_format(o.reader.format));
-    return !fmt || (*fmt != SequenceFormat::Fasta && *fmt != SequenceFormat::Text);
-  });
-  for (const char* flag : {"--column", "--name-column"})
-    if (f.has(flag) && !any_table)
-      std::fprintf(stderr, "note: %s applies to CSV, TSV, JSONL and Parquet inputs; %s is FASTA or text (records are "
-                           "named by their FASTA header's first word, the split key)\n",
-                   flag, inputs.files.size() == 1 ? inputs.files[0].c_str() : "every input here");
+  note_unused_column_flags(f, o.input);  // (FASTA and text inputs have no columns)
   const PrepareResult r = prepare_dataset(o);
   std::printf(
       "prepare: %s -> %s: %llu files (%llu reused), %.1f MB in %.2f s (%.1f MB/s); train %llu / val %llu / test "
@@ -86,6 +81,20 @@ int cmd_prepare(int argc, char** argv) {
       (unsigned long long)r.records[0], (unsigned long long)r.records[1], (unsigned long long)r.records[2],
       (unsigned long long)(r.tokens[0] + r.tokens[1] + r.tokens[2]), (unsigned long long)r.shards,
       (unsigned long long)r.duplicates, (unsigned long long)r.skipped_empty, (unsigned long long)r.skipped_malformed);
+  if (r.removed_temporaries)
+    std::printf("prepare: removed %llu temporary file%s left in %s by a run that was killed\n",
+                (unsigned long long)r.removed_temporaries, r.removed_temporaries == 1 ? "" : "s", o.output.c_str());
+  // A split that was asked for and got no record (a few large records, e.g. genomes, split by name).
+  const double asked[3] = {1 - o.val_fraction - o.test_fraction, o.val_fraction, o.test_fraction};
+  const char* split_names[3] = {"train", "val", "test"};
+  const uint64_t total = r.records[0] + r.records[1] + r.records[2];
+  for (int s = 0; s < 3; ++s)
+    if (asked[s] > 0 && r.records[s] == 0 && total > 0)
+      std::fprintf(stderr,
+                   "warning: the %s split is empty: a fraction of %g of %llu record%s gave none (records go to a "
+                   "split by a hash of their %s); training on it will fail\n",
+                   split_names[s], asked[s], (unsigned long long)total, total == 1 ? "" : "s",
+                   o.cluster_column.empty() ? "name" : "cluster");
   if (inputs.skipped)
     std::printf("prepare: %llu directory entr%s skipped: not a sequence file by its extension\n",
                 (unsigned long long)inputs.skipped, inputs.skipped == 1 ? "y" : "ies");

@@ -43,7 +43,8 @@ const CommandSpec kScoreSpec{
         {"--max-tokens", "N", "tokens per batch (default 16384 on a GPU, 8192 on the CPU)"},
         {"--max-seq-length", "N", "esm: tokens per sequence, longer ones truncated (default 1024 or max positions; not with --mutations)"},
         {"--window", "N", "llama: tokens per window (default: the model's max_position_embeddings)"},
-        {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or half the window if smaller)"},
+        {"--stride", "N", "llama: bases shared by consecutive windows (default 200, or (window - 2) / 2 if smaller)"},
+        uppercase_labels_flag(),
         {"--chunk", "N", "records read from --input and scored per pass (bounds memory; default 1000)"},
         {"--progress", "", "print the progress line even when stderr is not a terminal"},
         format_flag(),
@@ -65,7 +66,8 @@ const CommandSpec kScoreSpec{
         "model's context) overlapping by --stride bases, each base scored once: columns name, length, scored,\n"
         "nll, mean_nll. --track writes each scored base's log-likelihood: bedGraph (name, start, end, value;\n"
         "0-based) for a name ending in .bedgraph or .bdg (any case), else TSV (name, position (1-based), base,\n"
-        "log_likelihood); a .bed name gets TSV too (bedGraph is not BED).\n"
+        "log_likelihood); a .bed name gets TSV too (bedGraph is not BED). Lowercase a/c/g/t targets are scored as\n"
+        "A/C/G/T when the model was trained so (its config.json's biofm_uppercase_labels) or --uppercase-labels true.\n"
         "One row per input record, in input order (join by position); an empty record's row has length 0 and\n"
         "nan scores, and empty records are counted in a warning (with --mutations they are not the wild type).\n"
         "Natural logarithms throughout, 9 significant digits (float round-trip). The TSV goes to --output or\n"
@@ -138,7 +140,7 @@ int cmd_score(int argc, char** argv) {
     for (const char* f : {"--mutations", "--max-seq-length"})
       if (a.has(f)) a.fail_usage(f, " applies to masked LMs (ESM-2) only");
   } else {
-    for (const char* f : {"--track", "--window", "--stride"})
+    for (const char* f : {"--track", "--window", "--stride", "--uppercase-labels"})
       if (a.has(f)) a.fail_usage(f, " applies to causal LMs (Llama) only");
   }
   // Variants are scored with the whole wild type as context (as fair-esm and ProteinGym do for a
@@ -146,8 +148,10 @@ int cmd_score(int argc, char** argv) {
   if (a.has("--mutations") && a.has("--max-seq-length"))
     a.fail_usage("--max-seq-length does not apply with --mutations: every variant is scored with the whole wild type "
                  "as context (a wild type longer than the model's context is an error)");
+  check_output_paths(a, {"--output", "--track"});
   const int64_t chunk = a.get_int("--chunk", 1000, 1, int64_t(1) << 30);
   const int64_t max_tokens = a.get_int("--max-tokens", dev == Device::CUDA ? 16384 : 8192, 1, kMaxFlagTokens);
+  const UppercaseLabels upper = causal ? uppercase_labels(a, model_dir) : UppercaseLabels{};
   std::unique_ptr<LanguageModel> model = load_model(family, model_dir, dev, precision);
   const Tokenizer& tok = family.tokenizer();
   const int64_t max_pos = model->dims().max_positions;
@@ -157,6 +161,7 @@ int cmd_score(int argc, char** argv) {
     causal_o.window_tokens = w.window;
     causal_o.stride = w.stride;
   }
+  causal_o.uppercase_labels = upper.value;
   // The input is read --chunk records at a time, never whole. A first pass counts the records and
   // sums what the progress line needs (each record's tokens), keeping nothing else.
   // Every record gets its row, empty ones too (with nan scores), so that rows join by position;
@@ -180,12 +185,13 @@ int cmd_score(int argc, char** argv) {
       },
       uint64_t(chunk));
   for (const std::string& w :
-       {alphabet.warning(),
+       {alphabet.warning(), alphabet.rna_warning(),
         alphabet.unknown_warning(causal     ? "context only, not scored (only A/C/G/T bases are)"
                         : variants ? "context for every variant"
                                    : "context only, left out of pll and of 'scored'"),
         infer::empty_records_warning(stats.skipped_empty, variants ? "not scored"
-                                                                   : "not scored; each keeps its row, with nan scores")})
+                                                                   : "not scored; each keeps its row, with nan scores"),
+        causal ? lowercase_note(alphabet.lowercase_acgt, upper) : ""})
     if (!w.empty()) std::fprintf(stderr, "%s\n", w.c_str());
   const uint64_t n = stats.records;
   SequenceDataset data;  // the records of the chunk at hand

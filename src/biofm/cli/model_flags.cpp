@@ -2,15 +2,18 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <filesystem>
 #include <new>
 #include <sstream>
 
 #include "biofm/core/device_memory.h"
 #include "biofm/core/error.h"
+#include "biofm/data/input_files.h"
 #include "biofm/data/prepared.h"
 #include "biofm/dist/launch_env.h"
 #include "biofm/io/config.h"
+#include "biofm/models/uppercase_labels.h"
 #include "biofm/train/config.h"
 #include "biofm/train/setup.h"
 
@@ -136,11 +139,95 @@ WindowFlags window_flags(const Flags& a, int64_t max_pos) {
   return w;
 }
 
+FlagSpec uppercase_labels_flag() {
+  return {"--uppercase-labels", "true|false",
+          "llama: score a/c/g/t as A/C/G/T (default: as the model was trained, if its config.json says; else false)"};
+}
+
+UppercaseLabels uppercase_labels(const Flags& a, const std::string& model_dir) {
+  if (a.has("--uppercase-labels")) {
+    const std::string v = a.get("--uppercase-labels");
+    if (v != "true" && v != "false") a.fail_usage("--uppercase-labels takes true or false, got '", v, "'");
+    return {v == "true", "--uppercase-labels"};
+  }
+  if (const std::optional<bool> r = recorded_uppercase_labels(model_dir)) return {*r, "the model's config.json"};
+  return {false, "the default"};
+}
+
+std::string lowercase_note(uint64_t lowercase, const UppercaseLabels& u) {
+  if (lowercase == 0 || u.value) return "";
+  std::string why = "the model's config.json does not say how it was trained";
+  if (u.source == "--uppercase-labels") why = "--uppercase-labels false";
+  if (u.source == "the model's config.json") why = "the model's config.json: trained so";
+  return "note: " + std::to_string(lowercase) +
+         " lowercase (soft-masked) a/c/g/t bases are scored as their own tokens, not as A/C/G/T (" + why +
+         "); a model trained with dataset.uppercase_labels=true needs --uppercase-labels true";
+}
+
+void check_output_paths(const Flags& a, const std::vector<const char*>& output_flags) {
+  namespace fs = std::filesystem;
+  const auto canon = [](const std::string& p) {
+    std::error_code ec;
+    const fs::path c = fs::weakly_canonical(fs::absolute(p, ec), ec);
+    return ec ? fs::path(p).lexically_normal() : c;
+  };
+  std::vector<std::pair<const char*, fs::path>> outs;
+  for (const char* f : output_flags)
+    if (a.has(f) && !a.get(f).empty()) outs.push_back({f, canon(a.get(f))});
+  for (size_t i = 0; i < outs.size(); ++i)
+    for (size_t j = i + 1; j < outs.size(); ++j)
+      if (outs[i].second == outs[j].second)
+        a.fail_usage(outs[i].first, " and ", outs[j].first, " name the same file (", a.get(outs[i].first), ")");
+  if (outs.empty() || !a.has("--input")) return;
+  std::vector<std::string> inputs;
+  try {
+    inputs = expand_inputs(a.get("--input")).files;
+  } catch (const Error&) {
+    return;  // (a missing or unreadable input is the reader's to name)
+  }
+  for (const std::string& in : inputs)
+    for (const auto& [flag, out] : outs)
+      if (canon(in) == out)
+        a.fail_usage(flag, " names an input file (", in, "): writing it would replace the data it reads");
+}
+
 FlagSpec split_flag() {
   return {"--split", "train|val|test", "when --input is a biofm prepare directory: its split (default train)"};
 }
 
+void note_unused_column_flags(const Flags& f, const std::string& input) {
+  if (!f.has("--column") && !f.has("--name-column")) return;
+  std::string what;  // what the input is, when none of it has columns
+  if (is_prepared_dir(input)) {
+    what = input + " is a prepared directory (its records were read by biofm prepare)";
+  } else {
+    InputFiles inputs;
+    try {
+      inputs = expand_inputs(input);
+    } catch (const Error&) {
+      return;  // (a missing input is the reader's to name)
+    }
+    const std::string format = f.get("--format", "auto");
+    const bool any_table = std::any_of(inputs.files.begin(), inputs.files.end(), [&](const std::string& p) {
+      try {
+        const auto fmt =
+            format.empty() || format == "auto" ? format_from_extension(p) : std::optional(parse_format(format));
+        return !fmt || (*fmt != SequenceFormat::Fasta && *fmt != SequenceFormat::Text);
+      } catch (const Error&) {
+        return true;  // (a bad --format is named elsewhere)
+      }
+    });
+    if (any_table || inputs.files.empty()) return;
+    what = (inputs.files.size() == 1 ? inputs.files[0] : "every input here") +
+           " is FASTA or text (records are named by their FASTA header's first word)";
+  }
+  for (const char* flag : {"--column", "--name-column"})
+    if (f.has(flag))
+      std::fprintf(stderr, "note: %s applies to CSV, TSV, JSONL and Parquet inputs; %s\n", flag, what.c_str());
+}
+
 infer::InputStream open_input(const Flags& f, const std::string& input, const Tokenizer& tok, bool keep_empty) {
+  note_unused_column_flags(f, input);
   if (!is_prepared_dir(input)) {
     const auto no_split = [&] {
       if (f.has("--split")) fail("--split applies to a prepared directory (biofm prepare); ", input, " is not one");

@@ -69,16 +69,37 @@ const ModelFamily& parse_family(const std::string& name);
 FlagSpec split_flag();  // --split, of a prepared --input
 // A causal model's windows from --window N (eval also takes its older name, --max-seq-length)
 // and --stride N: the window defaults to the model's context (max_pos), the stride to 200 bases,
-// or half the window's if fewer. A stride that leaves a window no new base is a usage error.
+// or (window - 2) / 2 (half the bases a window holds) if fewer. A stride that leaves a window no
+// new base is a usage error.
 struct WindowFlags {
   int64_t window = 0, stride = 0;
   const char* flag = "--window";  // the flag that set the window
 };
 WindowFlags window_flags(const Flags& a, int64_t max_pos);
+// --uppercase-labels true|false (eval, score: causal models): whether a/c/g/t targets are scored
+// as A/C/G/T. Default: what training recorded in the model directory (models/uppercase_labels.h),
+// else false. Another value is a usage error. `source` says where the value came from.
+struct UppercaseLabels {
+  bool value = false;
+  std::string source;  // "--uppercase-labels", "the model's config.json" or "the default"
+};
+FlagSpec uppercase_labels_flag();
+UppercaseLabels uppercase_labels(const Flags& a, const std::string& model_dir);
+// One line when lowercase a/c/g/t bases were seen (`lowercase`) and are not scored as A/C/G/T;
+// "" otherwise.
+std::string lowercase_note(uint64_t lowercase, const UppercaseLabels& u);
+// Output flags (e.g. --output, --track) that name one of --input's files, or the same file as
+// each other, are usage errors before any work: the output, renamed into place when complete,
+// would replace the data it was read from (or two writers would share one temporary file).
+// Paths compare after std::filesystem::weakly_canonical.
+void check_output_paths(const Flags& a, const std::vector<const char*>& output_flags);
 FlagSpec format_flag();  // --format, of sequence files (every format the readers know)
 // --column and --name-column, of the inference commands' table inputs
 FlagSpec column_flag();
 FlagSpec name_column_flag();
+// A note (stderr) for --column / --name-column given where no input has columns: FASTA or text
+// files only, or a `biofm prepare` directory. They are ignored there.
+void note_unused_column_flags(const Flags& f, const std::string& input);
 // --input as those commands read it, as a stream (infer/input.h: read a piece at a time, never
 // whole): files (reader_options), or a `biofm prepare` directory (its --split, default train),
 // whose tokenizer must be `tok`'s. keep_empty: empty records are read too (ReaderOptions), for the

@@ -22,6 +22,7 @@
 #include "biofm/data/prepared.h"
 #include "biofm/data/shard.h"
 #include "biofm/io/atomic_file.h"
+#include "biofm/io/stream_file.h"
 
 namespace fs = std::filesystem;
 
@@ -113,6 +114,8 @@ class Preparer {
     fp_ = fingerprint(o_, sources_);
     make_dirs_writable(o_.output);
     make_dirs_writable(parts_dir());
+    // Temporaries of a run that was killed (this run writes its own; a live run's stay).
+    const uint64_t stale = remove_stale_temporaries(o_.output) + remove_stale_temporaries(parts_dir());
     // A manifest from an earlier run would describe shards this run may replace.
     std::error_code ec;
     fs::remove(fs::path(o_.output) / kPreparedManifest, ec);
@@ -137,6 +140,7 @@ class Preparer {
     });
     PrepareResult r = write_manifest();
     r.reused_files = reused;
+    r.removed_temporaries = stale;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }

@@ -48,6 +48,7 @@ struct PrepareResult {
   uint64_t shards = 0;
   uint64_t duplicates = 0, skipped_empty = 0, skipped_malformed = 0;
   uint64_t clusters[3] = {0, 0, 0};          // with cluster_column
+  uint64_t removed_temporaries = 0;          // *.tmp.<pid> files of a killed earlier run, removed
   double seconds = 0;
 };
 

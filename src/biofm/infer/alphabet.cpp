@@ -30,14 +30,18 @@ AlphabetReport alphabet_report(const Tokenizer& tok) {
 }
 
 void AlphabetReport::add(std::string_view sequence) {
-  uint64_t unknown = 0;
+  uint64_t unknown = 0, u = 0;
   for (char c : sequence) {
     ++characters;
     unusual += nucleotide_char(c) != nucleotide_model;
     unknown += unknown_char[static_cast<unsigned char>(c)];
+    lowercase_acgt += c == 'a' || c == 'c' || c == 'g' || c == 't';
+    u += c == 'U' || c == 'u';
   }
   unknown_residues += unknown;
   unknown_records += unknown > 0;
+  rna_u += u;
+  rna_u_records += u > 0;
 }
 
 AlphabetReport check_alphabet(const Tokenizer& tok, const SequenceDataset& data) {
@@ -73,6 +77,13 @@ std::string AlphabetReport::unknown_warning(const std::string& what_then) const 
   return "warning: " + std::to_string(unknown_residues) + (unknown_residues == 1 ? " residue" : " residues") + " in " +
          std::to_string(unknown_records) + (unknown_records == 1 ? " record" : " records") +
          (unknown_residues == 1 ? " is" : " are") + " not in the model's alphabet and read as <unk>: " + what_then;
+}
+
+std::string AlphabetReport::rna_warning() const {
+  if (!nucleotide_model || rna_u == 0) return "";
+  return "warning: " + std::to_string(rna_u) + (rna_u == 1 ? " U base" : " U bases") + " (RNA) in " +
+         std::to_string(rna_u_records) + (rna_u_records == 1 ? " record" : " records") +
+         (rna_u == 1 ? " is" : " are") + " context only, not scored (only A/C/G/T are); write U as T to score them";
 }
 
 std::string empty_records_warning(uint64_t skipped, const std::string& what_then) {

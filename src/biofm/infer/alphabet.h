@@ -20,11 +20,16 @@ struct AlphabetReport {
   // records holding at least one.
   uint64_t unknown_residues = 0, unknown_records = 0;
   std::array<bool, 256> unknown_char{};  // (from the tokenizer: whether a character encodes to <unk>)
+  uint64_t lowercase_acgt = 0;           // a/c/g/t (soft-masked bases; scored by causal models)
+  uint64_t rna_u = 0, rna_u_records = 0;  // U/u: RNA bases, which a DNA model does not score
   // "" when the input looks like what the model reads; else one line saying what is wrong.
   std::string warning() const;
   // "" when no residue was <unk>; else "warning: N residues in M records are not in the model's
   // alphabet and read as <unk>: " + what_then (what the command did with them).
   std::string unknown_warning(const std::string& what_then) const;
+  // Nucleotide model: "" when no U/u was seen; else "warning: N U bases (RNA) in M records are not
+  // scored (only A/C/G/T are): ...".
+  std::string rna_warning() const;
   // Counts one more sequence (for input read a piece at a time).
   void add(std::string_view sequence);
 };

@@ -296,7 +296,7 @@ std::vector<CausalResult> causal_log_likelihoods(LanguageModel& model, const Tok
         x.push_back(tok.begin_id());
         tok.encode_residues(data.sequence(first + it.record).substr(size_t(it.w.start), size_t(it.w.length)), x);
         x.push_back(tok.end_id());
-        causal_labels(x, y, /*genomic_masking=*/true, /*uppercase_labels=*/false);
+        causal_labels(x, y, /*genomic_masking=*/true, o.uppercase_labels);
         // y[t] predicts base w.start + t; bases scored in an earlier window are context only.
         for (uint64_t t = 0; t < it.w.length && it.w.start + t < it.scored_from; ++t) y[size_t(t)] = kIgnoreLabel;
       },

@@ -76,6 +76,7 @@ struct CausalOptions {
   int64_t stride = 200;          // bases shared by consecutive windows
   int64_t max_tokens = 8192;
   bool per_base = false;  // keep each base's log-likelihood
+  bool uppercase_labels = false;  // a/c/g/t targets scored as A/C/G/T (as dataset.uppercase_labels)
 };
 struct CausalResult {
   double nll = 0;           // Σ −log p over scored bases

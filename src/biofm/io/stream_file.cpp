@@ -1,6 +1,7 @@
 #include "biofm/io/stream_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "biofm/core/error.h"
 
@@ -115,6 +117,23 @@ void AtomicFileWriter::commit() {
     ::unlink(tmp_.c_str());
     fail("cannot rename into '", path_, "': ", std::strerror(e));
   }
+}
+
+uint64_t remove_stale_temporaries(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  uint64_t removed = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || at + 5 == name.size() || !e.is_regular_file(ec)) continue;
+    const std::string digits = name.substr(at + 5);
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    const long pid = std::strtol(digits.c_str(), nullptr, 10);
+    if (pid <= 0 || pid == long(::getpid()) || ::kill(pid_t(pid), 0) == 0 || errno == EPERM) continue;  // alive
+    removed += fs::remove(e.path(), ec);
+  }
+  return removed;
 }
 
 }  // namespace biofm

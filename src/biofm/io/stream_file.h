@@ -58,6 +58,11 @@ class AtomicFileWriter {
   uint32_t crc_ = 0;
 };
 
+// Removes the temporaries (NAME.tmp.<pid>, of AtomicFileWriter and write_file_atomic) that a
+// process that died left in `dir` (not recursive); those of live processes (and this one's) stay.
+// Returns how many were removed.
+uint64_t remove_stale_temporaries(const std::string& dir);
+
 // Size and CRC32 of a written or verified file.
 struct FileDigest {
   uint64_t bytes = 0;

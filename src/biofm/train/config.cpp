@@ -322,7 +322,7 @@ Registry build_registry() {
   BIND(dataset.format, .choices = {"auto", "fasta", "csv", "tsv", "jsonl", "text", "parquet"},
        .help = "auto: from each file's extension");
   BIND(dataset.column, .aliases = {"sequence_column", "text_column"});
-  BIND(dataset.max_seq_length, .range = ge(2), .aliases = {"seq_length", "max_length"});
+  BIND(dataset.max_seq_length, .range = ge(3), .aliases = {"seq_length", "max_length"});
   BIND(dataset.mlm_probability, .range = closed(0, 1));
   BIND(dataset.packing, .aliases = {"use_sequence_packing", "sequence_packing"},
        .help = "thd (packed) | bshd (padded)");

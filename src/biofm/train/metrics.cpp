@@ -137,7 +137,7 @@ nlohmann::json ThroughputWindow::report(int64_t step, int64_t total_steps, doubl
 }
 
 void ProgressLineSink::write(const nlohmann::json& r) {
-  if (r.contains("loss")) {
+  if (r.contains("loss") || r.contains("no_target_tokens")) {
     std::string mem;
     if (r.contains("gpu_mem_peak_gib")) {
       char buf[64];
@@ -151,9 +151,12 @@ void ProgressLineSink::write(const nlohmann::json& r) {
                     r["gpu_power_w"].get<double>());
       mem += buf;
     }
-    const double loss = r["loss"].get<double>();
-    std::printf("step %6lld/%lld | loss %.4f | ppl %7.3f | lr %.3e | grad_norm %.3f | tok/s %.0f | unpadded tok/s %.0f%s | ETA %s\n",
-                (long long)r["step"].get<int64_t>(), (long long)r["total_steps"].get<int64_t>(), loss, perplexity_of(loss),
+    char loss[64] = "loss - (no target tokens)";  // (a step without labels has no loss)
+    if (r.contains("loss"))
+      std::snprintf(loss, sizeof loss, "loss %.4f | ppl %7.3f", r["loss"].get<double>(),
+                    perplexity_of(r["loss"].get<double>()));
+    std::printf("step %6lld/%lld | %s | lr %.3e | grad_norm %.3f | tok/s %.0f | unpadded tok/s %.0f%s | ETA %s\n",
+                (long long)r["step"].get<int64_t>(), (long long)r["total_steps"].get<int64_t>(), loss,
                 r["lr"].get<double>(), r["grad_norm"].get<double>(), r["tokens_per_sec"].get<double>(),
                 r["unpadded_tokens_per_sec"].get<double>(), mem.c_str(), format_eta(r["eta_s"].get<double>()).c_str());
   }
@@ -208,7 +211,8 @@ nlohmann::json with_standard_keys(nlohmann::json r, std::chrono::system_clock::t
   for (const auto& [ours, theirs] : kRecipeNames)
     if (r.contains(ours) && !r.contains(theirs)) r[theirs] = r[ours];
   // (a training record: validation-only and statistics-only records carry a step too)
-  if (r.contains("loss") && r.contains("step") && !r.contains("train/global_step")) r["train/global_step"] = r["step"];
+  if ((r.contains("loss") || r.contains("no_target_tokens")) && r.contains("step") && !r.contains("train/global_step"))
+    r["train/global_step"] = r["step"];
   return r;
 }
 

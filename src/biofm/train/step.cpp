@@ -1,6 +1,7 @@
 #include "biofm/train/step.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "biofm/core/profiling.h"
 #include "biofm/ops/loss/op.h"
@@ -53,6 +54,12 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
 double TrainStep::read_mean_loss() const {
   const double count = double(label_count_.to(Device::CPU).f32()[0]);
   return double(loss_sum_.to(Device::CPU).f32()[0]) / std::max(1.0, count);
+}
+
+TrainStep::Loss TrainStep::read_loss() const {
+  const Tensor h = sums_.to(Device::CPU);
+  const double count = double(h.f32()[1]);
+  return {count > 0 ? double(h.f32()[0]) / count : std::numeric_limits<double>::quiet_NaN(), count};
 }
 
 }  // namespace biofm

@@ -37,6 +37,12 @@ class TrainStep {
   Tensor& label_count() { return label_count_; }
   // Mean token loss of the last step (reads the device: a sync).
   double read_mean_loss() const;
+  // The same with the step's label-token count over all ranks, in one read. A step without
+  // label tokens (e.g. windows of only N bases) has count 0 and no loss: mean is NaN.
+  struct Loss {
+    double mean = 0, label_count = 0;
+  };
+  Loss read_loss() const;
 
  private:
   LanguageModel& model_;

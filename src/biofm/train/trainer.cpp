@@ -26,6 +26,7 @@
 #include "biofm/train/data_parallel.h"
 #include "biofm/train/fsdp.h"
 #include "biofm/io/atomic_file.h"
+#include "biofm/models/uppercase_labels.h"
 #include "biofm/train/setup.h"
 #include "biofm/train/step.h"
 #include "biofm/train/checkpoint.h"
@@ -205,10 +206,14 @@ std::string first_nonfinite_tensor(const ParamStore& ps) {
   return "";
 }
 
-void export_final_model(const LanguageModel& model, const std::string& out_dir, const std::string& final_dir) {
+void export_final_model(const LanguageModel& model, const TrainConfig& cfg, const std::string& out_dir,
+                        const std::string& final_dir) {
   const std::string tmp = out_dir + "/.final_model.tmp";
   fs::remove_all(tmp);
   model.save_hf_dir(tmp);
+  // (how its targets were cased, for eval and score: models/uppercase_labels.h)
+  if (family_named(cfg.model.family).objective == Objective::CausalLM)
+    record_uppercase_labels(tmp, cfg.dataset.uppercase_labels);
   fsync_dir(tmp);
   fs::remove_all(final_dir);
   fs::rename(tmp, final_dir);
@@ -627,10 +632,19 @@ class TrainingRun {
 
   // Reads the step's loss and grad norm (reduced over ranks: every rank sees the same) and counts
   // a non-finite streak; fails after 10 non-finite checks in a row.
+  // A step without label tokens (windows of only N bases, say) has no loss: it is counted, logged
+  // without one, and left out of the first/last loss (its gradients are zero; AdamW still steps).
   std::pair<double, double> check_step(int64_t done, TrainStep& train_step) {
     checked_step_ = done;
-    double loss = train_step.read_mean_loss();
+    ++summary_.checked_steps;
+    const TrainStep::Loss read = train_step.read_loss();
+    double loss = read.mean;
     const double gnorm = opt_->read_grad_norm();
+    no_targets_ = read.label_count == 0 && std::isfinite(gnorm) && test_nonfinite_step_ != done;
+    if (no_targets_) {
+      ++summary_.no_target_steps;
+      return {loss, gnorm};
+    }
     if (test_nonfinite_step_ == done) loss = NAN;  // (BIOFM_TEST_NONFINITE_STEP: tests only)
     if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
       // (names the step; the last checkpoint, if any, is the state before the divergence:
@@ -656,6 +670,11 @@ class TrainingRun {
   // The step's metrics record (the run's figures gathered over ranks).
   json log_record(int64_t done, double lr, double loss, double gnorm, ThroughputWindow& window) {
     json rec = window.report(done, cfg_.num_train_steps, loss, lr, gnorm, device_);
+    if (no_targets_) {  // (no loss to log: not a perfect 0)
+      rec.erase("loss");
+      rec.erase("perplexity");
+      rec["no_target_tokens"] = true;
+    }
     if (coord_) {
       // Each rank's throughput, and the run's; the non-pad tokens per step summed over ranks, the
       // memory figures the largest (window peak) and the mean (allocated now) over ranks, as the
@@ -806,7 +825,7 @@ class TrainingRun {
     if (cfg_.checkpoint.save_final_model && !stopped_ && !(nothing_trained && final_exists)) {
       gather_full_params();
       summary_.final_model_dir = out_dir_ + "/final_model";
-      if (root_) export_final_model(*model_, out_dir_, summary_.final_model_dir);
+      if (root_) export_final_model(*model_, cfg_, out_dir_, summary_.final_model_dir);
       release_full_params();
     }
     if (coord_) {
@@ -830,6 +849,15 @@ class TrainingRun {
                   summary_.first_loss, summary_.last_loss);
     else
       std::printf("done: %lld steps in %.1f s (no finite loss was read)\n", steps, summary_.wall_seconds);
+    if (summary_.no_target_steps == summary_.checked_steps && summary_.checked_steps > 0)
+      std::fprintf(stderr,
+                   "warning: no step of this run had a target token (all %lld steps read): the data holds nothing "
+                   "the model is trained to predict (e.g. only N bases for a DNA model); check dataset.path\n",
+                   (long long)summary_.checked_steps);
+    else if (summary_.no_target_steps > 0)
+      std::printf("note: %lld of %lld steps read had no target tokens (e.g. windows of only N bases): logged "
+                  "without a loss and left out of the loss figures\n",
+                  (long long)summary_.no_target_steps, (long long)summary_.checked_steps);
     std::printf("metrics: %s\n", cfg_.metrics_path().c_str());
     if (!summary_.last_checkpoint.empty()) std::printf("checkpoints: %s\n", ckpt_dir_.c_str());
     if (!summary_.final_model_dir.empty())
@@ -865,6 +893,7 @@ class TrainingRun {
   Clock::time_point t_start_;
   int64_t bad_checks_ = 0;           // consecutive non-finite checks: the current streak
   int64_t checked_step_ = 0;         // the last step whose loss was read
+  bool no_targets_ = false;          // that step had no label tokens (no loss to log)
   // BIOFM_TEST_NONFINITE_STEP=N: step N's check reads a non-finite loss (the end-of-run rule's test)
   const int64_t test_nonfinite_step_ = [] {
     const char* v = std::getenv("BIOFM_TEST_NONFINITE_STEP");

@@ -15,6 +15,9 @@ struct TrainSummary {
   double wall_seconds = 0;
   std::string ckpt_dir, last_checkpoint, final_model_dir;
   int64_t skipped_nonfinite_steps = 0;
+  // Steps whose loss was read (every step on the CPU, every logger.frequency on a GPU), and those
+  // of them without label tokens (no loss; not in first_loss / last_loss).
+  int64_t checked_steps = 0, no_target_steps = 0;
 };
 
 // The optimizer section of a config (plus clip_grad_norm).

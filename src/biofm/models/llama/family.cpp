@@ -14,8 +14,9 @@ void check_config(const ModelShape& m, const DataOptions& d, std::vector<std::st
   if (m.rope_scaling_type == "llama3" && !(m.high_freq_factor > m.low_freq_factor))
     config_error(errs, "model.config.high_freq_factor (", m.high_freq_factor, ") must be greater than model.config.low_freq_factor (",
         m.low_freq_factor, ") for llama3 rope scaling");
-  if (d.stride >= d.max_seq_length)
-    config_error(errs, "dataset.stride (", d.stride, ") must be smaller than dataset.max_seq_length (", d.max_seq_length, ")");
+  if (d.stride >= d.max_seq_length - 2)  // (each window holds max_seq_length - 2 bases, <BOS> and <EOS> aside)
+    config_error(errs, "dataset.stride (", d.stride, ") must lie in [0, dataset.max_seq_length - 2 = ",
+                 d.max_seq_length - 2, "): consecutive windows must share fewer bases than a window holds");
 }
 
 std::unique_ptr<LanguageModel> build(const ModelShape& m, Device device, const BuildOptions& o) {
