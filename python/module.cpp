@@ -17,6 +17,7 @@
 #include "biofm/core/device_memory.h"
 #include "biofm/core/device_memory_stats.h"
 #include "biofm/core/error.h"
+#include "biofm/core/notes.h"
 #include "biofm/data/dataset.h"
 #include "biofm/data/reader.h"
 #include "biofm/infer/embedder.h"
@@ -63,13 +64,16 @@ std::vector<int> python_layers(const std::vector<int64_t>& layers, int L) {
 }
 
 // Returns (per requested layer: (its resolved index 0..L, a float32 array [len(sequences),
-// hidden])), and the counts `biofm embed` reports (truncated records, unknown residues, ...).
+// hidden])), the counts `biofm embed` reports (truncated records, unknown residues, ...) and the
+// engine's notes (core/notes.h: what the CLI prints as "note: ...", here for the package to
+// warn with instead of stderr; a call that raises drops them: its error says what went wrong).
 // Rows in input order (empty sequences are an error here, not a silent skip, so rows match the
 // list).
 py::tuple embed(const std::string& model_dir, const std::vector<std::string>& sequences,
                 const std::vector<int64_t>& layers, const std::string& pooling, const std::string& device,
                 const std::string& precision, int64_t max_tokens, int64_t max_seq_length, int64_t window,
                 int64_t stride) {
+  NoteCapture notes;  // (this thread's: loading and the embedder's batches run on it)
   std::string cleaned;
   for (size_t i = 0; i < sequences.size(); ++i) {
     cleaned = sequences[i];
@@ -143,7 +147,7 @@ py::tuple embed(const std::string& model_dir, const std::vector<std::string>& se
   stats["tokens"] = r.tokens;
   stats["max_seq_length"] = o.windows ? 0 : o.window_tokens;  // (the truncation length; 0 with windows)
   stats["window"] = o.windows ? o.window_tokens : 0;
-  return py::make_tuple(arrays, stats);
+  return py::make_tuple(arrays, stats, notes.take());
 }
 
 }  // namespace

@@ -21,7 +21,8 @@ BiofmError = _core.BiofmError  # a ValueError carrying biofm's message
 
 
 class BiofmWarning(UserWarning):
-    """What biofm reports without failing: truncated sequences, unknown residues, skipped lines."""
+    """What biofm reports without failing: notes about a model directory (what `biofm` prints as
+    "note: ..."), truncated sequences, unknown residues, skipped lines."""
 
 
 atexit.register(_core._release_device)
@@ -56,11 +57,13 @@ def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precis
         max_seq_length is given.
 
     Returns a float32 array [len(sequences), hidden] for one layer, or a dict {layer: array}
-    (layers resolved to 0..L) for a list. Truncated sequences and residues outside the model's
-    vocabulary (embedded as <unk>) are reported with a BiofmWarning; return_stats=True returns
-    (result, stats) with their counts: a dict with "sequences", "truncated", "unknown",
-    "windows", "tokens" (fed to the model), "max_seq_length" (0 with windows) and "window"
-    (0 without).
+    (layers resolved to 0..L) for a list. The engine's notes about the model directory (tensors
+    it holds that are not loaded, such as ESM's contact head), truncated sequences and residues
+    outside the model's vocabulary (embedded as <unk>) are reported with a BiofmWarning, never on
+    stderr (warnings.simplefilter("ignore", biofm.BiofmWarning) silences them);
+    return_stats=True returns (result, stats) with their counts: a dict with "sequences",
+    "truncated", "unknown", "windows", "tokens" (fed to the model), "max_seq_length" (0 with
+    windows) and "window" (0 without).
 
     Ctrl-C (KeyboardInterrupt) stops the computation after the batch in progress.
     """
@@ -80,10 +83,14 @@ def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precis
         raise TypeError(f"layers must be an int or a list of ints, not {type(layers).__name__}")
     else:
         wanted = [_layer(k, f"layers[{i}]") for i, k in enumerate(layers)]
-    arrays, stats = _core.embed(os.fspath(model_dir), sequences, wanted, pooling, device, precision or "",
-                                _count(max_tokens, "max_tokens", 0), _count(max_seq_length, "max_seq_length", 0),
-                                _count(window, "window", 0), _count(stride, "stride", -1))
-    # What `biofm embed` reports, as warnings pointing at the caller's line.
+    arrays, stats, notes = _core.embed(os.fspath(model_dir), sequences, wanted, pooling, device, precision or "",
+                                       _count(max_tokens, "max_tokens", 0), _count(max_seq_length, "max_seq_length", 0),
+                                       _count(window, "window", 0), _count(stride, "stride", -1))
+    # What `biofm embed` reports, as warnings pointing at the caller's line: the engine's notes
+    # (which the CLI prints as "note: ..." lines: tensors of the model directory that were not
+    # loaded, ...), then the counts.
+    for text in notes:
+        warnings.warn(text, BiofmWarning, stacklevel=2)
     if stats["truncated"]:
         warnings.warn(f"{stats['truncated']} of {stats['sequences']} sequences were truncated to "
                       f"{stats['max_seq_length']} tokens (max_seq_length; window=N cuts them into windows "

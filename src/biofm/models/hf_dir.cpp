@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "biofm/core/notes.h"
 #include "biofm/io/atomic_file.h"
 #include "biofm/io/safetensors.h"
 
@@ -216,7 +216,7 @@ std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, 
   if (!absent.empty())
     note << (note.str().empty() ? "" : "; ") << "a bare base model (no LM head): " << absent.size()
          << " lm_head.* parameters are initialised as for a new model";
-  if (!note.str().empty()) std::cerr << "note: " << hf.dir << ": " << note.str() << "\n";
+  if (!note.str().empty()) biofm::note(hf.dir + ": " + note.str());
   return absent;
 }
 

@@ -10,7 +10,8 @@
 //    writes for ESM), with or without the base-model prefix;
 //  - tensors that are not parameters (ESM's contact head, a bare EsmModel's pooler, rotary
 //    `inv_freq` and `position_ids` buffers, whatever the family calls ignorable) are skipped
-//    with one note on stderr saying what was skipped;
+//    with one note (core/notes.h: on stderr, or to the caller's NoteCapture) saying what was
+//    skipped;
 //  - a bare base-model checkpoint (no LM head) leaves the `lm_head.*` parameters as they are,
 //    with a note.
 #pragma once
