@@ -30,6 +30,16 @@ inline RunResult sh(const std::string& cmd) {
 // `biofm ARGS`.
 inline RunResult run_biofm(const std::string& args) { return sh(std::string(BIOFM_BINARY) + " " + args); }
 
+// `biofm ARGS` as one process on one thread: these tiny models gain nothing from more, and a
+// loaded machine makes OpenMP's waiting threads slow. No launcher variables from the caller (a CI
+// job under srun or torchrun): the run is one process unless the test says otherwise.
+inline const std::string kOneProcess =
+    "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u SLURM_PROCID -u SLURM_NTASKS "
+    "-u SLURM_STEP_NUM_TASKS -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE OMP_NUM_THREADS=1 ";
+inline RunResult run_biofm_one_process(const std::string& args) {
+  return sh(kOneProcess + std::string(BIOFM_BINARY) + " " + args);
+}
+
 // A path in the source tree.
 inline std::string src(const std::string& rel) { return std::string(BIOFM_SOURCE_DIR) + "/" + rel; }
 

@@ -18,18 +18,13 @@
 
 namespace fs = std::filesystem;
 using namespace biofm;
+using testkit::kOneProcess;
 using testkit::RunResult;
 using testkit::src;
 
 namespace {
 
-// One thread: these tiny models gain nothing from more, and a loaded machine makes OpenMP's
-// waiting threads slow. No launcher variables from the caller (a CI job under srun or torchrun):
-// each of these runs is one process unless a test says otherwise.
-const std::string kOneProcess =
-    "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u SLURM_PROCID -u SLURM_NTASKS "
-    "-u SLURM_STEP_NUM_TASKS -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE OMP_NUM_THREADS=1 ";
-RunResult run(const std::string& args) { return testkit::sh(kOneProcess + std::string(BIOFM_BINARY) + " " + args); }
+RunResult run(const std::string& args) { return testkit::run_biofm_one_process(args); }
 std::string dir(const std::string& name) { return testkit::fresh_dir("infer_" + name); }
 const std::string kEsm = src("tests/fixtures/esm2_tiny"), kLlama = src("tests/fixtures/llama_tiny");
 

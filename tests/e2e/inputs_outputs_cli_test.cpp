@@ -23,10 +23,7 @@ using testkit::src;
 
 namespace {
 
-const std::string kOneProcess =
-    "env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u SLURM_PROCID -u SLURM_NTASKS "
-    "-u SLURM_STEP_NUM_TASKS -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE OMP_NUM_THREADS=1 ";
-RunResult run(const std::string& args) { return testkit::sh(kOneProcess + std::string(BIOFM_BINARY) + " " + args); }
+RunResult run(const std::string& args) { return testkit::run_biofm_one_process(args); }
 std::string dir(const std::string& name) { return testkit::fresh_dir("io_" + name); }
 const std::string kEsm = src("tests/fixtures/esm2_tiny"), kLlama = src("tests/fixtures/llama_tiny");
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
