@@ -44,3 +44,18 @@ TEST(Launcher, AFailingRankStopsTheRunAndIsNamed) {
   EXPECT_NE(r.out.find("exited with code 1, the first to end (its error above names the cause, which may be another rank)"),
             std::string::npos) << r.out;
 }
+
+// A rank killed by a signal closes its connections before the kernel reports it ended, so the
+// rank that notices (rank 0 exits 1) can end first; the launcher names the killed rank, the
+// cause, and exits with its code. Here rank 0 exits 1 at once and rank 1 is killed 0.3 s later.
+TEST(Launcher, ARankKilledJustAfterAnotherFailedIsNamedAsTheCause) {
+  LaunchOptions o;
+  o.nproc_per_node = 2;
+  o.grace_seconds = 5;
+  testing::internal::CaptureStderr();
+  const int code = launch_local(o, "/bin/sh", {"-c", "if [ \"$RANK\" = 1 ]; then sleep 0.3; kill -9 $$; fi; exit 1"});
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 128 + 9) << err;
+  EXPECT_NE(err.find("launch: rank 1 was killed by signal 9"), std::string::npos) << err;
+  EXPECT_EQ(err.find("rank 0 exited"), std::string::npos) << err;
+}

@@ -85,7 +85,8 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
     }
     // Every process that has ended since the last look. A rank killed by a signal goes first:
     // the others it takes down (they exit 1 when its connection closes) may end within the
-    // same 20 ms, and waitpid hands out the lowest rank first; the failure named is the cause.
+    // same 20 ms, or even before it (below), and waitpid hands out the lowest rank first; the
+    // failure named is the cause.
     std::vector<std::pair<pid_t, int>> ended;
     for (;;) {
       int status = 0;
@@ -103,7 +104,21 @@ int launch_local(const LaunchOptions& o, const std::string& exe, const std::vect
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
-    std::stable_partition(ended.begin(), ended.end(), [](const auto& e) { return WIFSIGNALED(e.second); });
+    // A rank that exits with an error may have been the first to notice another's death: a rank
+    // killed by a signal closes its connections before the kernel reports it ended (its memory is
+    // torn down in between, slow on a loaded machine). Before naming a failure, give such a death
+    // a moment to show.
+    const auto killed = [](const auto& e) { return WIFSIGNALED(e.second); };
+    const auto exited_with_error = [](const auto& e) { return WIFEXITED(e.second) && WEXITSTATUS(e.second) != 0; };
+    if (failed_rank < 0 && stopped_by == 0 && std::none_of(ended.begin(), ended.end(), killed) &&
+        std::any_of(ended.begin(), ended.end(), exited_with_error)) {
+      for (int i = 0; i < 75 && int(ended.size()) < running && std::none_of(ended.begin(), ended.end(), killed); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        int status = 0;
+        for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) ended.emplace_back(pid, status);
+      }
+    }
+    std::stable_partition(ended.begin(), ended.end(), killed);
     for (const auto& [pid, status] : ended) {
       for (int local = 0; local < o.nproc_per_node; ++local) {
         if (pids[size_t(local)] != pid) continue;
