@@ -132,6 +132,23 @@ TEST(Distributed, ShardedGradientsAccumulateOverMicroBatches) {
   }
 }
 
+// A two-rank run's step-3 checkpoint continued by one process without grad_acc_steps=2 halves
+// the global batch: the resume says so, with the setting that keeps it.
+template <class Args>
+void expect_halved_batch_note(const std::string& step3, const std::string& name, const Args& tiny_args) {
+  const std::string halved = fresh_dir(name);
+  fs::remove_all(halved);
+  fs::create_directories(halved + "/checkpoints");
+  fs::copy(step3, halved + "/checkpoints/step_3", fs::copy_options::recursive);
+  RunResult h1 = run_biofm(tiny_args(halved, 4, 1));
+  ASSERT_EQ(h1.code, 0) << h1.output;
+  EXPECT_NE(h1.output.find("note: the checkpoint's run took 2 batches per optimizer step (2 data-parallel rank(s) x "
+                           "grad_acc_steps=1); this run takes 1 (1 x 1): the global batch changes (grad_acc_steps=2 "
+                           "keeps it)"),
+            std::string::npos)
+      << h1.output;
+}
+
 TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
   // (a constant learning rate: a run stopped at step 3 by num_train_steps=3 has the schedule
   // of the 6-step run)
@@ -151,17 +168,7 @@ TEST(Distributed, ResumesOnAnotherNumberOfRanks) {
   expect_same_curve(train_records(moved + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
   // The same checkpoint continued by one process without grad_acc_steps=2 halves the global
   // batch: said, with the setting that keeps it.
-  const std::string halved = fresh_dir("dist_halved");
-  fs::remove_all(halved);
-  fs::create_directories(halved + "/checkpoints");
-  fs::copy(moved + "/checkpoints/step_3", halved + "/checkpoints/step_3", fs::copy_options::recursive);
-  RunResult h1 = run_biofm(tiny_args(halved, 4, 1));
-  ASSERT_EQ(h1.code, 0) << h1.output;
-  EXPECT_NE(h1.output.find("note: the checkpoint's run took 2 batches per optimizer step (2 data-parallel rank(s) x "
-                           "grad_acc_steps=1); this run takes 1 (1 x 1): the global batch changes (grad_acc_steps=2 "
-                           "keeps it)"),
-            std::string::npos)
-      << h1.output;
+  expect_halved_batch_note(moved + "/checkpoints/step_3", "dist_halved", tiny_args);
   // And back: one process's checkpoint continued on two ranks.
   const std::string back = fresh_dir("dist_back");
   RunResult d = run_biofm(tiny_args(back, 3, 2));
@@ -221,17 +228,7 @@ TEST(Distributed, StreamedDataResumesOnAnotherNumberOfRanks) {
   expect_same_curve(train_records(moved + "/metrics.jsonl"), train_records(straight + "/metrics.jsonl"));
   // The same checkpoint continued by one process without grad_acc_steps=2 halves the global
   // batch: said, with the setting that keeps it.
-  const std::string halved = fresh_dir("dist_halved");
-  fs::remove_all(halved);
-  fs::create_directories(halved + "/checkpoints");
-  fs::copy(moved + "/checkpoints/step_3", halved + "/checkpoints/step_3", fs::copy_options::recursive);
-  RunResult h1 = run_biofm(tiny_args(halved, 4, 1));
-  ASSERT_EQ(h1.code, 0) << h1.output;
-  EXPECT_NE(h1.output.find("note: the checkpoint's run took 2 batches per optimizer step (2 data-parallel rank(s) x "
-                           "grad_acc_steps=1); this run takes 1 (1 x 1): the global batch changes (grad_acc_steps=2 "
-                           "keeps it)"),
-            std::string::npos)
-      << h1.output;
+  expect_halved_batch_note(moved + "/checkpoints/step_3", "dist_stream_halved", tiny_args);
 }
 
 TEST(Distributed, ARankThatDiesIsNamedAndTheOthersStop) {
