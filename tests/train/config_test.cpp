@@ -76,7 +76,7 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   EXPECT_FALSE(c.fp8_config.quantized_model_init_kwargs.enabled);
   // Every schema key is a field and vice versa, and the schema defaults are the struct's.
   EXPECT_EQ(train_config_from(config::Config(train_config_schema())), TrainConfig{});
-  EXPECT_EQ(train_config_schema().keys().size(), 131u);
+  EXPECT_EQ(train_config_schema().keys().size(), 132u);
 }
 
 TEST(ConfigTrain, EveryConfigFileLoadsAndValidates) {

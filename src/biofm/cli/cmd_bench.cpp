@@ -129,6 +129,7 @@ int cmd_bench(int argc, char** argv) {
   auto model = make_model(cfg, device);
   const AdamWConfig ac = adamw_config(cfg);
   AdamW opt(model->params(), ac);
+  apply_adamw_ahead(cfg, opt, *model, /*one_process=*/true);
   Prefetcher prefetch(*source, 4);
   const ModelDims dims = model->dims();
   TrainStep train_step(*model, opt);

@@ -56,7 +56,14 @@ std::string parameter_count_text(int64_t n) {
   return out;
 }
 
+void LanguageModel::settle_weights() const {
+  if (!update_) return;
+  for (int l = -1; l < int(dims().layers); ++l)
+    if (update_->due(l)) update_->apply(l);
+}
+
 void LanguageModel::save_hf_dir(const std::string& dir) const {
+  settle_weights();
   make_dirs_writable(dir);
   save_hf_metadata(dir);
   save_hf_weights(params(), dir, carried_);

@@ -62,6 +62,11 @@ class LanguageModel {
   // Called around each layer's forward and backward (blocks/common.h: LayerEvent), in every
   // forward pass (training, evaluation, inference) and backward pass.
   virtual void set_layer_hook(LayerHook hook) = 0;
+  // While set (non-null): an update of the parameters may be owed (blocks/common.h); every pass
+  // applies what its layers need before they run.
+  void set_weight_update(WeightUpdate* update) { update_ = update; }
+  // Applies whatever part of an owed update is still due (on the compute stream).
+  void settle_weights() const;
   // Context parallelism (data/context_parallel.h): batches carrying a ContextParallelShard
   // gather their group's rows through `group` in attention. Null: none (the default).
   virtual void set_context_parallel_group(Communicator* group) {
@@ -108,6 +113,9 @@ class LanguageModel {
 
  private:
   std::vector<SafetensorsSource> carried_;
+
+ protected:
+  WeightUpdate* update_ = nullptr;
 };
 
 }  // namespace biofm

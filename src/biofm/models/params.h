@@ -89,6 +89,13 @@ class ParamStore {
   void move_master(Tensor dst);
   // Mutable access counts as a change of the parameters (see version()).
   Tensor& compute_flat() { ++version_; return compute_; }  // undefined without a compute copy
+  // A writer that updates the parameters part by part over a while (AdamW applied one layer
+  // ahead of the next step's forward, train/optimizer.h) announces the change once, before it
+  // writes any part, and then writes through the *_in_parts accessors, which leave version() as
+  // it is: what is derived from a part after that part was written (its FP8 codes) stays current.
+  void announce_change() { ++version_; }
+  Tensor& flat_in_parts() { return flat_; }
+  Tensor& compute_flat_in_parts() { return compute_; }
   // [start, end) element ranges of the parameters that take weight decay, as I64 [R,2]
   // on the store's device (adjacent ranges merged).
   Tensor decay_ranges() const;

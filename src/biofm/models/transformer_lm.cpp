@@ -178,6 +178,7 @@ void TransformerLM::check_batch(const Batch& b) const {
 
 Tensor TransformerLM::final_hidden(const Batch& b, KvCache* cache) {
   check_batch(b);
+  settle_weights();
   if (layer_hook_) layer_hook_(LayerEvent::BeforeForward, -1);
   TokenEmbedding::Acts e;
   Tensor x = stack_.forward(b, embed_.forward(b, e), cache, layer_hook_);
@@ -202,6 +203,7 @@ void TransformerLM::prepare_forward(const std::vector<BatchShape>& batches) {
 
 std::vector<Tensor> TransformerLM::layer_hidden_states(const Batch& b, const std::vector<int>& layers) {
   check_batch(b);
+  settle_weights();
   const int L = int(spec_.layers);
   int deepest = 0;
   for (int l : layers) {
@@ -274,6 +276,7 @@ void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& l
   GradsBeside beside(ctx_);
   // Forward, keeping what backward reads.
   if (layer_hook_) layer_hook_(LayerEvent::BeforeForward, -1);
+  if (update_ && update_->due(-1)) update_->apply(-1);  // (the layers' parts: in forward_train)
   TokenEmbedding::Acts embed_acts;
   std::vector<LayerActs> acts;
   Tensor x_last;
@@ -284,8 +287,9 @@ void TransformerLM::forward_backward(const Batch& b, float grad_scale, Tensor& l
       NvtxRange e("embedding forward");
       x0 = embed_.forward(b, embed_acts);
     }
-    x_last = stack_.forward_train(b, x0, acts, layer_hook_);
+    x_last = stack_.forward_train(b, x0, acts, layer_hook_, update_);
   }
+  settle_weights();  // (nothing left after forward_train; backward must not add to gradients owed an update)
   Tensor h = x_last, lg, dx;
   NormStats final_st;
   HeadActs head_acts;

@@ -219,6 +219,7 @@ static std::string shard_file(const char* what, int rank, int world) {
 
 std::string save_training_checkpoint(const std::string& ckpt_dir, const TrainerState& st, const LanguageModel& model,
                                      const AdamW& opt, int keep, Coordinator* ranks) {
+  model.settle_weights();  // (an optimizer update still owed, AdamW::apply_ahead_in: parameters and moments)
   const int rank = ranks ? ranks->rank() : 0, world = ranks ? ranks->world_size() : 1;
   // Rank 0 owns the directory; the others learn where it is and write their shards into it.
   std::unique_ptr<CheckpointWriter> w;

@@ -235,6 +235,8 @@ Registry build_registry() {
                                    "FP8 codes directly (no bf16 copy; same results)");
   BIND(ops.fp8_weights_ahead, .help = "FP8 (current or delayed scaling): each layer's weight codes are made on a "
                                       "second CUDA stream while the layer before it runs (same codes; not under fsdp)");
+  BIND(ops.adamw_ahead, .help = "one process: AdamW's update of each layer runs in the next step's forward, on a second "
+                                "CUDA stream while the layer before it runs (same results; not sharded or offloaded)");
 
   BIND(fp8_config.enabled, .help = "FP8 GEMMs in the transformer layers (CUDA: bf16-mixed or bf16 precision on "
                                    "Hopper; CPU: emulated, as the reference)");

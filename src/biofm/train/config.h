@@ -197,6 +197,7 @@ struct TrainConfig {
     bool fp8_gelu_codes = true;
     bool fp8_norm_codes = true;
     bool fp8_weights_ahead = true;
+    bool adamw_ahead = true;
     bool operator==(const Ops&) const = default;
   };
 

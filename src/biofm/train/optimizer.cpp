@@ -5,6 +5,7 @@
 
 #include "biofm/core/device_memory.h"
 #include "biofm/dist/comm.h"
+#include "biofm/models/language_model.h"
 
 namespace biofm {
 
@@ -77,6 +78,7 @@ int64_t AdamW::offloaded_bytes() const {
 }
 
 void AdamW::step(float lr, const Tensor& grad_divisor) {
+  settle();  // (an update still owed: no pass of the model ran since the last step)
   ++step_;
   ops::AdamWHyper h{lr, cfg_.beta1, cfg_.beta2, cfg_.eps, cfg_.weight_decay, step_};
   // This rank's shard of the store's buffers (all of them when not sharded; a sharded store
@@ -96,6 +98,13 @@ void AdamW::step(float lr, const Tensor& grad_divisor) {
     comm_->join();
     ops::grad_norm_clip_coef(norm_, clip_coef_, shard_norms_, cfg_.max_grad_norm, grad_divisor);
   }
+  if (!parts_.empty()) {  // owed, applied part by part (apply_ahead_in)
+    owed_hyper_ = h;
+    params_.announce_change();
+    for (Part& part : parts_) part.owed = true;
+    owed_parts_ = int(parts_.size());
+    return;
+  }
   Tensor p = slice(params_.flat(), local);
   Tensor c = slice(params_.compute_flat(), local);
   if (host_)
@@ -105,6 +114,56 @@ void AdamW::step(float lr, const Tensor& grad_divisor) {
   if (!comm_ || params_.sharded()) return;  // (fsdp gathers what each layer needs when it runs)
   broadcast_shards(params_.compute_flat().defined() ? params_.compute_flat() : params_.flat());
   comm_->join();
+}
+
+void AdamW::apply_ahead_in(LanguageModel& model) {
+  if (comm_ || host_) fail("AdamW: the update applied ahead needs an optimizer that is neither sharded nor offloaded");
+  // The layers' ranges in layout order; what lies between and around them is layer -1's.
+  std::vector<Part> layers;
+  for (int l = 0; l < int(model.dims().layers); ++l) layers.push_back({l, model.layer_param_range(l), Tensor()});
+  std::sort(layers.begin(), layers.end(), [](const Part& a, const Part& b) { return a.range < b.range; });
+  parts_.clear();
+  int64_t at = 0;
+  for (const Part& p : layers) {
+    if (p.range.first < at) fail("AdamW: layer ", p.layer, "'s parameters overlap another layer's");
+    if (p.range.first > at) parts_.push_back({-1, {at, p.range.first}, Tensor()});
+    parts_.push_back(p);
+    at = p.range.second;
+  }
+  if (at < params_.numel()) parts_.push_back({-1, {at, params_.numel()}, Tensor()});
+  for (Part& p : parts_) p.decay_ranges = shard_ranges(params_.decay_ranges(), p.range, params_.device());
+  owed_parts_ = 0;
+  model.set_weight_update(this);
+}
+
+bool AdamW::due(int layer) const {
+  if (owed_parts_ == 0) return false;
+  for (const Part& p : parts_)
+    if (p.layer == layer && p.owed) return true;
+  return false;
+}
+
+void AdamW::apply(int layer) {
+  if (owed_parts_ == 0) return;
+  for (Part& p : parts_)
+    if (p.layer == layer && p.owed) apply_part(p);
+}
+
+void AdamW::settle() {
+  if (owed_parts_ == 0) return;
+  for (Part& p : parts_)
+    if (p.owed) apply_part(p);
+}
+
+void AdamW::apply_part(Part& part) {
+  const std::pair<int64_t, int64_t> r = part.range;
+  Tensor p = slice(params_.flat_in_parts(), r);
+  Tensor c = slice(params_.has_compute_copy() ? params_.compute_flat_in_parts() : Tensor(), r);
+  Tensor g = slice(params_.grad_flat(), r), m = slice(m_, r), v = slice(v_, r);
+  ops::adamw_flat(p, c, g, m, v, part.decay_ranges, clip_coef_, owed_hyper_);
+  g.zero_();  // (the next step's gradients accumulate here; TrainStep does not zero them)
+  part.owed = false;
+  --owed_parts_;
 }
 
 void AdamW::update_on_host(Tensor& p, Tensor& c, const Tensor& grad, const ops::AdamWHyper& h) {
@@ -135,6 +194,7 @@ void AdamW::broadcast_shards(Tensor& flat) {
 }
 
 void AdamW::gather_params() {
+  settle();
   if (!comm_ || params_.sharded()) return;  // (fsdp: writers gather a full copy instead, train/fsdp.h)
   if (host_ && host_->moved_master) return gather_host_masters();
   broadcast_shards(params_.flat());
@@ -166,6 +226,7 @@ double AdamW::read_grad_norm() const { return double(norm_.to(Device::CPU).f32()
 std::map<std::string, Tensor> AdamW::state() const { return {{"exp_avg", m_}, {"exp_avg_sq", v_}}; }
 
 Tensor& AdamW::moment(const std::string& name) {
+  settle();
   if (name == "exp_avg") return m_;
   if (name == "exp_avg_sq") return v_;
   fail("AdamW has no state '", name, "' (exp_avg, exp_avg_sq)");
@@ -178,6 +239,8 @@ void AdamW::load_state(const std::map<std::string, Tensor>& st, int64_t steps_ta
     if (it->second.numel() != m_.numel())
       fail("optimizer state '", k, "' has ", it->second.numel(), " elements, model needs ", m_.numel());
   }
+  for (Part& p : parts_) p.owed = false;  // (the loaded state replaces an update still owed)
+  owed_parts_ = 0;
   m_.copy_from(st.at("exp_avg"));
   v_.copy_from(st.at("exp_avg_sq"));
   step_ = steps_taken;

@@ -24,12 +24,14 @@
 #include <memory>
 #include <string>
 
+#include "biofm/models/blocks/common.h"
 #include "biofm/models/params.h"
 #include "biofm/ops/optim/op.h"
 
 namespace biofm {
 
 class Communicator;
+class LanguageModel;
 
 struct AdamWConfig {
   float lr = 4e-4f, beta1 = 0.9f, beta2 = 0.98f, eps = 1e-8f, weight_decay = 0.01f;
@@ -37,7 +39,7 @@ struct AdamWConfig {
   bool offload = false;        // optimizer state in host memory, updated by the CPU (above)
 };
 
-class AdamW {
+class AdamW : public WeightUpdate {
  public:
   AdamW(ParamStore& params, const AdamWConfig& cfg, Communicator* shard_over = nullptr);
   // Computes the gradient norm and clip coefficient, then one AdamW update with learning
@@ -50,7 +52,23 @@ class AdamW {
   const Tensor& grad_norm() const { return norm_; }
   double read_grad_norm() const;
 
-  std::map<std::string, Tensor> state() const;  // moments, for checkpoints
+  // ---- The update applied one layer ahead (ops.adamw_ahead) ----
+  // From this call on, step() computes the gradient norm and clip coefficient and then owes the
+  // update: `model`'s next pass applies each layer's part before the layer runs (a training
+  // forward: on the side stream while the layer before runs, so the update's memory traffic
+  // hides under the forward's GEMMs) and zeroes that part's gradients once it has read them
+  // (TrainStep then leaves its zero_grad out). The parameters outside the layers go first.
+  // Every result equals the update applied whole. Not sharded, not offloaded.
+  void apply_ahead_in(LanguageModel& model);
+  bool update_owed() const { return owed_parts_ > 0; }
+  // Applies whatever part is still owed, on the current stream: anything that reads the
+  // parameters or the moments outside a pass of the model settles first (the model's
+  // settle_weights; gather_params and moment() do).
+  void settle();
+  bool due(int layer) const override;
+  void apply(int layer) override;
+
+  std::map<std::string, Tensor> state() const;  // moments, for checkpoints (settled: see above)
   void load_state(const std::map<std::string, Tensor>& st, int64_t steps_taken);
   // A moment buffer itself ("exp_avg" or "exp_avg_sq": F32 [numel] on the store's device), for
   // checkpoint loading that streams straight into it; then set_steps_taken.
@@ -93,6 +111,19 @@ class AdamW {
   Tensor shard_norms_, shard_clip_;  // sharded: per-rank norms [world], scratch coefficient
   int64_t step_ = 0;
   std::unique_ptr<HostState> host_;
+
+  // apply_ahead_in: the flat buffers in parts, each a layer's range or a range outside the
+  // layers (layer -1), with its own decay ranges (relative to the part's start).
+  struct Part {
+    int layer = -1;
+    std::pair<int64_t, int64_t> range;
+    Tensor decay_ranges;
+    bool owed = false;
+  };
+  std::vector<Part> parts_;
+  int owed_parts_ = 0;
+  ops::AdamWHyper owed_hyper_;
+  void apply_part(Part& part);
 };
 
 }  // namespace biofm

@@ -22,7 +22,8 @@ void TrainStep::run(const std::vector<Batch>& micro, double lr) {
   NvtxRange step_range("train_step");
   label_tokens_ = 0;
   for (const Batch& b : micro) label_tokens_ += b.num_label_tokens;
-  model_.params().zero_grad();
+  // (an update owed from the last step zeroes each part's gradients as it applies it: AdamW)
+  if (!opt_.update_owed()) model_.params().zero_grad();
   sums_.zero_();
   if (sync_) sync_->begin_step();
   for (size_t i = 0; i < micro.size(); ++i) {

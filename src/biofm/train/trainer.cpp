@@ -233,6 +233,12 @@ AdamWConfig adamw_config(const TrainConfig& cfg) {
   return ac;
 }
 
+bool apply_adamw_ahead(const TrainConfig& cfg, AdamW& opt, LanguageModel& model, bool one_process) {
+  if (!cfg.ops.adamw_ahead || !one_process || opt.sharded() || opt.offloaded()) return false;
+  opt.apply_ahead_in(model);
+  return true;
+}
+
 namespace {
 
 // One training run, phase by phase: set up (data, model, optimizer, resume, sinks), the step
@@ -298,6 +304,7 @@ class TrainingRun {
     }
     const bool sharded = comm_ && optimizer_sharded(cfg_.distributed.strategy);
     opt_ = std::make_unique<AdamW>(model_->params(), adamw_config(cfg_), sharded ? comm_.get() : nullptr);
+    apply_adamw_ahead(cfg_, *opt_, *model_, /*one_process=*/!comm_);
     if (comm_) {
       DataParallelOptions o;
       o.strategy = cfg_.distributed.strategy;

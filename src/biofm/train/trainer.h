@@ -23,6 +23,11 @@ struct TrainSummary {
 // The optimizer section of a config (plus clip_grad_norm).
 AdamWConfig adamw_config(const TrainConfig& cfg);
 
+// ops.adamw_ahead where it applies (one process; the optimizer neither sharded nor offloaded):
+// from the first step on, each update is applied one layer ahead in the model's next pass
+// (AdamW::apply_ahead_in). Whether it applies.
+bool apply_adamw_ahead(const TrainConfig& cfg, AdamW& opt, LanguageModel& model, bool one_process);
+
 // Runs training as the config says. Validates paths (data readable, output and checkpoint
 // directories writable) before any work.
 TrainSummary run_training(const TrainConfig& cfg);

@@ -32,6 +32,19 @@ inline bool aligned16(const Tensor& t) { return !t.defined() || reinterpret_cast
 enum class LayerEvent { BeforeForward, AfterForward, BeforeBackward, GradsReady };
 using LayerHook = std::function<void(LayerEvent event, int layer)>;
 
+// An update of the parameters that is owed but not yet written: the optimizer's step applied
+// part by part, each layer's part in time for the layer's next forward (train/optimizer.h,
+// ops.adamw_ahead). Layer -1 stands for the parameters outside the layers, as above. The model's
+// training forward applies layer l + 1's part on the side stream while layer l runs; every other
+// pass applies what is left first (LanguageModel::settle_weights).
+class WeightUpdate {
+ public:
+  virtual ~WeightUpdate() = default;
+  virtual bool due(int layer) const = 0;
+  // Queues the part's update (and the zeroing of its gradients) on the current stream.
+  virtual void apply(int layer) = 0;
+};
+
 struct BlockContext {
   ParamStore* params = nullptr;
   DType act_dtype = DType::F32;            // activations: F32, or BF16 in the bf16 precisions

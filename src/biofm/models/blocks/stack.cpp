@@ -9,24 +9,31 @@
 namespace biofm {
 
 Tensor TransformerStack::forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts,
-                                       const LayerHook& hook) const {
+                                       const LayerHook& hook, WeightUpdate* update) const {
   acts.assign(layers_.size(), LayerActs{});
-  // ops.fp8_weights_ahead: the next layer's FP8 weight codes (once per optimizer step) are made
-  // on the side stream while this layer runs; the compute stream joins before that layer. Not
-  // with a hook (fsdp gathers a layer's weights in BeforeForward, so they are not there ahead).
-  const bool ahead = !hook && ops::op_options().fp8_weights_ahead;
+  // What the next layer needs before it runs is prepared on the side stream while this layer
+  // runs, and the compute stream joins before that layer: its part of an owed optimizer update
+  // (ops.adamw_ahead; the caller decides) and, once per optimizer step, its FP8 weight codes
+  // (ops.fp8_weights_ahead), in that order. Not with a hook (fsdp gathers a layer's weights in
+  // BeforeForward, so they are not there ahead).
+  const bool codes_ahead = !hook && ops::op_options().fp8_weights_ahead;
   for (int l = 0; l < num_layers(); ++l) {
     LayerActs& a = acts[size_t(l)];
     a.keep_fp8 = recompute_layers_ == 0;  // (recomputed and lean layers quantize again)
     Tensor x_out;
     NvtxRange range("layer %d forward", l + 1);
-    if (ahead) {
-      side_stream::join();  // this layer's codes, made beside the layer before (cheap when none)
-      if (l + 1 < num_layers() && layers_[size_t(l + 1)].weight_codes_due()) {
+    if (codes_ahead || update) {
+      side_stream::join();  // this layer's part, made beside the layer before (cheap when none)
+      if (update && update->due(l)) update->apply(l);  // (the first layer; or no side stream)
+      const int next = l + 1;
+      const bool update_next = update && next < num_layers() && !hook && update->due(next);
+      const bool codes_next = codes_ahead && next < num_layers() && layers_[size_t(next)].weight_codes_due();
+      if (update_next || codes_next) {
         side_stream::Scope beside(true);
         if (beside.active()) {
           beside.enter();
-          layers_[size_t(l + 1)].make_weight_codes();
+          if (update_next) update->apply(next);
+          if (codes_next) layers_[size_t(next)].make_weight_codes();
         }
       }
     }

@@ -29,7 +29,10 @@ class TransformerStack {
   }
 
   // Training forward: fills acts (one entry per layer) as the policy says; returns the output.
-  Tensor forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts, const LayerHook& hook = {}) const;
+  // update (non-null): each layer's part of an owed parameter update is applied before the
+  // layer runs, layer l + 1's on the side stream while layer l runs (where it can).
+  Tensor forward_train(const Batch& b, Tensor x, std::vector<LayerActs>& acts, const LayerHook& hook = {},
+                       WeightUpdate* update = nullptr) const;
   // Inference forward: keeps nothing (cache: incremental decoding).
   Tensor forward(const Batch& b, Tensor x, KvCache* cache = nullptr, const LayerHook& hook = {}) const;
   // Inference forward through the first `layers` layers only, handing each layer's output to
