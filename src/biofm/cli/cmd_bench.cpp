@@ -129,7 +129,7 @@ int cmd_bench(int argc, char** argv) {
   auto model = make_model(cfg, device);
   const AdamWConfig ac = adamw_config(cfg);
   AdamW opt(model->params(), ac);
-  apply_adamw_ahead(cfg, opt, *model, /*one_process=*/true);
+  const bool adamw_ahead = apply_adamw_ahead(cfg, opt, *model, /*one_process=*/true);
   Prefetcher prefetch(*source, 4);
   const ModelDims dims = model->dims();
   TrainStep train_step(*model, opt);
@@ -145,7 +145,8 @@ int cmd_bench(int argc, char** argv) {
                                    : ops::describe_layer_quant(model->layer_quant(), device == Device::CPU ? "fp32" : "bf16");
   if (!by_layer.empty()) std::printf("precision by layer: %s\n", by_layer.c_str());
   if (device == Device::CUDA)
-    std::printf("weight gradients on a second CUDA stream: %s (ops.wgrad_stream)\n", cfg.ops.wgrad_stream ? "on" : "off");
+    std::printf("weight gradients on a second CUDA stream: %s (ops.wgrad_stream); AdamW one layer ahead: %s "
+                "(ops.adamw_ahead)\n", cfg.ops.wgrad_stream ? "on" : "off", adamw_ahead ? "on" : "off");
   std::fflush(stdout);
   int64_t rows = 0, real = 0;
   double flops_seed = 0;
@@ -189,6 +190,7 @@ int cmd_bench(int argc, char** argv) {
       {"grad_acc_steps", cfg.grad_acc_steps},
       {"recompute_layers", cfg.recompute_layers},
       {"wgrad_stream", device == Device::CUDA && cfg.ops.wgrad_stream},  // weight gradients beside (core/side_stream.h)
+      {"adamw_ahead", adamw_ahead},  // the update applied one layer ahead (train/optimizer.h)
       {"steps", steps},
       {"step_time_s", secs / double(steps)},
       {"real_tokens_per_sec", double(real) / secs},
