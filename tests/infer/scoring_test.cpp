@@ -104,13 +104,14 @@ TEST(InferScoring, UnknownResiduesAndEmptyRecordsAreWarnedAbout) {
   AlphabetReport u = alphabet_report(tok);
   EXPECT_EQ(u.unknown_warning("x"), "");
   u.add("MKVXBUZO.-mkv");  // all in ESM-2's vocabulary (lowercase is read as uppercase)
-  EXPECT_EQ(u.unknown_residues, 0u);
+  EXPECT_EQ(u.unknown.residues, 0u);
   u.add("MK*TA");
   u.add("M1K2");
-  EXPECT_EQ(u.unknown_residues, 3u);
-  EXPECT_EQ(u.unknown_records, 2u);
+  EXPECT_EQ(u.unknown.residues, 3u);
+  EXPECT_EQ(u.unknown.records, 2u);
   EXPECT_EQ(u.unknown_warning("context only"),
-            "warning: 3 residues in 2 records are not in the model's alphabet and read as <unk>: context only");
+            "warning: 3 residues in 2 records are not in the model's alphabet and read as <unk> (seen: '*', '1', "
+            "'2'): context only");
   EXPECT_EQ(empty_records_warning(0, "x"), "");
   EXPECT_NE(empty_records_warning(2, "no row").find("warning: 2 empty records"), std::string::npos);
 }

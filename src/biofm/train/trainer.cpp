@@ -271,8 +271,8 @@ class TrainingRun {
     if (env_.world_size % cp != 0)
       fail("cp_size=", cp, " splits sequences over groups of ", cp, " ranks, but this run has ",
            env_.world_size, " rank(s): start a multiple of ", cp, " (biofm launch --nproc-per-node ", cp, " ...)");
-    train_set_ = load_corpus(cfg_, /*val=*/false);
-    if (!cfg_.dataset.val_path.empty()) val_set_ = load_corpus(cfg_, /*val=*/true);
+    train_set_ = load_corpus(cfg_, /*val=*/false, /*notes=*/root_);
+    if (!cfg_.dataset.val_path.empty()) val_set_ = load_corpus(cfg_, /*val=*/true, /*notes=*/root_);
     if (env_.distributed()) connect_ranks();
     // Data parallelism hands batches to groups of cp ranks; the ranks of a group share each one.
     dp_rank_ = env_.rank / cp;
