@@ -198,6 +198,8 @@ TEST(InferScoring, MutationErrorsNameTheLine) {
   EXPECT_EQ(quoted[0].text, "K2A");
   EXPECT_EQ(quoted[1].text, "T3S:M1L");
   EXPECT_NE(error_of("mutant,x\n\"K2A,1\n").find("muts.txt:2: unterminated quoted field"), std::string::npos);
+  EXPECT_NE(error_of("mutant,x\nK2A,1\"\n").find("muts.txt:2: a '\"' inside unquoted field 2"), std::string::npos)
+      << error_of("mutant,x\nK2A,1\"\n");
   // A UTF-8 byte-order mark before the header (Excel's "CSV UTF-8") is not part of its name.
   const auto bom = read_mutations(write_temp("bom.csv", "\xEF\xBB\xBFmutant,DMS_score\r\nK2A,0.5\r\n"), wt, tok);
   ASSERT_EQ(bom.size(), 1u);
