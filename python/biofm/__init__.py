@@ -60,7 +60,7 @@ def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precis
 
     Returns a float32 array [len(sequences), hidden] for one layer, or a dict {layer: array}
     (layers resolved to 0..L) for a list. The engine's notes about the model directory (tensors
-    it holds that are not loaded, such as ESM's contact head), truncated sequences and residues
+    it holds that are not loaded, such as rotary buffers), truncated sequences and residues
     outside the model's vocabulary (embedded as <unk>) are reported with a BiofmWarning, never on
     stderr (warnings.simplefilter("ignore", biofm.BiofmWarning) silences them);
     return_stats=True returns (result, stats) with their counts: a dict with "sequences",
