@@ -47,7 +47,9 @@ def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precis
 
     layers: an int (0 = the embedding output, L = the final normed states, negative from the end)
         or a list of them; pooling: "mean" (residues only, special tokens excluded), "cls" or
-        "last"; device: "auto" (the GPU when there is one), "cpu", "cuda" or "cuda:N";
+        "last" (the first / last token; with windows, the first window's first / the last window's
+        last, which has seen that window only); device: "auto" (the GPU when there is one), "cpu",
+        "cuda" or "cuda:N";
         precision: None (bf16 on the GPU, fp32 on the CPU), "bf16", "fp8" (GPU) or "fp32";
         max_seq_length: tokens per sequence, special tokens included (longer ones are truncated;
         default min(1024, the model's context)); max_tokens: tokens per batch;
@@ -58,7 +60,7 @@ def embed(model_dir, sequences, layers=-1, pooling="mean", device="auto", precis
 
     Returns a float32 array [len(sequences), hidden] for one layer, or a dict {layer: array}
     (layers resolved to 0..L) for a list. The engine's notes about the model directory (tensors
-    it holds that are not loaded, such as ESM's contact head), truncated sequences and residues
+    it holds that are not loaded, such as rotary buffers), truncated sequences and residues
     outside the model's vocabulary (embedded as <unk>) are reported with a BiofmWarning, never on
     stderr (warnings.simplefilter("ignore", biofm.BiofmWarning) silences them);
     return_stats=True returns (result, stats) with their counts: a dict with "sequences",

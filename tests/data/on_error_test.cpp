@@ -54,6 +54,26 @@ TEST(DataOnError, CsvAndJsonlRecordsAreSkippedOneByOne) {
   EXPECT_EQ(r.skipped_malformed(), 2u);
 }
 
+// A quote inside an unquoted field (`seq"X`) or text after a closing quote (`"MK"V`) breaks
+// RFC 4180: a malformed record like any other (it used to lose the quote silently, or swallow the
+// lines after it as one quoted field); blanks around a quoted field stay accepted.
+TEST(DataOnError, CsvQuotesInsideUnquotedFieldsAreMalformedRecords) {
+  TempDir dir;
+  const std::string csv = dir.write("q.csv", "id,sequence\n1,MK\"V\n2,\"MK\"V\n3,ACD\n4, \"LLA\" \n");
+  const std::string e = error_of([&] { sequences(csv, {}); });
+  EXPECT_TRUE(contains(e, csv + ":2: a '\"' inside unquoted field 2 (RFC 4180: a field holding a '\"' is quoted whole, "
+                            "each '\"' inside doubled: \"se\"\"q\")")) << e;
+  SequenceReader r(csv, skipping());
+  SequenceRecord rec;
+  std::vector<std::string> got;
+  while (r.next(rec)) got.push_back(rec.sequence);
+  EXPECT_EQ(got, (std::vector<std::string>{"ACD", "LLA"}));
+  EXPECT_EQ(r.skipped_malformed(), 2u);
+  EXPECT_TRUE(contains(r.first_error(), csv + ":2: a '\"' inside unquoted field 2")) << r.first_error();
+  const std::string after = dir.write("a.tsv", "sequence\tid\n\"MK\"V\tx\n");
+  EXPECT_TRUE(contains(error_of([&] { sequences(after, {}); }), after + ":2: text after the closing quote of field 1"));
+}
+
 TEST(DataOnError, TruncatedGzipInOneFileOfADirectory) {
   TempDir dir;
   std::string big;

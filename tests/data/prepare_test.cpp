@@ -177,6 +177,27 @@ TEST(DataPrepare, RestartReusesFinishedFilesAndRedoesTheRest) {
   EXPECT_EQ(prepare_dataset(o).reused_files, 0u);
 }
 
+// Residues training learns nothing about (ESM-2: read as <unk>) are counted as the records are
+// tokenized, per input file (so a restart that reuses a file keeps its counts), for the note
+// prepare prints and the manifest.
+TEST(DataPrepare, ResiduesOutsideTheAlphabetAreCounted) {
+  TempDir dir;
+  const std::string spec = dir.write("a.fasta", ">a\nMKJV\n>b\nMKV\n") + "," + dir.write("b.fasta", ">c\nM1K1\n");
+  const PrepareOptions o = options(spec, dir.file("p"));
+  const PrepareResult r = prepare_dataset(o);
+  EXPECT_EQ(r.outside_alphabet.text(), "3 residues in 2 records are not in the protein alphabet and read as <unk> "
+                                       "(seen: 'J', '1'): context only, never a masked-LM target");
+  EXPECT_EQ(manifest(o.output)["outside_alphabet"]["residues"], 3);
+  EXPECT_EQ(manifest(o.output)["outside_alphabet"]["records"], 2);
+  fs::remove(o.output + "/.parts/00001.json");
+  const PrepareResult again = prepare_dataset(o);
+  EXPECT_EQ(again.reused_files, 1u);
+  EXPECT_EQ(again.outside_alphabet.text(), r.outside_alphabet.text());
+  const PrepareResult dna = prepare_dataset(options(dir.write("c.fasta", ">d\nACGTacgtNNRY\n"), dir.file("q"), "nucleotide"));
+  EXPECT_EQ(dna.outside_alphabet.residues, 2u);
+  EXPECT_EQ(dna.outside_alphabet.examples, "RY");
+}
+
 TEST(DataPrepare, CorruptOrMissingShardsAreNamed) {
   TempDir dir;
   PrepareOptions o = options(source_path("data/proteins_val.fasta"), dir.file("p"));

@@ -463,3 +463,23 @@ TEST(E2eHardening, AnUnwritableCheckpointDirectoryFailsAtStart) {
   EXPECT_FALSE(fs::exists(out + "/metrics.jsonl")) << r.output;
   EXPECT_EQ(r.output.find("step 1"), std::string::npos) << r.output;
 }
+
+// A facebook/esm2 directory's contact head, which biofm keeps only to write into exports, was
+// noted at every load (embed, score, eval: noise, and a BiofmWarning per Python call); now the
+// fine-tune that writes an export says it, naming the export.
+TEST(E2eHardening, FineTuningNotesTheContactHeadAtTheExportOnly) {
+  const std::string d = fresh_dir("init_from_export"), esm = src("tests/fixtures/esm2_tiny");
+  write_file_atomic(d + "/in.fasta", ">a\nMKTAYIAKQR\n");
+  RunResult e = run("embed --model " + esm + " --input " + d + "/in.fasta --output " + d + "/e.safetensors");
+  ASSERT_EQ(e.code, 0) << e.output;
+  EXPECT_EQ(e.output.find("contact"), std::string::npos) << e.output;
+  RunResult t = run("train --config-dir " + src("configs") + " --config-name esm2_sanity output_dir=" + d +
+                    "/run model.init_from=" + esm + " dataset.path=" + src("data/proteins_sample.fasta") +
+                    " dataset.val_path=null dataset.val_every_n_steps=0 dataset.max_seq_length=64"
+                    " dataset.max_tokens_per_batch=256 checkpoint.save_every_n_steps=0 num_train_steps=1");
+  ASSERT_EQ(t.code, 0) << t.output;
+  const std::string said = "note: " + d + "/run/final_model: 2 tensors of model.init_from that biofm does not train (" +
+                           "esm.contact_head.regression.";
+  EXPECT_NE(t.output.find(said), std::string::npos) << t.output;
+  EXPECT_EQ(t.output.find("contact"), t.output.rfind("contact")) << "said once, at the export:\n" << t.output;
+}

@@ -2,7 +2,7 @@
 // model was trained with (dataset.uppercase_labels, recorded in its config.json, or
 // --uppercase-labels); outputs that name an input or each other, contradictory window flags and
 // split fractions are usage errors; prepare removes a killed run's temporaries and warns about
-// empty splits; column flags where no input has columns get a note.
+// empty splits; column flags where no input has columns get a note; duplicate record names too.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "biofm/io/atomic_file.h"
+#include "biofm/io/safetensors.h"
 #include "biofm/models/uppercase_labels.h"
 #include "e2e/cli_run.h"
 
@@ -190,4 +191,36 @@ TEST(InputsOutputsCli, RnaBasesAreCountedAsUnscored) {
   EXPECT_TRUE(has(eval.output, warning)) << eval.output;
   EXPECT_TRUE(has(score.output, warning)) << score.output;
   EXPECT_EQ(json_of(eval)["unscored_u_bases"], 3);
+}
+
+// The same record name twice: every output keeps both rows, in input order (safetensors keys are
+// tensor names, never record names: nothing is overwritten), and embed, eval and score say so
+// once, where they used to give rows that a name could not tell apart without a word.
+TEST(InputsOutputsCli, DuplicateRecordNamesAreNoted) {
+  const std::string d = dir("duplicate_names");
+  write_file_atomic(d + "/in.fa", ">a\nMKTAYIAKQR\n>b\nMKVLAAGIVA\n>a\nMSTNPKPQRK\n>a\nMKV\n");
+  const std::string in = " --device cpu --input " + d + "/in.fa";
+  const std::string said = "note: " + d + "/in.fa: 1 record name appears more than once; first duplicate: 'a'; rows "
+                           "keep input order (match outputs to the input by position, not by name)";
+  RunResult one = run("embed --model " + kEsm + in + " --output " + d + "/e.safetensors");
+  ASSERT_EQ(one.code, 0) << one.output;
+  EXPECT_TRUE(has(one.output, said)) << one.output;
+  EXPECT_EQ(one.output.find("first duplicate"), one.output.rfind("first duplicate")) << "once:\n" << one.output;
+  const SafetensorsFile f = read_safetensors(d + "/e.safetensors");
+  EXPECT_EQ(nlohmann::json::parse(f.metadata.at("names")), nlohmann::json({"a", "b", "a", "a"}));
+  EXPECT_EQ(f.get("embeddings").size(0), 4);
+  RunResult npy = run("embed --model " + kEsm + in + " --output " + d + "/npy --output-format npy");
+  ASSERT_EQ(npy.code, 0) << npy.output;
+  EXPECT_TRUE(has(npy.output, said)) << npy.output;
+  EXPECT_EQ(read_file(d + "/npy/names.tsv"), "row\tname\n0\ta\n1\tb\n2\ta\n3\ta\n");
+  RunResult score = run("score --model " + kEsm + in + " --output " + d + "/s.tsv");
+  ASSERT_EQ(score.code, 0) << score.output;
+  EXPECT_TRUE(has(score.output, said)) << score.output;
+  RunResult eval = run("eval --model " + kEsm + in);
+  ASSERT_EQ(eval.code, 0) << eval.output;
+  EXPECT_TRUE(has(eval.output, said)) << eval.output;
+  write_file_atomic(d + "/unique.fa", ">a\nMKTAYIAKQR\n>b\nMKV\n");
+  RunResult unique = run("embed --model " + kEsm + " --device cpu --input " + d + "/unique.fa --output " + d + "/u.safetensors");
+  ASSERT_EQ(unique.code, 0) << unique.output;
+  EXPECT_FALSE(has(unique.output, "more than once")) << unique.output;
 }

@@ -137,4 +137,13 @@ TEST(E2ePrepare, SaysWhatItSkipsAndWhatDoesNotApply) {
   EXPECT_NE(r.output.find("note: --name-column applies to CSV, TSV, JSONL and Parquet inputs; " + dir + "/p.fasta is FASTA"),
             std::string::npos)
       << r.output;
+  EXPECT_EQ(r.output.find("alphabet"), std::string::npos) << r.output;
+  // Residues outside the tokenizer's alphabet: one counted note (training says the same).
+  std::ofstream(dir + "/odd.fasta") << ">a\nMKTAYJAKQR\n>b\nMKV\n>c\nMK1JQ\n";
+  RunResult odd = run_biofm("prepare --input " + dir + "/odd.fasta --output " + dir + "_odd --family esm2 --quiet");
+  ASSERT_EQ(odd.code, 0) << odd.output;
+  EXPECT_NE(odd.output.find("note: " + dir + "/odd.fasta: 3 residues in 2 records are not in the protein alphabet and "
+                            "read as <unk> (seen: 'J', '1'): context only, never a masked-LM target"),
+            std::string::npos)
+      << odd.output;
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "biofm/core/error.h"
+#include "biofm/core/notes.h"
 #include "biofm/data/prepare.h"
 #include "biofm/data/prepared.h"
 #include "biofm/data/mlm.h"
@@ -203,4 +204,29 @@ TEST(InferInput, UnnamedRecordsAreNamedByTheirPlace) {
   EXPECT_EQ(rows[4], std::make_pair(std::string("record:4"), std::string()));
   EXPECT_EQ(rows[5], std::make_pair(std::string("record:5"), std::string("YYY")));
   EXPECT_EQ(all.stats().skipped_empty, 2u);
+}
+
+// Names seen more than once in a scan are said in one note (distinct names counted, the first
+// repeated one named); the hash table grows past its first 1024 slots without losing a name.
+TEST(InferInput, ScanNotesDuplicateNamesOnce) {
+  biofm::testing::TempDir dir;
+  const std::string dup = dir.write("dup.fasta", ">a\nMKV\n>b\nMKV\n>a\nLLA\n>c\nM\n>b\nQ\n>a\nW\n");
+  std::string many;
+  for (int i = 0; i < 5000; ++i) many += ">r" + std::to_string(i) + "\nMKV\n";
+  const std::string big = dir.write("many.fasta", many + ">r4321\nLLA\n");
+  const std::string unique = dir.write("unique.fasta", many);
+  auto notes_of = [](const std::string& path) {
+    NoteCapture capture;
+    InputStream in = InputStream::files(path);
+    infer::scan(in, [](uint64_t, std::string_view) {}, 2);
+    return capture.take();
+  };
+  EXPECT_EQ(notes_of(dup), std::vector<std::string>{dup + ": 2 record names appear more than once; first duplicate: 'a'; "
+                                                           "rows keep input order (match outputs to the input by "
+                                                           "position, not by name)"});
+  const std::vector<std::string> one = notes_of(big);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(biofm::testing::contains(one[0], ": 1 record name appears more than once; first duplicate: 'r4321';"))
+      << one[0];
+  EXPECT_EQ(notes_of(unique), std::vector<std::string>{});
 }

@@ -104,13 +104,14 @@ TEST(InferScoring, UnknownResiduesAndEmptyRecordsAreWarnedAbout) {
   AlphabetReport u = alphabet_report(tok);
   EXPECT_EQ(u.unknown_warning("x"), "");
   u.add("MKVXBUZO.-mkv");  // all in ESM-2's vocabulary (lowercase is read as uppercase)
-  EXPECT_EQ(u.unknown_residues, 0u);
+  EXPECT_EQ(u.unknown.residues, 0u);
   u.add("MK*TA");
   u.add("M1K2");
-  EXPECT_EQ(u.unknown_residues, 3u);
-  EXPECT_EQ(u.unknown_records, 2u);
+  EXPECT_EQ(u.unknown.residues, 3u);
+  EXPECT_EQ(u.unknown.records, 2u);
   EXPECT_EQ(u.unknown_warning("context only"),
-            "warning: 3 residues in 2 records are not in the model's alphabet and read as <unk>: context only");
+            "warning: 3 residues in 2 records are not in the model's alphabet and read as <unk> (seen: '*', '1', "
+            "'2'): context only");
   EXPECT_EQ(empty_records_warning(0, "x"), "");
   EXPECT_NE(empty_records_warning(2, "no row").find("warning: 2 empty records"), std::string::npos);
 }
@@ -197,6 +198,8 @@ TEST(InferScoring, MutationErrorsNameTheLine) {
   EXPECT_EQ(quoted[0].text, "K2A");
   EXPECT_EQ(quoted[1].text, "T3S:M1L");
   EXPECT_NE(error_of("mutant,x\n\"K2A,1\n").find("muts.txt:2: unterminated quoted field"), std::string::npos);
+  EXPECT_NE(error_of("mutant,x\nK2A,1\"\n").find("muts.txt:2: a '\"' inside unquoted field 2"), std::string::npos)
+      << error_of("mutant,x\nK2A,1\"\n");
   // A UTF-8 byte-order mark before the header (Excel's "CSV UTF-8") is not part of its name.
   const auto bom = read_mutations(write_temp("bom.csv", "\xEF\xBB\xBFmutant,DMS_score\r\nK2A,0.5\r\n"), wt, tok);
   ASSERT_EQ(bom.size(), 1u);

@@ -1,9 +1,13 @@
 // Blocks the shipped families do not use yet (post-norm layers, learned absolute positions,
 // an embedding LayerNorm: the BERT / Geneformer shape), checked with finite differences of
-// the loss through TransformerLM, and their recompute / lean policies against keeping all.
+// the loss through TransformerLM, and their recompute / lean policies against keeping all; the
+// GPU's rule for FP8 attention (full windows only) and its note.
 #include <gtest/gtest.h>
 
+#include "biofm/core/notes.h"
+#include "biofm/data/pack.h"
 #include "biofm/data/tokenizer.h"
+#include "biofm/models/blocks/attention.h"
 #include "biofm/models/transformer_lm.h"
 #include "models/tiny_models.h"
 #include "testing.h"
@@ -147,4 +151,29 @@ TEST(Blocks, PostNormRecomputeAndLeanGiveTheSameGradients) {
     const Tensor g = grads(true, layers);
     for (int64_t i = 0; i < all.numel(); ++i) ASSERT_EQ(g.f32()[i], all.f32()[i]) << "recompute " << layers << " at " << i;
   }
+}
+
+// fp8_dpa on the GPU takes full windows only: a batch with a shorter one runs its attention in
+// bf16, said once per process through the notes sink (a BiofmWarning in Python), not on stderr.
+TEST(Blocks, Fp8AttentionOnShorterWindowsIsANote) {
+  auto batch = [](std::vector<int64_t> lengths) {
+    BatchBuilder builder;
+    for (int64_t n : lengths) {
+      const std::vector<int32_t> ids(size_t(n), 5), labels(size_t(n), -100);
+      builder.add(ids.data(), labels.data(), n);
+    }
+    return builder.build(BatchMode::Thd, 1, 1);
+  };
+  const Batch full = batch({8, 8}), ragged = batch({8, 5});
+  NoteCapture capture;
+  testing::internal::CaptureStderr();
+  EXPECT_TRUE(fp8_attention_takes(full, Device::CUDA));
+  EXPECT_TRUE(fp8_attention_takes(ragged, Device::CPU));  // (the CPU's FP8 attention takes any batch)
+  EXPECT_FALSE(fp8_attention_takes(ragged, Device::CUDA));
+  EXPECT_FALSE(fp8_attention_takes(ragged, Device::CUDA));
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  ASSERT_EQ(capture.notes().size(), 1u);
+  EXPECT_EQ(capture.notes()[0],
+            "fp8_dpa: batches that are not all full windows (here 8 tokens at most) run their attention in bf16; "
+            "cuDNN's FP8 attention takes full windows only");
 }

@@ -3,7 +3,6 @@
 notes among them), Ctrl-C, load_metrics."""
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -163,22 +162,21 @@ class EmbedTest(unittest.TestCase):
     def test_truncation_and_unknown_residues_warn(self):
         # As `biofm embed` reports them: one sequence over 1024 tokens, one residue (J) that the
         # ESM vocabulary does not have.
-        # (The fixture, as transformers saves ESM-2, has a contact head: the engine's note about
-        # it comes first; test_model_notes_are_warnings_not_stderr.)
+        # (The fixture, as transformers saves ESM-2, has a contact head: kept for exports, it is
+        # not noted at a load; test_model_notes_are_warnings_not_stderr.)
         seqs = ["M" + "ACDEFGHIKLMNPQRSTVWY" * 100, "MKTZZBXUO.-JMKT"]
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             emb, stats = biofm.embed(ESM, seqs, device="cpu", return_stats=True)
         self.assertEqual(emb.shape[0], 2)
         messages = [str(x.message) for x in w]
-        self.assertEqual(len(w), 3, messages)
+        self.assertEqual(len(w), 2, messages)
         for x in w:
             self.assertTrue(issubclass(x.category, biofm.BiofmWarning))
             self.assertTrue(issubclass(x.category, UserWarning))
             self.assertEqual(x.filename, __file__)  # (stacklevel: the caller's line)
-        self.assertIn("kept 2 contact-head tensors", messages[0])
-        self.assertIn("1 of 2 sequences were truncated to 1024 tokens", messages[1])
-        self.assertIn("1 residue(s) are not in the model's vocabulary", messages[2])
+        self.assertIn("1 of 2 sequences were truncated to 1024 tokens", messages[0])
+        self.assertIn("1 residue(s) are not in the model's vocabulary", messages[1])
         self.assertEqual((stats["sequences"], stats["truncated"], stats["unknown"]), (2, 1, 1))
         self.assertEqual((stats["max_seq_length"], stats["window"]), (1024, 0))
         with warnings.catch_warnings(record=True) as w:
@@ -187,14 +185,14 @@ class EmbedTest(unittest.TestCase):
         self.assertEqual([str(x.message) for x in w if "truncated" in str(x.message)], [])
         self.assertEqual((stats["truncated"], stats["windows"], stats["window"]), (0, 3, 1024))
         with warnings.catch_warnings():
-            warnings.simplefilter("error")  # a clean input warns about nothing (but the model's note)
-            warnings.filterwarnings("ignore", re.escape(ESM) + ": .*contact-head", biofm.BiofmWarning)
+            warnings.simplefilter("error")  # a clean input warns about nothing (the contact head neither)
             biofm.embed(ESM, ["MKTAYIAKQR"], device="cpu")
             biofm.embed(os.path.join(SRC, "tests", "fixtures", "llama_tiny"), ["ACGT" * 20], device="cpu")
 
     def test_model_notes_are_warnings_not_stderr(self):
         # A directory as transformers saves an EsmForMaskedLM holds tensors that are not loaded
-        # (the contact head, rotary buffers): `biofm embed` says so in a "note: DIR: ..." line on
+        # (rotary buffers; the contact head, kept for exports, is not noted): `biofm embed` says
+        # so in a "note: DIR: ..." line on
         # stderr; the package gives the same text as a BiofmWarning and prints nothing (checked
         # in a child: the engine would write to file descriptor 2, not sys.stderr).
         mlm = os.path.join(SRC, "tests", "fixtures", "hf_dirs", "esm2_mlm")
@@ -207,7 +205,7 @@ class EmbedTest(unittest.TestCase):
                                  capture_output=True, text=True)
         notes = [line[len("note: "):] for line in cli.stderr.splitlines() if line.startswith("note: ")]
         self.assertEqual(len(notes), 1, cli.stderr)
-        self.assertIn(mlm + ": ignored 1 rotary inv_freq tensor; kept 2 contact-head tensors", notes[0])
+        self.assertEqual(mlm + ": ignored 1 rotary inv_freq tensor", notes[0])
         child = (
             "import json, warnings, biofm\n"
             "with warnings.catch_warnings(record=True) as w:\n"
@@ -221,7 +219,7 @@ class EmbedTest(unittest.TestCase):
         self.assertEqual(r.stderr, "")
         self.assertEqual(json.loads(r.stdout), [["BiofmWarning", notes[0], "<string>"]])
         # In this process too: pytest.warns / assertWarns catch it, at the caller's line.
-        with self.assertWarnsRegex(biofm.BiofmWarning, "kept 2 contact-head tensors") as cm:
+        with self.assertWarnsRegex(biofm.BiofmWarning, "ignored 1 rotary inv_freq tensor") as cm:
             biofm.embed(mlm, ["MKTAYIAKQR"], device="cpu")
         self.assertEqual(cm.filename, __file__)
 

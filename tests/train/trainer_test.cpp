@@ -166,3 +166,51 @@ TEST(Trainer, StepsWithoutTargetsHaveNoLoss) {
   }
   EXPECT_EQ(with_loss, some.checked_steps - some.no_target_steps);
 }
+
+// Residues training learns nothing about are said once per data entry, counted, with a few of
+// them: data read into memory as it is loaded (ESM-2: read as <unk>); a stream when its first pass
+// over the files ends (DNA: all but A/C/G/T/N, soft-masked lowercase being DNA too). Both used
+// to pass without a word, while embed, eval and score warned about the same input.
+TEST(Trainer, DataOutsideTheAlphabetIsNotedOnce) {
+  const std::string src = BIOFM_SOURCE_DIR;
+  const std::string out = testing::TempDir() + "/trainer_alphabet";
+  std::filesystem::remove_all(out);
+  std::filesystem::create_directories(out);
+  const std::string protein = out + "/odd.fa", dna = out + "/odd_dna.fa";
+  std::ofstream(protein) << ">a\nMKTAYJAKQRQISFVKSHFSRQ\n>b\nMKVLAAGIVALLLAAGCSSS\n>c\nMK1JQLLAGVLSRESWQQ\n";
+  std::ofstream(dna) << ">a\nACGTacgtnNACGTTAGCTAGCATCGATCGATCAGCTAGCTAGCATCGACTAGC\n"
+                     << ">b\nACGTRYACGTTAGCTAGCATCGATCGATCAGCTAGCTAGCATCGACTAGCAAA\n";
+  const std::vector<std::string> common = {"model.config.hidden_size=32", "model.config.num_hidden_layers=1",
+                                           "model.config.intermediate_size=64", "dataset.val_path=",
+                                           "dataset.val_every_n_steps=0", "num_train_steps=3", "num_threads=1",
+                                           "checkpoint.save_every_n_steps=0", "checkpoint.save_final_model=false"};
+  auto with = [&](std::vector<std::string> overrides) {
+    overrides.insert(overrides.end(), common.begin(), common.end());
+    return overrides;
+  };
+  auto count = [](const std::string& s, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+    return n;
+  };
+  testing::internal::CaptureStderr();
+  run_training(load_train_config(src + "/configs", "esm2_sanity",
+                                 with({"dataset.path=" + protein, "dataset.max_seq_length=64",
+                                       "dataset.max_tokens_per_batch=128", "output_dir=" + out + "/esm"})));
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "note: " + protein + ": 3 residues in 2 records are not in the protein alphabet and read as "
+                                            "<unk> (seen: 'J', '1'): context only, never a masked-LM target\n"),
+            1u)
+      << err;
+  testing::internal::CaptureStderr();
+  run_training(load_train_config(
+      src + "/configs", "llama3_sanity",
+      with({"dataset.path=" + dna, "dataset.streaming=true", "dataset.shuffle_buffer=2",
+            "model.config.num_attention_heads=2", "model.config.num_key_value_heads=1", "dataset.max_seq_length=128",
+            "dataset.stride=16", "dataset.max_tokens_per_batch=256", "output_dir=" + out + "/llama"})));
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(count(err, "note: " + dna + ": 2 residues in 1 record are not A/C/G/T/N (either case) (seen: 'R', 'Y'): "
+                                        "tokens of their own, read as context, never a target\n"),
+            1u)
+      << err;
+}

@@ -47,7 +47,7 @@ const CommandSpec kEmbedSpec{
             {"--input", "FILE", "sequences to embed (see above)"},
             {"--output", "OUT", "a .safetensors file, or a directory for shards"},
             {"--layers", "LIST", "comma-separated layers (default: the final states, -1)"},
-            {"--pooling", "mean|cls|last|none", "per-sequence pooling (default mean; none: per-token states only)"},
+            {"--pooling", "mean|cls|last|none", "per-sequence pooling (default mean; none: per-token states only; see below)"},
             {"--per-token", "", "also write token_embeddings, input_ids and offsets"},
             {"--logits", "", "with --per-token: also write logits [T, vocab]"},
             device_flag(),
@@ -68,7 +68,8 @@ const CommandSpec kEmbedSpec{
         },
     .details =
         "Writes 'embeddings' [n, hidden]: per sequence, the mean of the final hidden states over its residues\n"
-        "(<cls>/<BOS> and <eos>/<EOS> excluded; --pooling cls / last takes the first / last token instead).\n"
+        "(<cls>/<BOS> and <eos>/<EOS> excluded; --pooling cls / last takes the first / last token instead; with\n"
+        "windows, the first window's <cls>/<BOS> / the last window's <eos>/<EOS>, which has seen that window only).\n"
         "--layers 0,16,-1 picks layers as fair-esm's --repr_layers (0 = the embedding output, L = the final\n"
         "states after the last norm, negative counts from the end); each layer K then gives 'embeddings.K'.\n"
         "--per-token (or --pooling none) adds 'token_embeddings' [T, hidden] ('token_embeddings.K'), 'input_ids'\n"

@@ -174,7 +174,7 @@ int eval_masked_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"mask_seed", o.eval_seed},
                       {"max_seq_length", o.max_seq_length},
                       {"num_truncated", truncated},
-                      {"unknown_residues", alphabet.unknown_residues},
+                      {"unknown_residues", alphabet.unknown.residues},
                       {"device", device_name(dev)},
                       {"precision", precision.name()},
                       {"skipped_empty_records", stats.skipped_empty},
@@ -314,7 +314,7 @@ int eval_causal_lm(const Flags& a, Device dev, InferencePrecision precision, con
                       {"num_sequences", n - stats.skipped_empty},  // (evaluated: the non-empty records)
                       {"num_windows", num_windows},
                       {"num_scored_tokens", total_scored},
-                      {"unknown_residues", alphabet.unknown_residues},
+                      {"unknown_residues", alphabet.unknown.residues},
                       {"loss", loss},
                       {"perplexity", perplexity_of(loss)},
                       {"mean_sequence_nll", seq_mean_sum / double(std::max<int64_t>(1, seqs_scored))},

@@ -6,6 +6,7 @@
 #include "biofm/cli/commands.h"
 #include "biofm/cli/flags.h"
 #include "biofm/cli/model_flags.h"
+#include "biofm/core/notes.h"
 #include "biofm/data/input_files.h"
 #include "biofm/data/prepare.h"
 #include "biofm/data/prepared.h"
@@ -81,6 +82,7 @@ int cmd_prepare(int argc, char** argv) {
       (unsigned long long)r.records[0], (unsigned long long)r.records[1], (unsigned long long)r.records[2],
       (unsigned long long)(r.tokens[0] + r.tokens[1] + r.tokens[2]), (unsigned long long)r.shards,
       (unsigned long long)r.duplicates, (unsigned long long)r.skipped_empty, (unsigned long long)r.skipped_malformed);
+  if (const std::string outside = r.outside_alphabet.text(); !outside.empty()) note(o.input + ": " + outside);
   if (r.removed_temporaries)
     std::printf("prepare: removed %llu temporary file%s left in %s by a run that was killed\n",
                 (unsigned long long)r.removed_temporaries, r.removed_temporaries == 1 ? "" : "s", o.output.c_str());

@@ -230,6 +230,7 @@ class Preparer {
         const fs::path f = fs::path(o_.output) / kf.at("file").get<std::string>();
         if (!fs::exists(f, ec) || fs::file_size(f, ec) != kf.at("bytes").get<uint64_t>()) return false;
       }
+      (void)outside_alphabet_of(p);  // (a part of an older biofm lacks it: made again)
       return true;
     } catch (const std::exception&) {
       return false;  // unreadable: made again
@@ -260,11 +261,13 @@ class Preparer {
     std::vector<int32_t> ids;
     std::vector<uint8_t> bytes;
     uint64_t pending_records = 0, pending_residues = 0;
+    ResidueTally outside = training_alphabet(tok_);
     for (uint64_t i = 0; reader.next(rec); ++i) {
       if (o_.dedup && seen_.first(sequence_hash(rec.sequence)) != ((uint64_t(k) << 40) | i)) {
         ++duplicates;
         continue;
       }
+      outside.add(rec.sequence);
       ids.clear();
       tok_.encode_residues(rec.sequence, ids);
       bytes.resize(ids.size());
@@ -307,12 +310,27 @@ class Preparer {
         {"skipped_empty", reader.skipped_empty()},
         {"skipped_malformed", reader.skipped_malformed()},
         {"first_error", reader.first_error()},
+        {"outside_alphabet",
+         {{"residues", outside.residues},
+          {"records", outside.records},
+          {"examples", std::vector<uint8_t>(outside.examples.begin(), outside.examples.end())}}},
         {"shards", shards}};
     write_file_atomic(part_path(k), part.dump(1));
   }
 
+  // A part file's outside_alphabet counts (write_file); throws when it has none.
+  ResidueTally outside_alphabet_of(const nlohmann::json& part) const {
+    const nlohmann::json& a = part.at("outside_alphabet");
+    ResidueTally t = training_alphabet(tok_);
+    t.residues = a.at("residues").get<uint64_t>();
+    t.records = a.at("records").get<uint64_t>();
+    for (const auto& c : a.at("examples")) t.examples += char(c.get<uint8_t>());
+    return t;
+  }
+
   PrepareResult write_manifest() {
     PrepareResult r;
+    r.outside_alphabet = training_alphabet(tok_);
     nlohmann::json splits = nlohmann::json::object();
     for (const char* s : kSplitNames) splits[s] = {{"records", 0}, {"tokens", 0}, {"shards", nlohmann::json::array()}};
     nlohmann::json sources = nlohmann::json::array();
@@ -332,6 +350,7 @@ class Preparer {
       r.duplicates += p.at("duplicates").get<uint64_t>();
       r.skipped_empty += p.at("skipped_empty").get<uint64_t>();
       r.skipped_malformed += p.at("skipped_malformed").get<uint64_t>();
+      r.outside_alphabet.merge(outside_alphabet_of(p));
       if (first_error.empty()) first_error = p.at("first_error").get<std::string>();
       r.input_bytes += sources_[k].bytes;
       sources.push_back({{"path", sources_[k].path},
@@ -364,6 +383,10 @@ class Preparer {
         {"skipped_empty", r.skipped_empty},
         {"skipped_malformed", r.skipped_malformed},
         {"first_error", first_error},
+        {"outside_alphabet",
+         {{"residues", r.outside_alphabet.residues},
+          {"records", r.outside_alphabet.records},
+          {"what", r.outside_alphabet.what}}},
         {"splits", splits},
         {"sources", sources}};
     write_file_atomic((fs::path(o_.output) / kPreparedManifest).string(), m.dump(1));

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "biofm/data/alphabet.h"
 #include "biofm/data/reader.h"
 
 namespace biofm {
@@ -49,6 +50,7 @@ struct PrepareResult {
   uint64_t duplicates = 0, skipped_empty = 0, skipped_malformed = 0;
   uint64_t clusters[3] = {0, 0, 0};          // with cluster_column
   uint64_t removed_temporaries = 0;          // *.tmp.<pid> files of a killed earlier run, removed
+  ResidueTally outside_alphabet;             // of the records written (data/alphabet.h: training_alphabet)
   double seconds = 0;
 };
 

@@ -227,6 +227,7 @@ struct SequenceReader::Impl {
       if (!in.getline(line)) fail_at(start_line, std::string("unterminated quoted ") + table_kind() + " field");
       csv.add_line(line);
     }
+    if (!csv.error().empty()) fail_at(start_line, csv.error());
     fields.swap(csv.fields);
     return true;
   }

@@ -5,7 +5,8 @@
 // error names the file and, where one applies, the line:
 //   - missing/unreadable file, gzip/zstd corruption           → "<path>: ..."
 //   - FASTA sequence data before the first header, a header with no name → "<path>:<line>: ..."
-//   - CSV/TSV: missing column (lists the columns), wrong field count, unterminated quote
+//   - CSV/TSV: missing column (lists the columns), wrong field count, unterminated quote, a quote
+//     inside an unquoted field or text after a closing quote (data/csv_fields.h)
 //   - JSONL: invalid JSON, not an object, missing or non-string field
 //   - a file holding no record with a non-empty sequence     → "<path>: no sequences ..."
 // Cleaning applied to every record: all whitespace inside the sequence is removed, and

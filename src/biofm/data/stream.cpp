@@ -4,8 +4,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "biofm/core/error.h"
+#include "biofm/core/notes.h"
 #include "biofm/core/rng.h"
 #include "biofm/data/batch_source.h"
 #include "biofm/data/causal.h"
@@ -39,6 +41,7 @@ StreamingCorpus::StreamingCorpus(const std::string& spec, const StreamOptions& o
     validate(c);
   }
   opt_.reader.max_records = 0;
+  alphabet_ = opt_.alphabet;
   InputFiles in = expand_inputs(spec);
   files_ = std::move(in.files);
   skipped_files_ = in.skipped;
@@ -58,11 +61,14 @@ void StreamingCorpus::restart() const {
   buffer_.clear();
   window_.clear();
   base_ = 0;
+  alphabet_ = opt_.alphabet;
 }
 
 void StreamingCorpus::open_next_file() const {
   if (file_ == files_.size()) {  // a pass is over: the next one starts
     if (records_in_pass_ == 0) fail("dataset ", spec_, ": no sequences to stream");
+    if (alphabet_ && alphabet_->residues && !std::exchange(alphabet_noted_, true))
+      note(spec_ + ": " + alphabet_->text());
     ++pass_;
     file_ = 0;
     records_in_pass_ = 0;
@@ -86,6 +92,7 @@ std::string StreamingCorpus::next_item() const {
     }
     ++records_in_pass_;
     ++records_read_;
+    if (alphabet_ && pass_.load() == 0) alphabet_->add(rec_.sequence);
     if (!opt_.window_max_seq_length) {
       pending_.push_back(std::move(rec_.sequence));
     } else {

@@ -17,9 +17,11 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "biofm/data/alphabet.h"
 #include "biofm/data/corpus.h"
 #include "biofm/data/reader.h"
 
@@ -34,6 +36,9 @@ struct StreamOptions {
   // of one long genome are spread out like any other samples. 0 = whole records (masked LM).
   int64_t window_max_seq_length = 0;
   int64_t window_stride = 0;
+  // When set: the first pass over the files counts these characters (data/alphabet.h) and notes
+  // them once, when it ends.
+  std::optional<ResidueTally> alphabet;
 };
 
 struct DataOptions;
@@ -82,6 +87,8 @@ class StreamingCorpus : public SequenceCorpus {
   mutable std::deque<std::string> window_;   // samples base_ .. base_ + size - 1
   mutable uint64_t base_ = 0;
   mutable SequenceRecord rec_;
+  mutable std::optional<ResidueTally> alphabet_;  // the first pass's counts (options.alphabet)
+  mutable bool alphabet_noted_ = false;
 };
 
 }  // namespace biofm

@@ -1,7 +1,6 @@
 #include "biofm/infer/alphabet.h"
 
 #include <cstdio>
-#include <vector>
 
 namespace biofm::infer {
 
@@ -20,26 +19,19 @@ bool nucleotide_char(char c) {
 AlphabetReport alphabet_report(const Tokenizer& tok) {
   AlphabetReport r;
   r.nucleotide_model = dynamic_cast<const NucleotideTokenizer*>(&tok) != nullptr;
-  std::vector<int32_t> ids;
-  for (int c = 0; c < 256; ++c) {  // (the tokenizers read residues one character at a time)
-    const char ch = char(c);
-    ids.clear();
-    r.unknown_char[size_t(c)] = tok.encode_residues(std::string_view(&ch, 1), ids) > 0;
-  }
+  r.unknown = unknown_residues(tok);
   return r;
 }
 
 void AlphabetReport::add(std::string_view sequence) {
-  uint64_t unknown = 0, u = 0;
+  uint64_t u = 0;
   for (char c : sequence) {
     ++characters;
     unusual += nucleotide_char(c) != nucleotide_model;
-    unknown += unknown_char[static_cast<unsigned char>(c)];
     lowercase_acgt += c == 'a' || c == 'c' || c == 'g' || c == 't';
     u += c == 'U' || c == 'u';
   }
-  unknown_residues += unknown;
-  unknown_records += unknown > 0;
+  unknown.add(sequence);
   rna_u += u;
   rna_u_records += u > 0;
 }
@@ -73,10 +65,8 @@ std::string AlphabetReport::warning() const {
 }
 
 std::string AlphabetReport::unknown_warning(const std::string& what_then) const {
-  if (unknown_residues == 0) return "";
-  return "warning: " + std::to_string(unknown_residues) + (unknown_residues == 1 ? " residue" : " residues") + " in " +
-         std::to_string(unknown_records) + (unknown_records == 1 ? " record" : " records") +
-         (unknown_residues == 1 ? " is" : " are") + " not in the model's alphabet and read as <unk>: " + what_then;
+  const std::string text = unknown.text(what_then);
+  return text.empty() ? "" : "warning: " + text;
 }
 
 std::string AlphabetReport::rna_warning() const {

@@ -1,11 +1,11 @@
 // Input checks that catch a plausible-looking wrong result: a protein model fed DNA, a DNA model
 // fed protein, windows longer than the model was made for.
 #pragma once
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "biofm/data/alphabet.h"
 #include "biofm/data/dataset.h"
 #include "biofm/data/tokenizer.h"
 
@@ -16,16 +16,15 @@ struct AlphabetReport {
   // Nucleotide model: characters other than A/C/G/T/U/N; protein model: A/C/G/T/U/N.
   uint64_t unusual = 0;
   bool nucleotide_model = false;
-  // Residues the model's tokenizer reads as <unk> (e.g. '*' or a digit in a protein), and the
-  // records holding at least one.
-  uint64_t unknown_residues = 0, unknown_records = 0;
-  std::array<bool, 256> unknown_char{};  // (from the tokenizer: whether a character encodes to <unk>)
+  // Residues the model's tokenizer reads as <unk> (e.g. '*' or a digit in a protein), the records
+  // holding at least one, the first few seen (data/alphabet.h).
+  ResidueTally unknown;
   uint64_t lowercase_acgt = 0;           // a/c/g/t (soft-masked bases; scored by causal models)
   uint64_t rna_u = 0, rna_u_records = 0;  // U/u: RNA bases, which a DNA model does not score
   // "" when the input looks like what the model reads; else one line saying what is wrong.
   std::string warning() const;
   // "" when no residue was <unk>; else "warning: N residues in M records are not in the model's
-  // alphabet and read as <unk>: " + what_then (what the command did with them).
+  // alphabet and read as <unk> (seen: '*', '1'): " + what_then (what the command did with them).
   std::string unknown_warning(const std::string& what_then) const;
   // Nucleotide model: "" when no U/u was seen; else "warning: N U bases (RNA) in M records are not
   // scored (only A/C/G/T are): ...".

@@ -1,9 +1,12 @@
 #include "biofm/infer/input.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "biofm/core/error.h"
+#include "biofm/core/hash.h"
+#include "biofm/core/notes.h"
 #include "biofm/data/input_files.h"
 #include "biofm/data/prepared.h"
 
@@ -151,14 +154,48 @@ uint64_t InputStream::skip(uint64_t count_wanted) {
   return got;
 }
 
+bool DuplicateNames::HashSet::insert(uint64_t h) {
+  if (2 * (used_ + 1) > slots_.size()) {  // grow: twice the slots, every hash placed again
+    std::vector<uint64_t> old = std::exchange(slots_, std::vector<uint64_t>(std::max<size_t>(1024, 2 * slots_.size())));
+    used_ = 0;
+    for (uint64_t o : old)
+      if (o) insert(o);
+  }
+  h += h == 0;  // (0 marks an empty slot)
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = size_t(h) & mask;; i = (i + 1) & mask) {
+    if (slots_[i] == h) return false;
+    if (slots_[i] == 0) {
+      slots_[i] = h;
+      ++used_;
+      return true;
+    }
+  }
+}
+
+void DuplicateNames::add(std::string_view name) {
+  const uint64_t h = mix64(fnv1a(name));
+  if (seen_.insert(h) || !repeated_.insert(h)) return;
+  if (names_++ == 0) first_ = name;
+}
+
+std::string DuplicateNames::note(const std::string& input) const {
+  if (names_ == 0) return "";
+  return input + ": " + std::to_string(names_) + (names_ == 1 ? " record name appears" : " record names appear") +
+         " more than once; first duplicate: '" + first_ +
+         "'; rows keep input order (match outputs to the input by position, not by name)";
+}
+
 DatasetStats scan(InputStream& in, const std::function<void(uint64_t, std::string_view)>& visit, uint64_t piece,
                   RecordsFingerprint* fingerprint) {
   in.rewind();
   SequenceDataset part;
+  DuplicateNames duplicates;
   for (uint64_t first = 0;;) {
     const uint64_t n = in.read(std::max<uint64_t>(1, piece), part);
     for (uint64_t i = 0; i < n; ++i) {
       visit(first + i, part.sequence(i));
+      duplicates.add(part.name(i));
       if (fingerprint) fingerprint->add(part.name(i), part.sequence(i));
     }
     first += n;
@@ -166,6 +203,7 @@ DatasetStats scan(InputStream& in, const std::function<void(uint64_t, std::strin
   }
   const DatasetStats stats = in.stats();
   in.rewind();
+  if (const std::string text = duplicates.note(stats.path); !text.empty()) note(text);
   return stats;
 }
 

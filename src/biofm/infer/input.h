@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "biofm/data/corpus.h"
 #include "biofm/data/dataset.h"
@@ -69,10 +70,36 @@ class InputStream {
   DatasetStats stats_;
 };
 
+// Record names that appear more than once: outputs keyed by name (names.tsv, the names list of
+// a safetensors file, score's and eval's rows) keep every record in input order, but a name no
+// longer tells which one a row is. Names are kept as 64-bit hashes in an open-addressing table
+// (8 bytes a slot, at most half full: 16 to 32 bytes a record).
+class DuplicateNames {
+ public:
+  void add(std::string_view name);
+  uint64_t names() const { return names_; }  // distinct names seen more than once
+  // "" when none; else "<input>: N record names appear more than once; first duplicate: 'X'; rows
+  // keep input order (...)".
+  std::string note(const std::string& input) const;
+
+ private:
+  class HashSet {
+   public:
+    bool insert(uint64_t h);  // false when `h` was there already
+   private:
+    std::vector<uint64_t> slots_;  // 0: empty
+    size_t used_ = 0;
+  };
+  HashSet seen_, repeated_;
+  uint64_t names_ = 0;
+  std::string first_;
+};
+
 // One pass over the whole input (from its start, rewound again after): visit(index, sequence) for
 // every record, read `piece` records at a time. Returns the stats of the pass (stats.records is
 // the record count). A file holding no sequence, or any read error, throws as loading would.
-// fingerprint (optional) takes every record's name and sequence.
+// fingerprint (optional) takes every record's name and sequence. Names that appear more than once
+// are said in a note (core/notes.h; DuplicateNames).
 DatasetStats scan(InputStream& in, const std::function<void(uint64_t, std::string_view)>& visit,
                   uint64_t piece = 10000, RecordsFingerprint* fingerprint = nullptr);
 

@@ -11,8 +11,11 @@
 namespace biofm::infer {
 
 // --pooling: mean over the residues (special tokens excluded); cls = the first token (<cls> /
-// <BOS>); last = the last token (<eos> / <EOS>, which in a causal model has seen the whole
-// sequence); none = every token's state.
+// <BOS>); last = the last token (<eos> / <EOS>: in a causal model it has seen every token fed
+// with it, so the whole sequence only when it fits one window untruncated); none = every token's
+// state. A record cut into windows (infer/embedder.h): mean averages the joined per-residue
+// states (each residue once), cls takes the first window's first token, last the last window's
+// last token, which has seen that window only (at most window - 2 residues).
 enum class Pooling { Mean, Cls, Last, None };
 Pooling parse_pooling(const std::string& s);
 const char* pooling_name(Pooling p);

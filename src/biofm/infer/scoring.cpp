@@ -46,6 +46,7 @@ std::vector<std::string> split_row(const std::string& s, char sep, const std::st
   row.delim = sep;
   row.add_line(s);
   if (row.in_quotes()) fail(where, ": unterminated quoted field");
+  if (!row.error().empty()) fail(where, ": ", row.error());
   std::vector<std::string> out;
   for (const std::string& f : row.fields) out.push_back(trim(f));
   return out;

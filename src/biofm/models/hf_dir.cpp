@@ -210,9 +210,7 @@ std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, 
       note << (ignored_other.size() > 3 ? ", ...)" : ")");
     }
   }
-  if (kept && !kept->empty())
-    note << (note.str().empty() ? "" : "; ") << "kept " << kept->size()
-         << " contact-head tensors (unused here) to write into exports unchanged";
+  // (the contact head kept for exports is not noted here: it matters where an export is written)
   if (!absent.empty())
     note << (note.str().empty() ? "" : "; ") << "a bare base model (no LM head): " << absent.size()
          << " lm_head.* parameters are initialised as for a new model";

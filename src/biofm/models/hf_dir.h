@@ -54,7 +54,8 @@ struct HfNaming {
 // directory did not hold (only a bare base model's LM head may be absent): the caller
 // initialises them.
 // kept (optional): the contact-head tensors (ESM), copied to the host in fp32, for the model
-// to carry into its exports (LanguageModel::carry_tensors).
+// to carry into its exports (LanguageModel::carry_tensors); not in the note (training notes them
+// when it writes its export).
 std::vector<size_t> load_hf_weights(ParamStore& store, const HfDirContents& hf, const HfNaming& naming,
                                     std::vector<SafetensorsSource>* kept = nullptr);
 // Writes dir/model.safetensors: every parameter in fp32 under its Hugging Face name (streamed),

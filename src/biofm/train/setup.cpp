@@ -1,6 +1,9 @@
 #include "biofm/train/setup.h"
 
 #include <algorithm>
+
+#include "biofm/core/notes.h"
+#include "biofm/data/alphabet.h"
 #include "biofm/data/blend.h"
 #include "biofm/data/input_files.h"
 #include "biofm/data/prepared.h"
@@ -195,9 +198,10 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device,
 namespace {
 
 // One entry of dataset.path / val_path: a prepared directory, files read into memory or, with
-// `stream`, files streamed.
+// `stream`, files streamed; `notes`: see load_corpus.
 std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::string& spec, const std::string& split,
-                                         bool stream = false) {
+                                         bool notes, bool stream = false) {
+  const ModelFamily& family = family_named(cfg.model.family);
   if (is_prepared_dir(spec)) {
     PreparedOpenOptions po;
     po.split = split;
@@ -206,7 +210,7 @@ std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::stri
     po.cluster_sampling = cfg.dataset.cluster_sampling;
     po.seed = uint64_t(cfg.seed);
     auto c = std::make_unique<PreparedCorpus>(spec, po);
-    require_prepared_tokenizer(*c, spec, family_named(cfg.model.family).tokenizer(), "model.family " + cfg.model.family);
+    require_prepared_tokenizer(*c, spec, family.tokenizer(), "model.family " + cfg.model.family);
     return c;
   }
   ReaderOptions ro;
@@ -214,16 +218,23 @@ std::unique_ptr<SequenceCorpus> load_one(const TrainConfig& cfg, const std::stri
   ro.column = cfg.dataset.column;
   ro.skip_malformed = cfg.dataset.on_error == "skip";
   if (stream) {
-    const bool causal = family_named(cfg.model.family).objective == Objective::CausalLM;
-    return std::make_unique<StreamingCorpus>(
-        spec, stream_options(data_options(cfg), causal, uint64_t(cfg.dataset.shuffle_buffer), ro));
+    StreamOptions so = stream_options(data_options(cfg), family.objective == Objective::CausalLM,
+                                      uint64_t(cfg.dataset.shuffle_buffer), ro);
+    if (notes) so.alphabet = training_alphabet(family.tokenizer());
+    return std::make_unique<StreamingCorpus>(spec, so);
   }
-  return std::make_unique<SequenceDataset>(SequenceDataset::load(spec, ro));
+  auto data = std::make_unique<SequenceDataset>(SequenceDataset::load(spec, ro));
+  if (notes) {
+    ResidueTally outside = training_alphabet(family.tokenizer());
+    for (uint64_t i = 0; i < data->size(); ++i) outside.add(data->sequence(i));
+    if (outside.residues) note(spec + ": " + outside.text());
+  }
+  return data;
 }
 
 }  // namespace
 
-std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val) {
+std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val, bool notes) {
   const std::string& spec = val ? cfg.dataset.val_path : cfg.dataset.path;
   const std::string& split = val ? cfg.dataset.val_split : cfg.dataset.split;
   const std::vector<std::string> entries = split_input_list(spec);
@@ -235,7 +246,7 @@ std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val) {
     if (entries.size() != cfg.dataset.weights.size())
       fail("dataset.weights has ", cfg.dataset.weights.size(), " weights for ", entries.size(), " dataset.path entries");
     std::vector<std::unique_ptr<SequenceCorpus>> sources;
-    for (const auto& e : entries) sources.push_back(load_one(cfg, e, split));
+    for (const auto& e : entries) sources.push_back(load_one(cfg, e, split, notes));
     return std::make_unique<BlendCorpus>(std::move(sources), cfg.dataset.weights, entries, uint64_t(cfg.seed));
   }
   if (entries.size() > 1)
@@ -243,7 +254,7 @@ std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val) {
       if (is_prepared_dir(e))
         fail("dataset path '", spec, "': the prepared dataset ", e,
              " can only be given alone, or blended with the others through dataset.weights");
-  return load_one(cfg, spec, split, stream);  // (a prepared directory is mapped, streaming or not)
+  return load_one(cfg, spec, split, notes, stream);  // (a prepared directory is mapped, streaming or not)
 }
 
 std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceCorpus& data) {

@@ -36,8 +36,11 @@ std::unique_ptr<LanguageModel> make_model(const TrainConfig& cfg, Device device,
 // The training (val = false) or validation data of the config: a directory written by `biofm
 // prepare` is memory-mapped (its dataset.split / dataset.val_split), anything else is read into
 // memory (dataset.format, column, on_error); with dataset.weights the training path's list
-// entries are blended (data/blend.h).
-std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val);
+// entries are blended (data/blend.h). With `notes` (rank 0), residues that training learns nothing
+// about (outside the tokenizer's alphabet: data/alphabet.h) are counted and noted once per entry:
+// for files read into memory, as they are loaded; for a stream, when its first pass over the
+// files ends (a prepared directory's were noted by prepare).
+std::unique_ptr<SequenceCorpus> load_corpus(const TrainConfig& cfg, bool val, bool notes = false);
 // The family's batches over `data` (which must outlive the source).
 std::unique_ptr<BatchSource> make_batch_source(const TrainConfig& cfg, const SequenceCorpus& data);
 

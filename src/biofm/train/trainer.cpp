@@ -18,6 +18,7 @@
 
 #include "biofm/core/device_memory.h"
 #include "biofm/core/device_memory_stats.h"
+#include "biofm/core/notes.h"
 #include "biofm/data/context_parallel.h"
 #include "biofm/data/rank_slice.h"
 #include "biofm/dist/comm.h"
@@ -211,6 +212,9 @@ void export_final_model(const LanguageModel& model, const TrainConfig& cfg, cons
   const std::string tmp = out_dir + "/.final_model.tmp";
   fs::remove_all(tmp);
   model.save_hf_dir(tmp);
+  if (const auto& carried = model.carried_tensors(); !carried.empty())
+    note(final_dir + ": " + std::to_string(carried.size()) + " tensors of model.init_from that biofm does not train (" +
+         carried.front().name + (carried.size() > 1 ? ", ..." : "") + ") are written into the export unchanged");
   // (how its targets were cased, for eval and score: models/uppercase_labels.h)
   if (family_named(cfg.model.family).objective == Objective::CausalLM)
     record_uppercase_labels(tmp, cfg.dataset.uppercase_labels);
@@ -277,8 +281,8 @@ class TrainingRun {
     if (env_.world_size % cp != 0)
       fail("cp_size=", cp, " splits sequences over groups of ", cp, " ranks, but this run has ",
            env_.world_size, " rank(s): start a multiple of ", cp, " (biofm launch --nproc-per-node ", cp, " ...)");
-    train_set_ = load_corpus(cfg_, /*val=*/false);
-    if (!cfg_.dataset.val_path.empty()) val_set_ = load_corpus(cfg_, /*val=*/true);
+    train_set_ = load_corpus(cfg_, /*val=*/false, /*notes=*/root_);
+    if (!cfg_.dataset.val_path.empty()) val_set_ = load_corpus(cfg_, /*val=*/true, /*notes=*/root_);
     if (env_.distributed()) connect_ranks();
     // Data parallelism hands batches to groups of cp ranks; the ranks of a group share each one.
     dp_rank_ = env_.rank / cp;

@@ -1,9 +1,11 @@
 #include "biofm/models/blocks/attention.h"
 
+#include <atomic>
 #include <cmath>
-#include <cstdio>
+#include <string>
 
 #include "biofm/core/error.h"
+#include "biofm/core/notes.h"
 #include "biofm/core/profiling.h"
 #include "biofm/dist/comm.h"
 #include "biofm/ops/elementwise/op.h"
@@ -13,6 +15,15 @@
 #include "biofm/ops/rope/op.h"
 
 namespace biofm {
+
+bool fp8_attention_takes(const Batch& b, Device device) {
+  if (device != Device::CUDA || b.uniform()) return true;
+  static std::atomic<bool> noted{false};
+  if (!noted.exchange(true))
+    note("fp8_dpa: batches that are not all full windows (here " + std::to_string(b.max_seqlen) +
+         " tokens at most) run their attention in bf16; cuDNN's FP8 attention takes full windows only");
+  return false;
+}
 
 bool reads_packed_qkv(const AttentionSpec& spec, Device device, DType dtype, bool uniform, bool decoding) {
   const bool cudnn_like = device != Device::CUDA || (dtype == DType::BF16 && spec.head_dim % 8 == 0);
@@ -31,16 +42,7 @@ void SelfAttention::forward(Tensor& out, const Tensor& xn, const Tensor& residua
   const ops::AttentionShape shape{scale, spec_.causal, b.max_seqlen, b.uniform()};
   // FP8 attention where the layer asks for it; on the GPU cuDNN's FP8 graphs take full windows
   // only, so a batch with a shorter window (a record's last) runs its attention in bf16 (noted).
-  bool fp8_attn = !cache && fp8_attention(layer);
-  if (fp8_attn && packed.device() == Device::CUDA && !b.uniform()) {
-    fp8_attn = false;
-    static bool noted = false;
-    if (!noted) {
-      noted = true;
-      std::fprintf(stderr, "note: fp8_dpa: batches that are not all full windows (here %d tokens at most) run their "
-                   "attention in bf16; cuDNN's FP8 attention takes full windows only\n", int(b.max_seqlen));
-    }
-  }
+  const bool fp8_attn = !cache && fp8_attention(layer) && fp8_attention_takes(b, packed.device());
   if (b.cp) {
     if (cache) fail("context parallelism does not decode");
     if (fp8_attention(layer)) fail("fp8_dpa (FP8 attention) does not take context parallelism");

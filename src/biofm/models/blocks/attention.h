@@ -23,6 +23,11 @@ struct AttentionSpec {
 // unpacking rope kernel does that in the same pass). The CPU takes it too: its copies are cheap.
 bool reads_packed_qkv(const AttentionSpec& spec, Device device, DType dtype, bool uniform, bool decoding);
 
+// Whether a batch on `device` whose layer asks for FP8 attention (fp8_dpa) gets it: on the GPU
+// cuDNN's FP8 graphs take full windows only, so a batch with a shorter window (a record's last)
+// runs its attention in bf16, said once per process in a note (core/notes.h).
+bool fp8_attention_takes(const Batch& b, Device device);
+
 // Per-layer keys/values for incremental decoding: k[l], v[l] are [capacity, kv_heads, head_dim]
 // (rotary already applied to k) on the model's device; rows [0, length) are filled.
 struct KvCache {
