@@ -104,3 +104,25 @@ TEST(ConfigSearch, MissingConfigNamesTheSearchPath) {
   const std::string top = error_of([&] { load_train_config_searched({mine, shipped}, "minee", {}); });
   EXPECT_NE(top.find("config 'minee' not found on the config search path (no minee.yaml in "), std::string::npos) << top;
 }
+
+// A config name found in more than one directory of the search path loads the first one and says
+// which other files it shadows (a ./configs/NAME.yaml behind the shipped one, say); identical
+// copies (an installed biofm's and its source tree's) shadow nothing.
+TEST(ConfigSearch, ShadowedConfigIsNoted) {
+  const std::string first = fresh("shadow_a"), copy = fresh("shadow_b"), mine = fresh("shadow_c");
+  std::ofstream(first + "/run.yaml") << "num_train_steps: 5\n";
+  std::ofstream(copy + "/run.yaml") << "num_train_steps: 5\n";
+  std::ofstream(mine + "/run.yaml") << "num_train_steps: 7\n";
+  std::ofstream(mine + "/only.yaml") << "seed: 1\n";
+  EXPECT_EQ(config_files_named({first, copy, mine}, "run"),
+            (std::vector<std::string>{first + "/run.yaml", copy + "/run.yaml", mine + "/run.yaml"}));
+  EXPECT_EQ(shadowed_config_note({first, copy, mine}, "run"),
+            "config 'run' is " + first + "/run.yaml, the first on the config search path; " + mine +
+                "/run.yaml is not used (--config-dir DIR puts DIR first)");
+  EXPECT_EQ(shadowed_config_note({first, copy}, "run"), "");
+  EXPECT_EQ(shadowed_config_note({first, mine}, "only"), "");
+  // The run's config.yaml header: the file loaded and the command line's overrides.
+  EXPECT_EQ(config_provenance({mine, first}, "run", {"seed=3", "optimizer.lr=1e-4"}),
+            "loaded from: " + mine + "/run.yaml\noverrides: seed=3 optimizer.lr=1e-4");
+  EXPECT_EQ(config_provenance({first}, "run", {}), "loaded from: " + first + "/run.yaml\noverrides: (none)");
+}

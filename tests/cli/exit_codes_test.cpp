@@ -83,6 +83,9 @@ TEST(ExitCodes, BadFlagValuesAreUsageErrors) {
   expect_usage("train", "--config-name esm2_sanity dataset.path=", "the override 'dataset.path=' leaves dataset.path empty: give it a value");
   // Flags themselves, as before.
   expect_usage("train", "--config-nmae esm2_sanity", "unknown option '--config-nmae'; did you mean '--config-name'?");
+  // Hydra's spelling of --config-dir
+  expect_usage("train", "--config-path /x --config-name esm2_sanity",
+               "unknown option '--config-path'; did you mean '--config-dir' (Hydra's --config-path)?");
   expect_usage("train", "seed=1", "missing required option --config-name");
 }
 

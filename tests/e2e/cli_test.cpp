@@ -44,6 +44,7 @@ TEST(E2eTrain, ResumeIsBitIdentical) {
   std::string straight = fresh_dir("straight"), resumed = fresh_dir("resumed");
   RunResult a = run(tiny_train_args(straight, 6));
   ASSERT_EQ(a.code, 0) << a.output;
+  EXPECT_EQ(a.output.find("stays in warmup"), std::string::npos) << a.output;  // 2 of 6 steps
   RunResult b = run(tiny_train_args(resumed, 6));
   ASSERT_EQ(b.code, 0) << b.output;
   // Drop the step-6 checkpoint: the next run must resume from step 3 and redo steps 4..6.
@@ -74,6 +75,11 @@ TEST(E2eTrain, ResumeIsBitIdentical) {
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_NE(again.output.find("done: nothing to train: the run had already reached step 6 of num_train_steps=6"),
             std::string::npos) << again.output;
+  // What runs comes first, then where it starts; no data summary of batches only read ahead.
+  const size_t banner = again.output.find("biofm train: "), resumed_at = again.output.find("resumed from");
+  ASSERT_NE(resumed_at, std::string::npos) << again.output;
+  EXPECT_LT(banner, resumed_at) << again.output;
+  EXPECT_EQ(again.output.find("sequences seen"), std::string::npos) << again.output;
   EXPECT_EQ(fs::last_write_time(straight + "/final_model/model.safetensors"), written);
   EXPECT_EQ(read_metrics(straight + "/metrics.jsonl").size(), 6u);
 

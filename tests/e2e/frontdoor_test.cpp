@@ -190,9 +190,29 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
                    " output_dir=run1" + kTiny);
   ASSERT_EQ(t.code, 0) << t.output;
   EXPECT_TRUE(fs::exists(work + "/run1/metrics.jsonl"));
+  // (kTiny's 2 warmup steps are the whole run: said at the start)
+  EXPECT_NE(t.output.find("note: scheduler.warmup_steps=2 >= num_train_steps=2: the learning rate stays in warmup for "
+                          "the whole run (at most 50% of optimizer.lr); lower scheduler.warmup_steps"),
+            std::string::npos) << t.output;
   const std::string saved1 = read_text(work + "/run1/config.yaml");
   EXPECT_NE(saved1.find(prefix + "/share/biofm/data/proteins_sample.fasta"), std::string::npos) << saved1;
   EXPECT_NE(saved1.find(prefix + "/share/biofm/data/proteins_val.fasta"), std::string::npos) << saved1;
+  // ... and where the config came from, with the command line's overrides.
+  EXPECT_NE(saved1.find("# loaded from: " + prefix + "/share/biofm/configs/esm2_sanity.yaml\n# overrides: "
+                        "num_train_steps=2 logger.frequency=1 output_dir=run1 model.config.hidden_size=32"),
+            std::string::npos) << saved1;
+  // A ./configs/esm2_sanity.yaml comes after the installed configs on the search path: loading
+  // says it is not used, and how to put it first (the installed and the source tree's copies
+  // are the same file: neither is named).
+  fs::create_directories(work + "/configs");
+  std::ofstream(work + "/configs/esm2_sanity.yaml") << "defaults: [esm2_base]\nnum_train_steps: 5\n";
+  RunResult shadowed = sh(in_work + exe + " train --config-name esm2_sanity --print-config");
+  ASSERT_EQ(shadowed.code, 0) << shadowed.output;
+  EXPECT_NE(shadowed.output.find("note: config 'esm2_sanity' is " + prefix + "/share/biofm/configs/esm2_sanity.yaml, "
+                                 "the first on the config search path; configs/esm2_sanity.yaml is not used "
+                                 "(--config-dir DIR puts DIR first)"),
+            std::string::npos) << shadowed.output;
+  fs::remove_all(work + "/configs");
   // A file of the work directory by that name comes first.
   fs::create_directories(work + "/data");
   fs::copy_file(src("data/proteins_val.fasta"), work + "/data/proteins_val.fasta");
@@ -350,6 +370,26 @@ TEST(FrontDoor, BenchNamesThePrecisionOfEachLayer) {
   std::ifstream f(out);
   const nlohmann::json j = nlohmann::json::parse(f);
   EXPECT_EQ(j.at("precision_by_layer"), "layers 1-2: fp8 Float8BlockScaling, layers 3-6: fp32");
+}
+
+// bench on the CPU: MFU (a fraction of the GPU's peak), device memory and the second CUDA stream
+// are not measured there: null in the JSON, n/a in the line (not 0.0 or false).
+TEST(FrontDoor, BenchOnTheCpuLeavesTheGpuFiguresOut) {
+  const std::string out = fresh_dir("bench_cpu") + "/bench.json";
+  RunResult r = run_biofm("bench --shape 8M --device cpu --steps 1 --warmup 0 --tokens-per-batch 512 --max-seq-length 256 "
+                          "--json " + out);  // (no --data: the config's dataset.path, as --help says)
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("| MFU n/a | peak n/a\n"), std::string::npos) << r.output;
+  std::ifstream f(out);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  for (const char* key : {"mfu_seed", "mfu_6n", "peak_mem_gib", "peak_reserved_gib", "wgrad_stream"})
+    EXPECT_TRUE(j.at(key).is_null()) << key << ": " << j.at(key);
+  EXPECT_TRUE(j.at("adamw_ahead").is_boolean());  // (the CPU applies AdamW one layer ahead as well)
+  // --data is optional in the help too; without a GPU, the error says how to bench on the CPU.
+  EXPECT_NE(run_biofm("bench --help").output.find("--shape 8M|35M|150M|650M|3B|15B|1B|7B [--data FILE]"), std::string::npos);
+  r = run_biofm("bench --shape 8M --steps 1 --warmup 0");
+  if (r.output.find("no CUDA device available") == std::string::npos) GTEST_SKIP() << "a GPU is here: " << r.output;
+  EXPECT_NE(r.output.find("biofm bench: error: no CUDA device available; use --device cpu"), std::string::npos) << r.output;
 }
 
 // embed --output DIR resumes by what it read, not where: the model and the input moved elsewhere

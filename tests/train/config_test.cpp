@@ -76,7 +76,7 @@ TEST(ConfigTrain, DefaultsFollowTheEsm2Recipe) {
   EXPECT_FALSE(c.fp8_config.quantized_model_init_kwargs.enabled);
   // Every schema key is a field and vice versa, and the schema defaults are the struct's.
   EXPECT_EQ(train_config_from(config::Config(train_config_schema())), TrainConfig{});
-  EXPECT_EQ(train_config_schema().keys().size(), 132u);
+  EXPECT_EQ(train_config_schema().keys().size(), 133u);
 }
 
 TEST(ConfigTrain, EveryConfigFileLoadsAndValidates) {
@@ -556,6 +556,7 @@ TEST(ConfigTrain, RecipeSpellingsAreReadAsOurs) {
   EXPECT_EQ(more.dataset.packing, BatchMode::Bshd);
   EXPECT_EQ(more.dataset.shuffle_buffer, 77);
   EXPECT_EQ(more.dataset.pad_to_multiple_of, 8);
+  EXPECT_TRUE(more.log_mfu);  // (a key of ours: train/mfu_pct and train/tflops_per_gpu)
   EXPECT_HAS(error_of([] { minimal({"lr_scheduler_kwargs.num_training_steps=100"}); }), "give num_train_steps=N");
   EXPECT_HAS(error_of([] { minimal({"lr_scheduler_kwargs.num_decay_steps=100"}); }), "scheduler.decay_fraction");
   // What the command prints before it runs: every recipe spelling read or ignored, with where it

@@ -29,3 +29,18 @@ TEST(TrainSchedule, UnknownTypeFails) {
   ScheduleSpec s{"exponential", 0, 10, 1.0, 0.1};
   EXPECT_THROW(lr_multiplier(s, 3), Error);
 }
+
+// A warmup as long as the run or longer is noted (the learning rate never reaches its peak).
+TEST(TrainSchedule, WarmupLongerThanTheRunIsNoted) {
+  ScheduleSpec s;
+  s.warmup_steps = 2000;
+  s.total_steps = 20;
+  EXPECT_EQ(warmup_note(s), "scheduler.warmup_steps=2000 >= num_train_steps=20: the learning rate stays in warmup for "
+                            "the whole run (at most 0.95% of optimizer.lr); lower scheduler.warmup_steps");
+  s.warmup_steps = 20;
+  EXPECT_NE(warmup_note(s), "");
+  s.warmup_steps = 19;
+  EXPECT_EQ(warmup_note(s), "");
+  s.warmup_steps = 0;
+  EXPECT_EQ(warmup_note(s), "");
+}

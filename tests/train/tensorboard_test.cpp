@@ -226,6 +226,14 @@ TEST(Metrics, PerplexityStaysFinite) {
 }
 
 // The recipes' names reach the event file as scalars at the record's step.
+// The progress line prints a diverging run's perplexity in %g style, not 35 digits cut at the buffer.
+TEST(Metrics, PerplexityTextOfALargeValueIsShort) {
+  EXPECT_EQ(perplexity_text(12.1826), "12.183");
+  EXPECT_EQ(perplexity_text(perplexity_of(1e6)), "5.54e+34");
+  EXPECT_EQ(perplexity_text(std::nan("")), "nan");
+  EXPECT_EQ(perplexity_text(std::numeric_limits<double>::infinity()), "inf");
+}
+
 TEST(TensorBoard, RecipeNamesOfATrainingRecord) {
   const std::string dir = testing::TempDir() + "/tb_recipe_names";
   fs::remove_all(dir);

@@ -9,9 +9,18 @@
 #include <nlohmann/json.hpp>
 
 #include "biofm/models/uppercase_labels.h"
+#include "biofm/train/metrics.h"
 #include "biofm/train/trainer.h"
 
 using namespace biofm;
+
+// The divergence warning names what is non-finite: a finite loss beside a NaN grad norm is not
+// "non-finite loss".
+TEST(Trainer, NonFiniteTextNamesWhichValue) {
+  EXPECT_EQ(nonfinite_text(4.6966e16, NAN), "non-finite grad norm nan (loss 4.6966e+16)");
+  EXPECT_EQ(nonfinite_text(NAN, 0.5), "non-finite loss nan (grad norm 0.5)");
+  EXPECT_EQ(nonfinite_text(INFINITY, -NAN), "non-finite loss inf and grad norm -nan");
+}
 
 TEST(Trainer, ValidationFollowsItsOwnSchedule) {
   const std::string src = BIOFM_SOURCE_DIR;
@@ -33,6 +42,7 @@ TEST(Trainer, ValidationFollowsItsOwnSchedule) {
     auto r = nlohmann::json::parse(line);
     if (r.contains("val_loss")) val_steps.push_back(r["step"].get<int64_t>());
     if (r.contains("loss")) log_steps.push_back(r["step"].get<int64_t>());
+    EXPECT_FALSE(r.contains("train/mfu_pct")) << "log_mfu is off";
   }
   EXPECT_EQ(val_steps, (std::vector<int64_t>{3, 6}));
   EXPECT_EQ(log_steps, (std::vector<int64_t>{4, 6}));
@@ -61,7 +71,7 @@ TEST(Trainer, RecipeQuantStatsConfigAndMetricNames) {
        "grad_acc_steps=2", "logger.frequency=1", "checkpoint.save_every_n_steps=2", "checkpoint.save_final_model=false",
        "fp8_config.enabled=true", "quant_stats_config.enabled=true",
        "quant_stats_config.quant_stats_file=" + out + "/fp8_debugging_stats.yaml",
-       "quant_stats_config.quant_log_dir=quant_logs", "output_dir=" + out});
+       "quant_stats_config.quant_log_dir=quant_logs", "log_mfu=true", "output_dir=" + out});
   run_training(cfg);
   std::vector<nlohmann::json> recs;
   {
@@ -81,6 +91,11 @@ TEST(Trainer, RecipeQuantStatsConfigAndMetricNames) {
     EXPECT_GT(per_step, 0.0);
     EXPECT_NEAR(per_step, r["unpadded_tokens_per_sec"].get<double>() * r["step_time"].get<double>(), 1e-6 * per_step);
     EXPECT_FALSE(r.contains("train/gpu_memory_allocated_max_gb"));  // CPU: no device memory figures
+    // log_mfu: the recipes' MFU in percent and TFLOP/s per GPU, from the FLOPs train/mfu counts
+    const double mfu = r["train/mfu"].get<double>();
+    EXPECT_GT(mfu, 0.0);
+    EXPECT_DOUBLE_EQ(r["train/mfu_pct"].get<double>(), 100 * mfu);
+    EXPECT_NEAR(r["train/tflops_per_gpu"].get<double>(), mfu * kPeakBf16Flops / 1e12, 1e-9 * kPeakBf16Flops / 1e12);
     EXPECT_EQ(r.contains("fp8/layer_01/qkv/input/amax"), step % 2 == 0) << "step " << step;  // freq 2
   }
   auto quant_steps = [&] {

@@ -60,7 +60,7 @@ std::vector<std::string> device_and_precision(const Flags& a) {
 const CommandSpec kBenchSpec{
     .name = "bench",
     .synopsis =
-        "--model esm2|llama --shape 8M|35M|150M|650M|3B|15B|1B|7B --data FILE [options] [key.sub=value ...]\n"
+        "--model esm2|llama --shape 8M|35M|150M|650M|3B|15B|1B|7B [--data FILE] [options] [key.sub=value ...]\n"
         "   or: biofm bench --config-name NAME [options] [key.sub=value ...] (any training config)",
     .summary = "training throughput (tokens/s, MFU, memory) of a model shape or a training config",
     .flags = {
@@ -68,7 +68,7 @@ const CommandSpec kBenchSpec{
         {"--shape", "SIZE", "a published shape of the family: 8M 35M 150M 650M 3B 15B (esm2), 1B 7B (llama)"},
         {"--config-name", "NAME", "bench a training config instead of a shape"},
         {"--config-dir", "DIR", "search DIR before the shipped configs"},
-        {"--data", "FILE", "sequences to train on (dataset.path)"},
+        {"--data", "FILE", "sequences to train on (dataset.path; default: the config's)"},
         {"--tokens-per-batch", "N", "dataset.max_tokens_per_batch (default: the config's)"},
         {"--max-seq-length", "N", "dataset.max_seq_length"},
         {"--packing", "thd|bshd", "dataset.packing: thd (packed) or bshd (padded)"},
@@ -119,7 +119,7 @@ int cmd_bench(int argc, char** argv) {
   TrainConfig cfg = load_train_config_searched(config_search_path(a.get("--config-dir")), name, ov);
   const Device device = device_of(cfg);
   apply_op_options(cfg);
-  if (device == Device::CUDA && !cuda_available()) fail("biofm bench: no CUDA device available");
+  if (device == Device::CUDA && !cuda_available()) fail("biofm bench: no CUDA device available; use --device cpu");
 
   ReaderOptions ro;
   ro.format = cfg.dataset.format;
@@ -177,6 +177,10 @@ int cmd_bench(int argc, char** argv) {
   const GpuActivity gpu = monitor ? monitor->stop() : GpuActivity{};
   const double loss = train_step.read_mean_loss();
   const DeviceMemoryStats mem = device_memory_stats();
+  // On the CPU, MFU (a fraction of the GPU's bf16 peak), device memory and the second CUDA stream
+  // neither are measured nor apply: null in the JSON, n/a in the line.
+  const bool cuda = device == Device::CUDA;
+  auto on_cuda = [cuda](const nlohmann::json& v) { return cuda ? v : nlohmann::json(); };
   nlohmann::json r = {
       {"config", name},
       {"parameters", dims.parameters},
@@ -189,17 +193,17 @@ int cmd_bench(int argc, char** argv) {
       {"tokens_per_batch", cfg.dataset.max_tokens_per_batch},
       {"grad_acc_steps", cfg.grad_acc_steps},
       {"recompute_layers", cfg.recompute_layers},
-      {"wgrad_stream", device == Device::CUDA && cfg.ops.wgrad_stream},  // weight gradients beside (core/side_stream.h)
+      {"wgrad_stream", on_cuda(cfg.ops.wgrad_stream)},  // weight gradients beside (core/side_stream.h)
       {"adamw_ahead", adamw_ahead},  // the update applied one layer ahead (train/optimizer.h)
       {"steps", steps},
       {"step_time_s", secs / double(steps)},
       {"real_tokens_per_sec", double(real) / secs},
       {"padded_tokens_per_sec", double(rows) / secs},
       {"padding_fraction", rows ? 1.0 - double(real) / double(rows) : 0.0},
-      {"mfu_seed", flops_seed / secs / kPeakBf16Flops},
-      {"mfu_6n", 6.0 * double(dims.parameters) * double(real) / secs / kPeakBf16Flops},
-      {"peak_mem_gib", double(mem.peak_allocated_bytes) / double(1ull << 30)},
-      {"peak_reserved_gib", double(mem.peak_reserved_bytes) / double(1ull << 30)},
+      {"mfu_seed", on_cuda(flops_seed / secs / kPeakBf16Flops)},
+      {"mfu_6n", on_cuda(6.0 * double(dims.parameters) * double(real) / secs / kPeakBf16Flops)},
+      {"peak_mem_gib", on_cuda(double(mem.peak_allocated_bytes) / double(1ull << 30))},
+      {"peak_reserved_gib", on_cuda(double(mem.peak_reserved_bytes) / double(1ull << 30))},
       {"last_loss", loss},
       {"last_loss_finite", std::isfinite(loss)},
   };
@@ -218,10 +222,13 @@ int cmd_bench(int argc, char** argv) {
                 {"power_capped_fraction", gpu.power_capped_fraction},
                 {"thermal_fraction", gpu.thermal_fraction},
                 {"temperature_max_c", gpu.temperature_max_c}};
-  std::printf("biofm %s: %.0f real tok/s | %.0f padded tok/s | %.1f%% padding | step %.3f s | MFU %.1f%% (seed) / %.1f%% (6N) | peak %.1f GiB\n",
-              name.c_str(), r["real_tokens_per_sec"].get<double>(), r["padded_tokens_per_sec"].get<double>(),
-              100 * r["padding_fraction"].get<double>(), r["step_time_s"].get<double>(), 100 * r["mfu_seed"].get<double>(),
-              100 * r["mfu_6n"].get<double>(), r["peak_mem_gib"].get<double>());
+  char gpu_figures[96] = "MFU n/a | peak n/a";
+  if (cuda)
+    std::snprintf(gpu_figures, sizeof gpu_figures, "MFU %.1f%% (seed) / %.1f%% (6N) | peak %.1f GiB",
+                  100 * r["mfu_seed"].get<double>(), 100 * r["mfu_6n"].get<double>(), r["peak_mem_gib"].get<double>());
+  std::printf("biofm %s: %.0f real tok/s | %.0f padded tok/s | %.1f%% padding | step %.3f s | %s\n", name.c_str(),
+              r["real_tokens_per_sec"].get<double>(), r["padded_tokens_per_sec"].get<double>(),
+              100 * r["padding_fraction"].get<double>(), r["step_time_s"].get<double>(), gpu_figures);
   if (monitor) std::printf("GPU during the timed steps: %s\n", describe(gpu).c_str());
   // profiler.range_times: the window's per-range times (steps counted from the first warm-up step).
   if (auto t = ProfilerWindow::take_timed(/*close=*/true)) {

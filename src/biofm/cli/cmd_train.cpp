@@ -39,14 +39,15 @@ int cmd_train(int argc, char** argv) {
   }
   const std::string name = f.require("--config-name");
   check_config_overrides(f.positional());
-  TrainConfig cfg = load_train_config_searched(config_search_path(f.get("--config-dir")), name, f.positional());
+  const std::vector<std::string> dirs = config_search_path(f.get("--config-dir"));
+  TrainConfig cfg = load_train_config_searched(dirs, name, f.positional());
   if (f.has("--print-config")) {
     std::fputs(to_yaml(cfg).c_str(), stdout);
     return 0;
   }
   // (a multi-process run when launched by biofm launch, torchrun, srun or mpirun: the rank
   // variables are read inside)
-  run_training(cfg);
+  run_training(cfg, config_provenance(dirs, name, f.positional()));
   return 0;
 }
 

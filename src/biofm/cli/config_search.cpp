@@ -11,6 +11,7 @@
 
 #include "biofm/core/error.h"
 #include "biofm/data/input_files.h"
+#include "biofm/io/atomic_file.h"
 #include "biofm/dist/launch_env.h"
 
 namespace fs = std::filesystem;
@@ -204,11 +205,46 @@ TrainConfig load_composed(const std::vector<std::string>& dirs, const std::strin
 
 }  // namespace
 
+std::vector<std::string> config_files_named(const std::vector<std::string>& dirs, const std::string& name) {
+  const bool has_ext = fs::path(name).extension() == ".yaml" || fs::path(name).extension() == ".yml";
+  std::vector<std::string> out;
+  for (const auto& d : dirs) {
+    const fs::path p = fs::path(d) / (has_ext ? name : name + ".yaml");
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) out.push_back(p.string());
+  }
+  return out;
+}
+
+std::string shadowed_config_note(const std::vector<std::string>& dirs, const std::string& name) {
+  const std::vector<std::string> files = config_files_named(dirs, name);
+  if (files.size() < 2) return "";
+  // (copies of the loaded file, such as an installed biofm's and its source tree's, shadow nothing)
+  const std::string loaded = read_file(files[0]);
+  std::vector<std::string> others;
+  for (size_t i = 1; i < files.size(); ++i)
+    if (read_file(files[i]) != loaded) others.push_back(files[i]);
+  if (others.empty()) return "";
+  std::string listed;
+  for (const auto& o : others) listed += (listed.empty() ? "" : ", ") + o;
+  return "config '" + name + "' is " + files[0] + ", the first on the config search path; " + listed +
+         (others.size() > 1 ? " are" : " is") + " not used (--config-dir DIR puts DIR first)";
+}
+
+std::string config_provenance(const std::vector<std::string>& dirs, const std::string& name,
+                              const std::vector<std::string>& overrides) {
+  const std::vector<std::string> files = config_files_named(dirs, name);
+  std::string ov;
+  for (const auto& o : overrides) ov += " " + o;
+  return "loaded from: " + (files.empty() ? name : files[0]) + "\noverrides:" + (ov.empty() ? " (none)" : ov);
+}
+
 TrainConfig load_train_config_searched(const std::vector<std::string>& dirs, const std::string& name,
                                        const std::vector<std::string>& overrides) {
   std::vector<std::string> notes;
   std::set<std::string> overridden;
   TrainConfig cfg = load_composed(dirs, name, overrides, &notes, &overridden);
+  if (std::string note = shadowed_config_note(dirs, name); !note.empty()) notes.insert(notes.begin(), note);
   resolve_input_paths(cfg, shipped_roots());
   if (std::string note = adopt_init_from_architecture(cfg, overridden); !note.empty()) notes.push_back(note);
   // What the recipes' spellings (in the files and the overrides) were read as, and other notes

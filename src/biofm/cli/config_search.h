@@ -40,7 +40,17 @@ std::string resolve_input_path(const std::string& key, const std::string& value,
 // resolve_input_path on dataset.path, dataset.val_path and model.init_from.
 void resolve_input_paths(TrainConfig& cfg, const std::vector<std::string>& roots);
 
-// load_train_config through the search path, then resolve_input_paths(cfg, shipped_roots()).
+// The files NAME.yaml on the search path, in its order: the first is the one loaded.
+std::vector<std::string> config_files_named(const std::vector<std::string>& dirs, const std::string& name);
+// When NAME.yaml is in more than one directory of the search path (a ./configs/NAME.yaml behind
+// the shipped one, say): a note naming the file loaded and the ones it shadows; else "".
+std::string shadowed_config_note(const std::vector<std::string>& dirs, const std::string& name);
+// The header of a run's config.yaml: the file NAME resolved to and the command-line overrides
+// (as Hydra's .hydra/overrides.yaml keeps them).
+std::string config_provenance(const std::vector<std::string>& dirs, const std::string& name,
+                              const std::vector<std::string>& overrides);
+// load_train_config through the search path, then resolve_input_paths(cfg, shipped_roots());
+// notes shadowed_config_note on stderr (with the recipes' spellings read and other notes of loading).
 TrainConfig load_train_config_searched(const std::vector<std::string>& dirs, const std::string& name,
                                        const std::vector<std::string>& overrides);
 

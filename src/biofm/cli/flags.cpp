@@ -65,6 +65,9 @@ Flags parse_flags(const CommandSpec& spec, int argc, char** argv, int first) {
           (spec.config_schema().find(key) || spec.config_schema().recipe_spelling(key)))
         usage_fail("biofm ", spec.name, ": unknown option '", name, "'; config keys are written without dashes: ", key,
                    "=", eq == std::string::npos ? "VALUE" : value);
+      // (Hydra's --config-path is --config-dir here)
+      if (name == "--config-path" && find_flag(spec, "--config-dir"))
+        usage_fail("biofm ", spec.name, ": unknown option '", name, "'; did you mean '--config-dir' (Hydra's --config-path)?");
       std::string best = kHelpFlag.name;
       size_t best_d = config::edit_distance(name, best);
       for (const auto& g : spec.flags)

@@ -210,6 +210,8 @@ Registry build_registry() {
   BIND(recompute_layers, .range = ge(-1), .aliases = {"activation_checkpointing_layers"},
        .help = "with recompute: recompute only the first N layers and keep the activations of the rest "
                "(trades memory for speed); -1 = all layers");
+  BIND(log_mfu, .help = "also log the recipes' train/mfu_pct (MFU in percent) and train/tflops_per_gpu beside "
+                        "train/mfu (a fraction, always logged)");
 
   BIND(ops.attention, .help = "CUDA attention: auto (cuDNN SDPA where it takes the shape, else the CUDA kernels) | "
                               "cudnn | fallback");
@@ -474,7 +476,6 @@ Registry build_registry() {
            {"adamw_kwargs.fused", "", {}, "biofm's AdamW is one fused kernel over all parameters", true},
            {"use_te", "", {}, "biofm runs its own kernels (cuBLASLt, cuDNN), not Transformer Engine's", true},
            {"use_torch_compile", "", {}, "biofm is compiled ahead of time", true},
-           {"log_mfu", "", {}, "MFU is in every metrics record", true},
            {"dataset.num_workers", "", {}, "biofm's loader prepares batches on its own thread ahead of the step", true},
            {"dataset.tokenizer_name", "", {}, "the tokenizer follows model.family (esm2: ESM-2's, llama: nucleotides)",
             true},

@@ -226,6 +226,7 @@ struct TrainConfig {
   bool recompute = false;  // activation recompute in backward
   int recompute_layers = -1;  // with recompute: how many layers (the first ones) recompute; -1 = all
   int cp_size = 1;  // context parallelism: ranks that share each batch's sequences (the recipes' key)
+  bool log_mfu = false;  // also the recipes' train/mfu_pct and train/tflops_per_gpu (the recipes' key)
 
   Model model;
   Dataset dataset;

@@ -96,6 +96,12 @@ std::string format_eta(double s) {
 
 double perplexity_of(double loss) { return std::exp(std::min(loss, kMaxLogPerplexity)); }
 
+std::string perplexity_text(double ppl) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, std::isfinite(ppl) && ppl < 1e6 ? "%.3f" : "%.3g", ppl);
+  return buf;
+}
+
 nlohmann::json ThroughputWindow::report(int64_t step, int64_t total_steps, double loss, double lr,
                                         double grad_norm, Device device) {
   const double span = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -109,6 +115,10 @@ nlohmann::json ThroughputWindow::report(int64_t step, int64_t total_steps, doubl
                         {"grad_norm", grad_norm}, {"tokens_per_sec", tps},
                         {"unpadded_tokens_per_sec", real_tps}, {"step_time", step_time},
                         {"mfu_seed", mfu_seed},   {"mfu_6n", mfu_6n}};
+  if (log_mfu_) {  // (the recipes' perf logger under log_mfu)
+    rec["train/mfu_pct"] = 100 * mfu_seed;
+    rec["train/tflops_per_gpu"] = flops_seed_ / span / 1e12;
+  }
   rec["total_steps"] = total_steps;
   rec["eta_s"] = eta;
   rec["unpadded_tokens_per_step"] = steps_ ? double(real_) / double(steps_) : 0.0;
@@ -153,16 +163,16 @@ void ProgressLineSink::write(const nlohmann::json& r) {
     }
     char loss[64] = "loss - (no target tokens)";  // (a step without labels has no loss)
     if (r.contains("loss"))
-      std::snprintf(loss, sizeof loss, "loss %.4f | ppl %7.3f", r["loss"].get<double>(),
-                    perplexity_of(r["loss"].get<double>()));
+      std::snprintf(loss, sizeof loss, "loss %.4f | ppl %7s", r["loss"].get<double>(),
+                    perplexity_text(perplexity_of(r["loss"].get<double>())).c_str());
     std::printf("step %6lld/%lld | %s | lr %.3e | grad_norm %.3f | tok/s %.0f | unpadded tok/s %.0f%s | ETA %s\n",
                 (long long)r["step"].get<int64_t>(), (long long)r["total_steps"].get<int64_t>(), loss,
                 r["lr"].get<double>(), r["grad_norm"].get<double>(), r["tokens_per_sec"].get<double>(),
                 r["unpadded_tokens_per_sec"].get<double>(), mem.c_str(), format_eta(r["eta_s"].get<double>()).c_str());
   }
   if (r.contains("val_loss")) {
-    std::printf("  validation | loss %.4f | ppl %.3f | accuracy %.4f\n", r["val_loss"].get<double>(),
-                r["val_perplexity"].get<double>(), r["val_accuracy"].get<double>());
+    std::printf("  validation | loss %.4f | ppl %s | accuracy %.4f\n", r["val_loss"].get<double>(),
+                perplexity_text(r["val_perplexity"].get<double>()).c_str(), r["val_accuracy"].get<double>());
   }
   std::fflush(stdout);
 }

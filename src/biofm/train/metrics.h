@@ -74,6 +74,9 @@ class TensorBoardSink : public MetricSink {
 // finite number (JSON has no inf; TensorBoard stores floats) instead of inf; NaN stays NaN.
 constexpr double kMaxLogPerplexity = 80.0;  // e^80 ~ 5.5e34 < FLT_MAX
 double perplexity_of(double loss);
+// A perplexity as the progress lines print it: "12.183" below 1e6, else "5.54e+34" (a
+// diverging run's, which %f would print with 35 digits), "nan".
+std::string perplexity_text(double ppl);
 
 // Adds what every record carries: `timestamp` (ISO 8601 UTC), `wall_time` (seconds since the
 // epoch) and the BioNeMo recipes' names beside ours, as their perf_logger.py writes them:
@@ -81,7 +84,8 @@ double perplexity_of(double loss);
 // train/step_time (seconds per optimizer step over the window), train/global_step = step (training
 // records only), train/tokens_per_second_per_gpu, train/unpadded_tokens_per_second_per_gpu,
 // train/total_unpadded_tokens_per_batch (non-pad tokens per optimizer step, summed over ranks),
-// train/gpu_memory_allocated_max_gb / _mean_gb, train/mfu = mfu_seed; our train/gpu_memory_peak_gib
+// train/gpu_memory_allocated_max_gb / _mean_gb, train/mfu = mfu_seed (with log_mfu also
+// train/mfu_pct and train/tflops_per_gpu: ThroughputWindow); our train/gpu_memory_peak_gib
 // (the run's peak, which `biofm report` charts); val/loss, val/perplexity, val/accuracy.
 nlohmann::json with_standard_keys(nlohmann::json record,
                                   std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
@@ -105,7 +109,12 @@ class MetricSinks {
 class ThroughputWindow {
  public:
   // watch_gpu: also sample the GPU's clock and power over each window (core/gpu_monitor.h).
-  explicit ThroughputWindow(const ModelDims& d, bool watch_gpu = false) : dims_(d), watch_gpu_(watch_gpu) { reset(); }
+  // log_mfu: also the recipes' "train/mfu_pct" (percent) and "train/tflops_per_gpu" (this rank's
+  // seed-formula FLOPs per second, the FLOPs MFU counts, in TFLOP/s).
+  explicit ThroughputWindow(const ModelDims& d, bool watch_gpu = false, bool log_mfu = false)
+      : dims_(d), watch_gpu_(watch_gpu), log_mfu_(log_mfu) {
+    reset();
+  }
   void add_batch(const Batch& b);
   void add_step() { ++steps_; }
   void reset();
@@ -121,7 +130,7 @@ class ThroughputWindow {
 
  private:
   ModelDims dims_;
-  bool watch_gpu_ = false;
+  bool watch_gpu_ = false, log_mfu_ = false;
   std::unique_ptr<GpuMonitor> gpu_;
   std::chrono::steady_clock::time_point start_;
   int64_t steps_ = 0, rows_ = 0, real_ = 0;

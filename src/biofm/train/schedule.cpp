@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "biofm/core/error.h"
 
@@ -17,6 +18,15 @@ double lr_multiplier(const ScheduleSpec& s, int64_t step) {
   if (s.type == "warmup_cosine")
     return s.min_lr_ratio + (1.0 - s.min_lr_ratio) * 0.5 * (1.0 + std::cos(M_PI * progress));
   fail("unknown scheduler type '", s.type, "'");
+}
+
+std::string warmup_note(const ScheduleSpec& s) {
+  if (s.warmup_steps == 0 || s.warmup_steps < s.total_steps) return "";
+  char peak[32];
+  std::snprintf(peak, sizeof peak, "%.3g%%", 100 * lr_multiplier(s, s.total_steps - 1));
+  return "scheduler.warmup_steps=" + std::to_string(s.warmup_steps) + " >= num_train_steps=" +
+         std::to_string(s.total_steps) + ": the learning rate stays in warmup for the whole run (at most " + peak +
+         " of optimizer.lr); lower scheduler.warmup_steps";
 }
 
 }  // namespace biofm

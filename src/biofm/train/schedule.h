@@ -18,4 +18,8 @@ struct ScheduleSpec {
 // decay_fraction·total_steps, then min_lr_ratio.
 double lr_multiplier(const ScheduleSpec& s, int64_t step);
 
+// A note when the warmup lasts the whole run (warmup_steps >= total_steps: the learning rate
+// never reaches its peak), else "".
+std::string warmup_note(const ScheduleSpec& s);
+
 }  // namespace biofm

@@ -243,6 +243,17 @@ bool apply_adamw_ahead(const TrainConfig& cfg, AdamW& opt, LanguageModel& model,
   return true;
 }
 
+std::string nonfinite_text(double loss, double grad_norm) {
+  char buf[96];
+  if (std::isfinite(loss))
+    std::snprintf(buf, sizeof buf, "non-finite grad norm %g (loss %g)", grad_norm, loss);
+  else if (std::isfinite(grad_norm))
+    std::snprintf(buf, sizeof buf, "non-finite loss %g (grad norm %g)", loss, grad_norm);
+  else
+    std::snprintf(buf, sizeof buf, "non-finite loss %g and grad norm %g", loss, grad_norm);
+  return buf;
+}
+
 namespace {
 
 // One training run, phase by phase: set up (data, model, optimizer, resume, sinks), the step
@@ -250,7 +261,8 @@ namespace {
 // (final export, summary).
 class TrainingRun {
  public:
-  explicit TrainingRun(const TrainConfig& cfg) : cfg_(cfg), device_(device_of(cfg)) {}
+  TrainingRun(const TrainConfig& cfg, const std::string& config_header)
+      : cfg_(cfg), device_(device_of(cfg)), config_header_(config_header) {}
 
   TrainSummary run() {
     setup();
@@ -318,6 +330,7 @@ class TrainingRun {
       if (!sharded_gradients()) sync_ = std::make_unique<GradientSync>(*comm_, *model_, o);
     }
     summary_.ckpt_dir = ckpt_dir_;
+    if (root_) print_banner();  // (before resume's lines: what runs, then where it starts)
     resume();
     if (comm_ && sharded_gradients()) {
       // (after resume and the first broadcast, which need the whole store on every rank)
@@ -329,8 +342,9 @@ class TrainingRun {
     prefetch_ = std::make_unique<Prefetcher>(*data_, 4);
     open_metrics();
     if (root_) {
-      write_file_atomic(out_dir_ + "/config.yaml", to_yaml(cfg_));
-      print_banner();
+      write_file_atomic(out_dir_ + "/config.yaml", to_yaml(cfg_, config_header_));
+      if (step_ == 0)
+        if (const std::string n = warmup_note(schedule()); !n.empty()) std::printf("note: %s\n", n.c_str());
     }
   }
 
@@ -554,6 +568,11 @@ class TrainingRun {
     std::fflush(stdout);
   }
 
+  ScheduleSpec schedule() const {
+    return {cfg_.scheduler.type, cfg_.scheduler.warmup_steps, cfg_.num_train_steps, cfg_.scheduler.decay_fraction,
+            cfg_.scheduler.min_lr_ratio};
+  }
+
   uint64_t epoch_now() const { return prefetch_->cursor() / data_->samples_per_epoch(); }
 
   void loop() {
@@ -563,9 +582,8 @@ class TrainingRun {
     // whole before sharding it — are not what a step needs)
     device_memory_reset_peak();
     TrainStep train_step(*model_, *opt_, sync_.get());
-    ThroughputWindow window(model_->dims(), /*watch_gpu=*/device_ == Device::CUDA);
-    const ScheduleSpec sched{cfg_.scheduler.type, cfg_.scheduler.warmup_steps, cfg_.num_train_steps,
-                             cfg_.scheduler.decay_fraction, cfg_.scheduler.min_lr_ratio};
+    ThroughputWindow window(model_->dims(), /*watch_gpu=*/device_ == Device::CUDA, cfg_.log_mfu);
+    const ScheduleSpec sched = schedule();
     StopSignals signals(/*announce=*/root_);
     for (; step_ < cfg_.num_train_steps; ++step_) {
       if (coord_) coord_->set_step(step_ + 1);
@@ -665,8 +683,8 @@ class TrainingRun {
         nonfinite_where_ = first_nonfinite_tensor(model_->params());
         streak_first_step_ = done;
       }
-      std::fprintf(stderr, "warning: step %lld: non-finite loss %g or grad norm %g%s%s; the update was skipped\n",
-                   (long long)done, loss, gnorm, nonfinite_where_.empty() ? "" : "; ", nonfinite_where_.c_str());
+      std::fprintf(stderr, "warning: step %lld: %s%s%s; the update was skipped\n", (long long)done,
+                   nonfinite_text(loss, gnorm).c_str(), nonfinite_where_.empty() ? "" : "; ", nonfinite_where_.c_str());
       if (++bad_checks_ >= 10)
         fail("training diverged: non-finite loss or gradients at 10 consecutive checks (step ", done,
              nonfinite_where_.empty() ? "" : "; at the first of them " + nonfinite_where_, "); ", divergence_advice());
@@ -848,8 +866,10 @@ class TrainingRun {
       coord_->finish();  // every rank is done: closing connections are not failures
     }
     if (!root_) return;
-    // (each rank reads and counts only its own batches' sequences)
-    std::printf("data%s: %s\n", env_.distributed() ? " (rank 0's batches)" : "", data_->summary().c_str());
+    // (each rank reads and counts only its own batches' sequences; a run that trained nothing
+    // only read ahead)
+    if (!nothing_trained)
+      std::printf("data%s: %s\n", env_.distributed() ? " (rank 0's batches)" : "", data_->summary().c_str());
     const long long steps = (long long)(summary_.end_step - summary_.start_step);
     if (nothing_trained && summary_.end_step >= cfg_.num_train_steps)
       std::printf("done: nothing to train: the run had already reached step %lld of num_train_steps=%lld%s\n",
@@ -877,6 +897,7 @@ class TrainingRun {
 
   const TrainConfig& cfg_;
   const Device device_;
+  const std::string config_header_;  // atop the run's config.yaml: where the config came from
   DistEnv env_;
   bool root_ = true;                    // rank 0 (or the only process): logs, writes, exports
   std::unique_ptr<Coordinator> coord_;  // multi-process only
@@ -917,6 +938,8 @@ class TrainingRun {
 
 }  // namespace
 
-TrainSummary run_training(const TrainConfig& cfg) { return TrainingRun(cfg).run(); }
+TrainSummary run_training(const TrainConfig& cfg, const std::string& config_header) {
+  return TrainingRun(cfg, config_header).run();
+}
 
 }  // namespace biofm

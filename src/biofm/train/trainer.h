@@ -28,8 +28,13 @@ AdamWConfig adamw_config(const TrainConfig& cfg);
 // (AdamW::apply_ahead_in). Whether it applies.
 bool apply_adamw_ahead(const TrainConfig& cfg, AdamW& opt, LanguageModel& model, bool one_process);
 
+// What a health check found non-finite, the other value beside it: "non-finite grad norm nan
+// (loss 4.7e+16)", "non-finite loss nan (grad norm 0.5)", "non-finite loss nan and grad norm inf".
+std::string nonfinite_text(double loss, double grad_norm);
+
 // Runs training as the config says. Validates paths (data readable, output and checkpoint
 // directories writable) before any work.
-TrainSummary run_training(const TrainConfig& cfg);
+// `config_header`: comment lines atop the run's config.yaml (cli/config_search.h's config_provenance).
+TrainSummary run_training(const TrainConfig& cfg, const std::string& config_header = "");
 
 }  // namespace biofm
