@@ -172,6 +172,33 @@ TEST(Report, FollowsTheRunsMetricsFileAndTellsSameNamedRunsApart) {
   EXPECT_EQ(twice[1].name, "a/val (2)");
 }
 
+// A run's metrics file given as the input is named after its run directory, as the directory
+// is (it used to be "runs/metrics" and "runs/metrics (2)"); another JSONL file beside it keeps
+// its own name.
+TEST(Report, NamesARunsMetricsFileAfterItsDirectory) {
+  const std::string root = testkit::fresh_dir("report_file_names");
+  for (const char* run : {"a", "b"}) {
+    fs::create_directories(root + "/runs/" + run);
+    std::ofstream(root + "/runs/" + run + "/metrics.jsonl") << "{\"step\": 1, \"loss\": 4.0}\n";
+  }
+  std::ofstream(root + "/runs/b/trainer_log.jsonl") << "{\"step\": 1, \"loss\": 4.0}\n";
+  std::vector<ReportRun> runs = {load_report_run(root + "/runs/a/metrics.jsonl"),
+                                 load_report_run(root + "/runs/b/metrics.jsonl"),
+                                 load_report_run(root + "/runs/b/trainer_log.jsonl")};
+  label_runs_apart(runs);
+  EXPECT_EQ(runs[0].name, "a");
+  EXPECT_EQ(runs[1].name, "b");
+  EXPECT_EQ(runs[2].name, "trainer_log");
+  const testkit::RunResult cli = testkit::run_biofm("report " + root + "/runs/a/metrics.jsonl " + root +
+                                                    "/runs/b/metrics.jsonl --output " + root + "/m.html");
+  ASSERT_EQ(cli.code, 0) << cli.output;
+  std::ifstream in(root + "/m.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("data-run=\"a\""), std::string::npos);
+  EXPECT_NE(html.find("data-run=\"b\""), std::string::npos);
+  EXPECT_EQ(html.find("metrics (2)"), std::string::npos);
+}
+
 // A run that timed its ranges (profiler.range_times) gets a "where a step goes" table from the
 // range_times_rank0.json beside its metrics: folded rows, per step, as a share of train_step.
 TEST(Report, ShowsWhereAStepGoesWhenTheRunTimedItsRanges) {

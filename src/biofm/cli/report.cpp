@@ -174,7 +174,11 @@ ReportRun load_report_run(const std::string& path) {
   const fs::path metrics = run_dir ? dir / run_metrics_file(run.config_yaml) : given;
   if (!fs::is_regular_file(metrics)) fail("no metrics file at '", metrics.string(), "'");
   run.source = metrics.string();
-  run.name = run_dir ? fs::weakly_canonical(path).filename().string() : metrics.stem().string();
+  // A run directory, or the metrics file that directory would be read from, is named after the
+  // directory ("a" for runs/a/metrics.jsonl); any other JSONL file after its stem.
+  const fs::path own = dir / run_metrics_file(run.config_yaml);
+  const bool whole_run = run_dir || (fs::is_regular_file(own) && fs::equivalent(own, metrics));
+  run.name = whole_run ? fs::weakly_canonical(dir).filename().string() : metrics.stem().string();
   if (run.name.empty()) run.name = path;
   if (fs::is_regular_file(dir / "range_times_rank0.json")) {
     try {
