@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -310,6 +312,54 @@ std::string range_times_table(const ReportRun& r) {
   return o.str();
 }
 
+// A config's leaves as dotted keys ("adamw_kwargs.lr") with their values as YAML text (a list
+// in flow style).
+void flatten(const YAML::Node& n, const std::string& key, std::map<std::string, std::string>& out) {
+  if (n.IsMap()) {
+    for (const auto& kv : n) flatten(kv.second, (key.empty() ? "" : key + ".") + kv.first.as<std::string>(), out);
+    return;
+  }
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  out[key] = e.c_str();
+}
+
+// "Config differences": the keys whose values differ between the runs' config.yaml (runs without
+// one, or whose config is not a YAML map, are left out; nothing when fewer than two remain).
+std::string config_diff_table(const std::vector<ReportRun>& runs) {
+  std::vector<const ReportRun*> with;
+  std::vector<std::map<std::string, std::string>> flat;
+  for (const ReportRun& r : runs) {
+    try {
+      const YAML::Node root = YAML::Load(r.config_yaml);
+      if (!root.IsMap()) continue;
+      flatten(root, "", flat.emplace_back());
+      with.push_back(&r);
+    } catch (const YAML::Exception&) {  // (shown as it is under Configs)
+    }
+  }
+  if (with.size() < 2) return "";
+  std::set<std::string> keys;
+  for (const auto& f : flat)
+    for (const auto& [k, v] : f) keys.insert(k);
+  std::ostringstream rows;
+  for (const std::string& k : keys) {
+    std::vector<std::string> values;
+    for (const auto& f : flat) values.push_back(f.count(k) ? f.at(k) : "(absent)");
+    if (std::all_of(values.begin(), values.end(), [&](const std::string& v) { return v == values[0]; })) continue;
+    rows << "<tr><td>" << escape(k) << "</td>";
+    for (const std::string& v : values) rows << "<td>" << escape(v) << "</td>";
+    rows << "</tr>\n";
+  }
+  std::ostringstream o;
+  o << "<h2>Config differences</h2>\n";
+  if (rows.str().empty()) return o.str() + "<p>the configs are the same</p>\n";
+  o << "<table id=\"config-diff\"><tr><th>key</th>";
+  for (const ReportRun* r : with) o << "<th>" << escape(r->name) << "</th>";
+  o << "</tr>\n" << rows.str() << "</table>\n";
+  return o.str();
+}
+
 }  // namespace
 
 bool has_loss_records(const ReportRun& run) {
@@ -369,6 +419,7 @@ std::string render_report(const std::vector<ReportRun>& runs) {
   for (size_t i = 0; i < charts.size(); ++i) o << svg_chart(charts[i], runs, int(i));
   o << "</div>\n";
   for (const ReportRun& r : runs) o << range_times_table(r);
+  o << config_diff_table(runs);
   o << "<h2>Configs</h2>\n";
   for (const ReportRun& r : runs)
     o << "<details class=\"config\"><summary>" << escape(r.name) << "</summary><pre>"
