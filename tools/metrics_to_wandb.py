@@ -11,13 +11,13 @@ PREFIX/share/biofm/tools/.)
 Logs each record at its `step` and at its own time: the record's `wall_time` (else its
 `timestamp`, ISO-8601 UTC) becomes W&B's `_timestamp`, so W&B's "Wall Time" axis shows when
 training logged, not when this ran. (W&B computes `_runtime`, the "Relative Time" axis, itself
-from the run's start, which wandb.init sets to the conversion's time (wandb 0.31): plot against Wall Time or
-step.) Every other numeric key is logged once: where a record carries both biofm's name and the
-BioNeMo recipes' name of one figure (`loss` and `train/loss`, `lr` and `train/learning_rate`,
-`val_loss` and `val/loss`, ...), only the recipes' name is kept. The run's config.yaml becomes the
-W&B config. A resumed run's repeated steps are logged once (W&B steps must not go back), and a
-last line cut short by a kill is skipped. Nothing is sent: the run is written in offline mode
-under RUN_DIR/wandb/.
+from the run's start, which wandb.init sets to the conversion's time, as of wandb 0.31: plot
+against Wall Time or step.) Every other numeric key is logged once: where a record carries both
+biofm's name and the BioNeMo recipes' name of one figure (`loss` and `train/loss`, `lr` and
+`train/learning_rate`, `val_loss` and `val/loss`, ...), only the recipes' name is kept. The run's
+config.yaml becomes the W&B config. A resumed run's repeated steps are logged once (W&B steps must
+not go back), and a last line cut short by a kill is skipped. Nothing is sent: the run is written
+in offline mode under RUN_DIR/wandb/.
 """
 import argparse
 import datetime
