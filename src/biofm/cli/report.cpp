@@ -333,7 +333,9 @@ std::string config_diff_table(const std::vector<ReportRun>& runs) {
     try {
       const YAML::Node root = YAML::Load(r.config_yaml);
       if (!root.IsMap()) continue;
-      flatten(root, "", flat.emplace_back());
+      std::map<std::string, std::string> f;
+      flatten(root, "", f);
+      flat.push_back(std::move(f));
       with.push_back(&r);
     } catch (const YAML::Exception&) {  // (shown as it is under Configs)
     }
