@@ -172,6 +172,55 @@ TEST(Report, FollowsTheRunsMetricsFileAndTellsSameNamedRunsApart) {
   EXPECT_EQ(twice[1].name, "a/val (2)");
 }
 
+// A run's metrics file given as the input is named after its run directory, as the directory
+// is (it used to be "runs/metrics" and "runs/metrics (2)"); another JSONL file beside it keeps
+// its own name.
+TEST(Report, NamesARunsMetricsFileAfterItsDirectory) {
+  const std::string root = testkit::fresh_dir("report_file_names");
+  for (const char* run : {"a", "b"}) {
+    fs::create_directories(root + "/runs/" + run);
+    std::ofstream(root + "/runs/" + run + "/metrics.jsonl") << "{\"step\": 1, \"loss\": 4.0}\n";
+  }
+  std::ofstream(root + "/runs/b/trainer_log.jsonl") << "{\"step\": 1, \"loss\": 4.0}\n";
+  std::vector<ReportRun> runs = {load_report_run(root + "/runs/a/metrics.jsonl"),
+                                 load_report_run(root + "/runs/b/metrics.jsonl"),
+                                 load_report_run(root + "/runs/b/trainer_log.jsonl")};
+  label_runs_apart(runs);
+  EXPECT_EQ(runs[0].name, "a");
+  EXPECT_EQ(runs[1].name, "b");
+  EXPECT_EQ(runs[2].name, "trainer_log");
+  const testkit::RunResult cli = testkit::run_biofm("report " + root + "/runs/a/metrics.jsonl " + root +
+                                                    "/runs/b/metrics.jsonl --output " + root + "/m.html");
+  ASSERT_EQ(cli.code, 0) << cli.output;
+  std::ifstream in(root + "/m.html");
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("data-run=\"a\""), std::string::npos);
+  EXPECT_NE(html.find("data-run=\"b\""), std::string::npos);
+  EXPECT_EQ(html.find("metrics (2)"), std::string::npos);
+}
+
+// Two runs' configs: a table of the keys whose values differ (nested keys dotted, a key one run
+// lacks as "(absent)"), none of the keys they share; runs without a config.yaml are left out.
+TEST(Report, TablesTheConfigDifferences) {
+  ReportRun a = ours("a", 3.0), b = ours("b<2>", 3.5), bare = ours("bare", 3.2);
+  a.config_yaml = "seed: 1\nadamw_kwargs:\n  lr: 0.001\n  betas: [0.9, 0.98]\nlogger:\n  frequency: 10\n";
+  b.config_yaml = "seed: 2\nadamw_kwargs:\n  lr: 0.001\n  betas: [0.9, 0.95]\nlogger:\n  frequency: 10\nfp8: true\n";
+  bare.config_yaml = "";
+  const std::string html = render_report({a, b, bare});
+  const size_t at = html.find("<table id=\"config-diff\">");
+  ASSERT_NE(at, std::string::npos) << html;
+  const std::string table = html.substr(at, html.find("</table>", at) - at);
+  EXPECT_NE(table.find("<tr><th>key</th><th>a</th><th>b&lt;2&gt;</th></tr>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<tr><td>adamw_kwargs.betas</td><td>[0.9, 0.98]</td><td>[0.9, 0.95]</td></tr>"),
+            std::string::npos) << table;
+  EXPECT_NE(table.find("<tr><td>fp8</td><td>(absent)</td><td>true</td></tr>"), std::string::npos) << table;
+  EXPECT_NE(table.find("<tr><td>seed</td><td>1</td><td>2</td></tr>"), std::string::npos) << table;
+  EXPECT_EQ(count(table, "<tr>"), 4u) << table;  // the header and the three keys that differ
+  // Same configs: said; one run: no section.
+  EXPECT_NE(render_report({ours("x", 3.0), ours("y", 3.0)}).find("<p>the configs are the same</p>"), std::string::npos);
+  EXPECT_EQ(render_report({a}).find("Config differences"), std::string::npos);
+}
+
 // A run that timed its ranges (profiler.range_times) gets a "where a step goes" table from the
 // range_times_rank0.json beside its metrics: folded rows, per step, as a share of train_step.
 TEST(Report, ShowsWhereAStepGoesWhenTheRunTimedItsRanges) {

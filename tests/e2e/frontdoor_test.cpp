@@ -176,6 +176,12 @@ TEST(FrontDoor, InstalledBinaryTrainsFromAnotherDirectory) {
   EXPECT_TRUE(fs::exists(prefix + "/share/doc/biofm/docs/INFERENCE.md"));
   EXPECT_TRUE(fs::exists(prefix + "/share/doc/biofm/docs/DATA.md"));
   EXPECT_FALSE(fs::exists(prefix + "/share/doc/biofm/docs/evidence"));
+  // The metrics converters the README names, executable.
+  for (const char* tool : {"metrics_to_wandb.py", "read_tfevents.py"}) {
+    const fs::path p = prefix + "/share/biofm/tools/" + tool;
+    EXPECT_TRUE(fs::exists(p)) << p;
+    EXPECT_NE(fs::status(p).permissions() & fs::perms::owner_exec, fs::perms::none) << p;
+  }
 
   const std::string in_work = "cd '" + work + "' && ";
   RunResult info = sh(in_work + exe + " info");

@@ -16,7 +16,7 @@ const CommandSpec kReportSpec{
     .details =
         "One self-contained HTML page (inline SVG; no scripts, no network) with loss and validation\n"
         "loss vs steps and tokens, learning rate, grad norm, throughput, MFU, memory and each run's\n"
-        "config.yaml. Several runs overlay their curves. A RUN_DIR may also be a JSONL metrics file\n"
+        "config.yaml. Several runs overlay their curves, and a table shows their config keys that differ. A RUN_DIR may also be a JSONL metrics file\n"
         "(e.g. a Hugging Face Trainer log with `step` and `loss`). An input without a loss record is\n"
         "warned about; when none has one, nothing is written (exit 1).",
 };

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -174,7 +176,11 @@ ReportRun load_report_run(const std::string& path) {
   const fs::path metrics = run_dir ? dir / run_metrics_file(run.config_yaml) : given;
   if (!fs::is_regular_file(metrics)) fail("no metrics file at '", metrics.string(), "'");
   run.source = metrics.string();
-  run.name = run_dir ? fs::weakly_canonical(path).filename().string() : metrics.stem().string();
+  // A run directory, or the metrics file that directory would be read from, is named after the
+  // directory ("a" for runs/a/metrics.jsonl); any other JSONL file after its stem.
+  const fs::path own = dir / run_metrics_file(run.config_yaml);
+  const bool whole_run = run_dir || (fs::is_regular_file(own) && fs::equivalent(own, metrics));
+  run.name = whole_run ? fs::weakly_canonical(dir).filename().string() : metrics.stem().string();
   if (run.name.empty()) run.name = path;
   if (fs::is_regular_file(dir / "range_times_rank0.json")) {
     try {
@@ -306,6 +312,56 @@ std::string range_times_table(const ReportRun& r) {
   return o.str();
 }
 
+// A config's leaves as dotted keys ("adamw_kwargs.lr") with their values as YAML text (a list
+// in flow style).
+void flatten(const YAML::Node& n, const std::string& key, std::map<std::string, std::string>& out) {
+  if (n.IsMap()) {
+    for (const auto& kv : n) flatten(kv.second, (key.empty() ? "" : key + ".") + kv.first.as<std::string>(), out);
+    return;
+  }
+  YAML::Emitter e;
+  e << YAML::Flow << n;
+  out[key] = e.c_str();
+}
+
+// "Config differences": the keys whose values differ between the runs' config.yaml (runs without
+// one, or whose config is not a YAML map, are left out; nothing when fewer than two remain).
+std::string config_diff_table(const std::vector<ReportRun>& runs) {
+  std::vector<const ReportRun*> with;
+  std::vector<std::map<std::string, std::string>> flat;
+  for (const ReportRun& r : runs) {
+    try {
+      const YAML::Node root = YAML::Load(r.config_yaml);
+      if (!root.IsMap()) continue;
+      std::map<std::string, std::string> f;
+      flatten(root, "", f);
+      flat.push_back(std::move(f));
+      with.push_back(&r);
+    } catch (const YAML::Exception&) {  // (shown as it is under Configs)
+    }
+  }
+  if (with.size() < 2) return "";
+  std::set<std::string> keys;
+  for (const auto& f : flat)
+    for (const auto& [k, v] : f) keys.insert(k);
+  std::ostringstream rows;
+  for (const std::string& k : keys) {
+    std::vector<std::string> values;
+    for (const auto& f : flat) values.push_back(f.count(k) ? f.at(k) : "(absent)");
+    if (std::all_of(values.begin(), values.end(), [&](const std::string& v) { return v == values[0]; })) continue;
+    rows << "<tr><td>" << escape(k) << "</td>";
+    for (const std::string& v : values) rows << "<td>" << escape(v) << "</td>";
+    rows << "</tr>\n";
+  }
+  std::ostringstream o;
+  o << "<h2>Config differences</h2>\n";
+  if (rows.str().empty()) return o.str() + "<p>the configs are the same</p>\n";
+  o << "<table id=\"config-diff\"><tr><th>key</th>";
+  for (const ReportRun* r : with) o << "<th>" << escape(r->name) << "</th>";
+  o << "</tr>\n" << rows.str() << "</table>\n";
+  return o.str();
+}
+
 }  // namespace
 
 bool has_loss_records(const ReportRun& run) {
@@ -365,6 +421,7 @@ std::string render_report(const std::vector<ReportRun>& runs) {
   for (size_t i = 0; i < charts.size(); ++i) o << svg_chart(charts[i], runs, int(i));
   o << "</div>\n";
   for (const ReportRun& r : runs) o << range_times_table(r);
+  o << config_diff_table(runs);
   o << "<h2>Configs</h2>\n";
   for (const ReportRun& r : runs)
     o << "<details class=\"config\"><summary>" << escape(r.name) << "</summary><pre>"

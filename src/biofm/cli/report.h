@@ -1,6 +1,6 @@
 // biofm report: one self-contained HTML page (inline SVG, no scripts, no network) with a run's
 // curves — loss and validation loss vs steps and vs tokens, learning rate, grad norm,
-// throughput, MFU, memory — its config and, when the run timed its ranges (profiler.range_times),
+// throughput, MFU, memory — its config (for several runs, the config keys that differ) and, when the run timed its ranges (profiler.range_times),
 // where a step's time went. Several runs overlay their curves.
 #pragma once
 #include <nlohmann/json.hpp>
