@@ -6,6 +6,8 @@
 // runs the same on a GPU, with the parts on the side stream.)
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "biofm/train/config.h"
 #include "biofm/train/step.h"
 #include "biofm/train/trainer.h"
@@ -104,4 +106,33 @@ TEST(AdamWAhead, AppliesOnlyWhereItCan) {
   AdamW offloaded(m->params(), ac);
   EXPECT_FALSE(apply_adamw_ahead(cfg, offloaded, *m, true)) << "an offloaded optimizer updates on the host";
   EXPECT_THROW(offloaded.apply_ahead_in(*m), Error);
+}
+
+// Loading an optimizer state (checkpoint resume: load_state, or moment() for a streamed load)
+// replaces an update still owed instead of applying it onto the loaded parameters; the next step
+// then zeroes the gradients itself.
+TEST(AdamWAhead, ALoadedStateReplacesAnUpdateStillOwed) {
+  const ModelFamily& f = family_named("esm2");
+  std::unique_ptr<LanguageModel> m = f.build(testkit::tiny_shape(f), Device::CPU, BuildOptions{});
+  m->params().init(3);
+  AdamW opt(m->params(), AdamWConfig{});
+  opt.apply_ahead_in(*m);
+  TrainStep step(*m, opt);
+  SequenceDataset data = testkit::bundled_data(f);
+  auto src = f.batches(testkit::small_batches(), data);
+  for (int how = 0; how < 2; ++how) {
+    SCOPED_TRACE(how == 0 ? "moment()" : "load_state()");
+    step.run({src->next()}, 1e-3);
+    ASSERT_TRUE(opt.update_owed());
+    const Tensor before = m->params().flat().clone();
+    if (how == 0)
+      (void)opt.moment("exp_avg");
+    else
+      opt.load_state(opt.state(), opt.steps_taken());
+    EXPECT_FALSE(opt.update_owed());
+    expect_same(m->params().flat(), before, "parameters (the owed update was not applied)");
+  }
+  m->params().grad_flat().fill_(std::nanf(""));  // (what the step must zero before it adds)
+  step.run({src->next()}, 1e-3);
+  EXPECT_TRUE(std::isfinite(opt.read_grad_norm())) << "the step after a load zeroes the gradients";
 }

@@ -156,6 +156,7 @@ int cmd_bench(int argc, char** argv) {
   std::unique_ptr<GpuMonitor> monitor;  // the GPU's clock and power over the timed steps
   for (int64_t s = 0; s < warmup + steps; ++s) {
     if (s == warmup) {
+      opt.settle();  // (AdamW ahead: the timed steps apply their own updates, the last one below)
       device_sync(device);
       device_memory_reset_peak();
       if (device == Device::CUDA) monitor = std::make_unique<GpuMonitor>();
@@ -172,6 +173,7 @@ int cmd_bench(int argc, char** argv) {
       }
     }
   }
+  opt.settle();
   device_sync(device);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const GpuActivity gpu = monitor ? monitor->stop() : GpuActivity{};

@@ -155,6 +155,11 @@ void AdamW::settle() {
     if (p.owed) apply_part(p);
 }
 
+void AdamW::drop_owed() {
+  for (Part& p : parts_) p.owed = false;
+  owed_parts_ = 0;
+}
+
 void AdamW::apply_part(Part& part) {
   const std::pair<int64_t, int64_t> r = part.range;
   Tensor p = slice(params_.flat_in_parts(), r);
@@ -226,7 +231,7 @@ double AdamW::read_grad_norm() const { return double(norm_.to(Device::CPU).f32()
 std::map<std::string, Tensor> AdamW::state() const { return {{"exp_avg", m_}, {"exp_avg_sq", v_}}; }
 
 Tensor& AdamW::moment(const std::string& name) {
-  settle();
+  drop_owed();  // (what is loaded into the moment replaces the update; the parameters are loaded too)
   if (name == "exp_avg") return m_;
   if (name == "exp_avg_sq") return v_;
   fail("AdamW has no state '", name, "' (exp_avg, exp_avg_sq)");
@@ -239,8 +244,7 @@ void AdamW::load_state(const std::map<std::string, Tensor>& st, int64_t steps_ta
     if (it->second.numel() != m_.numel())
       fail("optimizer state '", k, "' has ", it->second.numel(), " elements, model needs ", m_.numel());
   }
-  for (Part& p : parts_) p.owed = false;  // (the loaded state replaces an update still owed)
-  owed_parts_ = 0;
+  drop_owed();  // (the loaded state replaces an update still owed)
   m_.copy_from(st.at("exp_avg"));
   v_.copy_from(st.at("exp_avg_sq"));
   step_ = steps_taken;

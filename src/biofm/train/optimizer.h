@@ -63,7 +63,7 @@ class AdamW : public WeightUpdate {
   bool update_owed() const { return owed_parts_ > 0; }
   // Applies whatever part is still owed, on the current stream: anything that reads the
   // parameters or the moments outside a pass of the model settles first (the model's
-  // settle_weights; gather_params and moment() do).
+  // settle_weights; gather_params and the next step() do).
   void settle();
   bool due(int layer) const override;
   void apply(int layer) override;
@@ -71,7 +71,8 @@ class AdamW : public WeightUpdate {
   std::map<std::string, Tensor> state() const;  // moments, for checkpoints (settled: see above)
   void load_state(const std::map<std::string, Tensor>& st, int64_t steps_taken);
   // A moment buffer itself ("exp_avg" or "exp_avg_sq": F32 [numel] on the store's device), for
-  // checkpoint loading that streams straight into it; then set_steps_taken.
+  // checkpoint loading that streams straight into it; then set_steps_taken. Like load_state, it
+  // drops an update still owed (apply_ahead_in): the load replaces it, parameters included.
   Tensor& moment(const std::string& name);
   void set_steps_taken(int64_t steps_taken) { step_ = steps_taken; }
 
@@ -124,6 +125,7 @@ class AdamW : public WeightUpdate {
   int owed_parts_ = 0;
   ops::AdamWHyper owed_hyper_;
   void apply_part(Part& part);
+  void drop_owed();
 };
 
 }  // namespace biofm
